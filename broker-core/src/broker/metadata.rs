@@ -1,0 +1,326 @@
+//! What the broker keeps in sled besides the log indexes, and where things live on disk:
+//!
+//! ```text
+//! <data_dir>/meta/                          the sled database
+//!   tree "meta":          node_id, receipt_key
+//!   tree "topics":        <topic name> → TopicConfig (JSON)
+//!   tree "subscriptions": <topic>\0<name> → SubscriptionConfig (JSON)
+//!   tree "log/<topic uid>/<partition>":  that partition's offset and time index
+//!   tree "sub/<subscription uid>":        that subscription's cursors and leases
+//! <data_dir>/topics/<name>-<uid>/<partition>/<base offset>.log   segment files
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use rand::RngCore;
+use tokio::sync::Notify;
+
+use super::Topic;
+use crate::config::BrokerConfig;
+use crate::error::{BrokerError, Result};
+use crate::partitioner::Partitioner;
+use crate::storage::PartitionHandle;
+use crate::subscription::receipt::RECEIPT_KEY_BYTES;
+use crate::subscription::{Subscription, SubscriptionConfig, SubscriptionStore, store};
+use crate::topic::TopicConfig;
+
+/// The metadata store.
+#[derive(Debug)]
+pub(super) struct Metadata {
+    db: sled::Db,
+    meta: sled::Tree,
+    topics: sled::Tree,
+    subscriptions: sled::Tree,
+    node_id: String,
+    data_dir: PathBuf,
+    /// Flushes asked for so far, and the count covered by the last finished flush.
+    flush_requests: AtomicU64,
+    flushed: AtomicU64,
+    flush_turn: tokio::sync::Mutex<()>,
+}
+
+impl Metadata {
+    pub(super) fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The receipt signing key, made on first start and kept so receipts survive restarts.
+    pub(super) fn receipt_key(&self) -> Result<[u8; RECEIPT_KEY_BYTES]> {
+        if let Some(key) = self.meta.get("receipt_key")?
+            && let Ok(key) = <[u8; RECEIPT_KEY_BYTES]>::try_from(key.as_ref())
+        {
+            return Ok(key);
+        }
+        let mut key = [0; RECEIPT_KEY_BYTES];
+        rand::rngs::OsRng.fill_bytes(&mut key);
+        self.meta.insert("receipt_key", &key[..])?;
+        self.db.flush()?;
+        Ok(key)
+    }
+
+    /// A fresh unique id for a topic or subscription incarnation.
+    pub(super) fn new_uid(&self) -> Result<u64> {
+        Ok(self.db.generate_id()?)
+    }
+
+    /// Makes every change made before the call durable (sled flush, fsync). Concurrent
+    /// callers share flushes: one that finds a flush started after its changes waits for that
+    /// one instead of starting another (group commit for metadata).
+    pub(super) async fn flush(&self) -> Result<()> {
+        let wanted = self.flush_requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let _turn = self.flush_turn.lock().await;
+        if self.flushed.load(Ordering::SeqCst) >= wanted {
+            return Ok(());
+        }
+        let covered = self.flush_requests.load(Ordering::SeqCst);
+        self.db.flush_async().await?;
+        self.flushed.store(covered, Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub(super) fn topic_dir(&self, config: &TopicConfig) -> PathBuf {
+        topic_dir(&self.data_dir, config)
+    }
+
+    pub(super) fn index_tree(&self, topic_uid: u64, partition: u32) -> Result<sled::Tree> {
+        Ok(self.db.open_tree(format!("log/{topic_uid}/{partition}"))?)
+    }
+
+    pub(super) fn subscription_store(&self, subscription_uid: u64) -> Result<SubscriptionStore> {
+        Ok(SubscriptionStore::new(
+            self.db.open_tree(store::tree_name(subscription_uid))?,
+        ))
+    }
+
+    pub(super) fn save_topic(&self, config: &TopicConfig) -> Result<()> {
+        self.topics
+            .insert(config.name.as_bytes(), to_json(config)?)?;
+        Ok(())
+    }
+
+    /// Forgets a topic: its config, its subscriptions' configs and all their trees.
+    pub(super) fn remove_topic(
+        &self,
+        config: &TopicConfig,
+        subscription_uids: &[u64],
+    ) -> Result<()> {
+        self.topics.remove(config.name.as_bytes())?;
+        for item in self
+            .subscriptions
+            .scan_prefix(subscription_prefix(&config.name))
+        {
+            let (key, _) = item?;
+            self.subscriptions.remove(key)?;
+        }
+        for partition in 0..config.partitions {
+            self.db
+                .drop_tree(format!("log/{}/{partition}", config.uid))?;
+        }
+        for uid in subscription_uids {
+            self.db.drop_tree(store::tree_name(*uid))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn save_subscription(&self, config: &SubscriptionConfig) -> Result<()> {
+        self.subscriptions.insert(
+            subscription_key(&config.topic, &config.name),
+            to_json(config)?,
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn remove_subscription(&self, config: &SubscriptionConfig) -> Result<()> {
+        self.subscriptions
+            .remove(subscription_key(&config.topic, &config.name))?;
+        self.db.drop_tree(store::tree_name(config.uid))?;
+        Ok(())
+    }
+}
+
+/// Opens the metadata store and every topic in it, with logs recovered and subscriptions
+/// loaded; removes what an interrupted delete left behind. Blocking.
+pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, Arc<Topic>>)> {
+    let meta_dir = config.data_dir.join("meta");
+    std::fs::create_dir_all(&meta_dir).map_err(|e| BrokerError::io(&meta_dir, e))?;
+    let db = sled::Config::new().path(&meta_dir).open()?;
+    let metadata = Metadata {
+        meta: db.open_tree("meta")?,
+        topics: db.open_tree("topics")?,
+        subscriptions: db.open_tree("subscriptions")?,
+        node_id: String::new(),
+        data_dir: config.data_dir.clone(),
+        flush_requests: AtomicU64::new(0),
+        flushed: AtomicU64::new(0),
+        flush_turn: tokio::sync::Mutex::new(()),
+        db,
+    };
+    let metadata = Metadata {
+        node_id: load_node_id(&metadata)?,
+        ..metadata
+    };
+    let mut topics = BTreeMap::new();
+    for item in metadata.topics.iter() {
+        let (_, value) = item?;
+        let topic_config: TopicConfig = from_json(&value)?;
+        let topic = open_topic(&metadata, config, topic_config)?;
+        let name = read_name(&topic);
+        topics.insert(name, Arc::new(topic));
+    }
+    load_subscriptions(&metadata, &topics)?;
+    remove_leftovers(&metadata, &topics)?;
+    Ok((metadata, topics))
+}
+
+/// Opens (creating if needed) the logs of a topic known to the metadata store. Blocking.
+pub(super) fn open_topic(
+    metadata: &Metadata,
+    config: &BrokerConfig,
+    topic: TopicConfig,
+) -> Result<Topic> {
+    let indexes = (0..topic.partitions)
+        .map(|p| metadata.index_tree(topic.uid, p))
+        .collect::<Result<Vec<_>>>()?;
+    open_topic_files(&metadata.topic_dir(&topic), indexes, config, topic)
+}
+
+/// Opens (creating if needed) the partition logs of a topic in `dir`, one index tree each.
+/// On failure, the partitions opened so far are shut down again. Blocking.
+pub(super) fn open_topic_files(
+    dir: &Path,
+    indexes: Vec<sled::Tree>,
+    config: &BrokerConfig,
+    topic: TopicConfig,
+) -> Result<Topic> {
+    let on_commit = Arc::new(Notify::new());
+    let mut partitions = Vec::with_capacity(indexes.len());
+    for (partition, index) in (0u32..).zip(indexes) {
+        let handle = PartitionHandle::open(
+            dir.join(partition.to_string()),
+            index,
+            config.log.clone(),
+            on_commit.clone(),
+        );
+        match handle {
+            Ok(handle) => partitions.push(handle),
+            Err(error) => {
+                partitions.iter().for_each(PartitionHandle::shutdown);
+                return Err(error);
+            }
+        }
+    }
+    Ok(Topic {
+        config: RwLock::new(topic),
+        partitions,
+        partitioner: Partitioner::default(),
+        on_commit,
+        subscriptions: RwLock::new(BTreeMap::new()),
+        deleted: AtomicBool::new(false),
+    })
+}
+
+fn read_name(topic: &Topic) -> String {
+    super::read(&topic.config).name.clone()
+}
+
+fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) -> Result<()> {
+    for item in metadata.subscriptions.iter() {
+        let (key, value) = item?;
+        let config: SubscriptionConfig = from_json(&value)?;
+        let Some(topic) = topics.get(&config.topic) else {
+            metadata.subscriptions.remove(key)?;
+            continue;
+        };
+        let starts: Vec<u64> = topic
+            .partitions
+            .iter()
+            .map(PartitionHandle::start_offset)
+            .collect();
+        let store = metadata.subscription_store(config.uid)?;
+        let name = config.name.clone();
+        let subscription = Subscription::open(config, store, &starts)?;
+        super::write(&topic.subscriptions).insert(name, Arc::new(subscription));
+    }
+    Ok(())
+}
+
+/// Deletes topic folders and sled trees that belong to no known topic or subscription: what a
+/// delete interrupted by a crash left behind.
+fn remove_leftovers(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) -> Result<()> {
+    let mut known_dirs = BTreeSet::new();
+    let mut known_trees = BTreeSet::new();
+    for topic in topics.values() {
+        let config = topic.config();
+        known_dirs.insert(metadata.topic_dir(&config));
+        for partition in 0..config.partitions {
+            known_trees.insert(format!("log/{}/{partition}", config.uid));
+        }
+        for subscription in super::read(&topic.subscriptions).values() {
+            known_trees.insert(store::tree_name(subscription.config.uid));
+        }
+    }
+    for name in metadata.db.tree_names() {
+        let name = String::from_utf8_lossy(&name).into_owned();
+        if (name.starts_with("log/") || name.starts_with("sub/")) && !known_trees.contains(&name) {
+            metadata.db.drop_tree(name.as_bytes())?;
+        }
+    }
+    let topics_dir = metadata.data_dir.join("topics");
+    let Ok(entries) = std::fs::read_dir(&topics_dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !known_dirs.contains(&path) {
+            tracing::warn!(path = %path.display(), "removing the files of a deleted topic");
+            std::fs::remove_dir_all(&path).map_err(|e| BrokerError::io(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn load_node_id(metadata: &Metadata) -> Result<String> {
+    if let Some(id) = metadata.meta.get("node_id")? {
+        return Ok(String::from_utf8_lossy(&id).into_owned());
+    }
+    let id = format!("node-{:08x}", rand::random::<u32>());
+    metadata.meta.insert("node_id", id.as_bytes())?;
+    Ok(id)
+}
+
+pub(super) fn topic_dir(data_dir: &Path, config: &TopicConfig) -> PathBuf {
+    data_dir
+        .join("topics")
+        .join(format!("{}-{}", config.name, config.uid))
+}
+
+fn subscription_prefix(topic: &str) -> Vec<u8> {
+    let mut key = topic.as_bytes().to_vec();
+    key.push(0);
+    key
+}
+
+fn subscription_key(topic: &str, name: &str) -> Vec<u8> {
+    let mut key = subscription_prefix(topic);
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| BrokerError::Corrupt {
+        path: "metadata".into(),
+        position: 0,
+        reason: format!("cannot encode: {e}"),
+    })
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| BrokerError::Corrupt {
+        path: "metadata".into(),
+        position: 0,
+        reason: format!("cannot decode: {e}"),
+    })
+}

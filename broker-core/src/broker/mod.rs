@@ -1,0 +1,173 @@
+//! The facade: the one type the gateway calls. It owns the metadata store, the open topics and
+//! their partition logs and subscriptions, and the background retention task.
+//!
+//! - `types`: request and reply types.
+//! - `metadata`: what lives in sled besides the log indexes (topic and subscription configs,
+//!   the receipt key, the node id) and where things live on disk.
+//! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each.
+
+mod consume;
+mod metadata;
+mod produce;
+mod reads;
+mod subscriptions;
+mod topics;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{Mutex as AsyncMutex, Notify};
+
+pub use types::*;
+
+use crate::config::{BrokerConfig, FsyncPolicy};
+use crate::error::{BrokerError, Result};
+use crate::partitioner::Partitioner;
+use crate::storage::PartitionHandle;
+use crate::subscription::{ReceiptCodec, Subscription};
+use crate::topic::TopicConfig;
+use metadata::Metadata;
+
+/// One open topic: its settings, partition logs, subscriptions and the wake-up signal that
+/// every commit to any of its partitions fires.
+#[derive(Debug)]
+struct Topic {
+    config: RwLock<TopicConfig>,
+    partitions: Vec<PartitionHandle>,
+    partitioner: Partitioner,
+    on_commit: Arc<Notify>,
+    subscriptions: RwLock<BTreeMap<String, Arc<Subscription>>>,
+    deleted: AtomicBool,
+}
+
+impl Topic {
+    fn config(&self) -> TopicConfig {
+        read(&self.config).clone()
+    }
+
+    fn subscription(&self, name: &str) -> Result<Arc<Subscription>> {
+        read(&self.subscriptions).get(name).cloned().ok_or_else(|| {
+            BrokerError::SubscriptionNotFound {
+                topic: read(&self.config).name.clone(),
+                subscription: name.to_owned(),
+            }
+        })
+    }
+}
+
+/// The embedded broker. Cheap to share (`Arc<Broker>`); every method is safe to call
+/// concurrently.
+#[derive(Debug)]
+pub struct Broker {
+    config: BrokerConfig,
+    metadata: Metadata,
+    receipts: ReceiptCodec,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serializes creating and deleting topics and subscriptions.
+    admin: AsyncMutex<()>,
+    shutting_down: AtomicBool,
+    shutdown_signal: Notify,
+}
+
+impl Broker {
+    /// Opens the broker on `config.data_dir`, creating it if needed: recovers every partition's
+    /// log tail and reloads topics, subscriptions, cursors and leases. Starts retention.
+    pub async fn open(config: BrokerConfig) -> Result<Arc<Broker>> {
+        let opening = config.clone();
+        let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
+            .await
+            .map_err(|_| BrokerError::ShuttingDown)??;
+        let broker = Arc::new(Broker {
+            receipts: ReceiptCodec::new(metadata.receipt_key()?),
+            config,
+            metadata,
+            topics: RwLock::new(topics),
+            admin: AsyncMutex::new(()),
+            shutting_down: AtomicBool::new(false),
+            shutdown_signal: Notify::new(),
+        });
+        tokio::spawn(topics::retention_loop(Arc::downgrade(&broker)));
+        Ok(broker)
+    }
+
+    /// Stops taking work: wakes every long-poll (they return what they have), stops the
+    /// writers after they commit what is queued, and flushes the metadata store. Idempotent.
+    pub async fn shutdown(&self) {
+        if self.shutting_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.shutdown_signal.notify_waiters();
+        let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
+        for topic in &topics {
+            topic.on_commit.notify_waiters();
+        }
+        let partitions: Vec<PartitionHandle> = topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            partitions.iter().for_each(PartitionHandle::shutdown)
+        })
+        .await;
+        if let Err(error) = self.metadata.flush().await {
+            tracing::error!(%error, "flushing the metadata store at shutdown failed");
+        }
+    }
+
+    /// The fsync policy of every partition log.
+    pub fn fsync_policy(&self) -> FsyncPolicy {
+        self.config.log.fsync
+    }
+
+    /// This node's id, stable across restarts of the same data folder.
+    pub fn node_id(&self) -> &str {
+        self.metadata.node_id()
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        read(&self.topics)
+            .get(name)
+            .cloned()
+            .ok_or_else(|| BrokerError::TopicNotFound {
+                topic: name.to_owned(),
+            })
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            Err(BrokerError::ShuttingDown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Makes metadata changes durable when the fsync policy promises that an answer means
+    /// durable; otherwise sled flushes on its own schedule.
+    async fn persist(&self) -> Result<()> {
+        if self.config.log.fsync == FsyncPolicy::Always {
+            self.metadata.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    // Writers never leave these maps half-updated, so a poisoned lock is still consistent.
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| BrokerError::ShuttingDown)?
+}

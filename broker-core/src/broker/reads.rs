@@ -1,0 +1,81 @@
+//! Reading a partition by offset, without leases (streams, replay, audit).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Broker, PartitionRead, blocking};
+use crate::error::{BrokerError, Result};
+use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS};
+
+impl Broker {
+    /// Reads up to `max` records from `offset` (from the start of the log if `offset` is older),
+    /// waiting up to `wait_ms` for the first one when `offset` is the end of the log.
+    pub async fn read_partition(
+        &self,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        max: usize,
+        wait_ms: u64,
+    ) -> Result<PartitionRead> {
+        self.check_running()?;
+        if max == 0 || max > MAX_READ_RECORDS {
+            return Err(BrokerError::invalid(
+                "max",
+                format!("must be 1 to {MAX_READ_RECORDS}, got {max}"),
+            ));
+        }
+        if wait_ms > MAX_WAIT_MS {
+            return Err(BrokerError::invalid(
+                "wait_ms",
+                format!("must be 0 to {MAX_WAIT_MS}, got {wait_ms}"),
+            ));
+        }
+        let open = self.topic(topic)?;
+        let partitions = open.config().partitions;
+        let log = open
+            .partitions
+            .get(partition as usize)
+            .cloned()
+            .ok_or_else(|| BrokerError::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition,
+                partitions,
+            })?;
+        if offset > log.end_offset() {
+            return Err(BrokerError::OffsetOutOfRange {
+                partition,
+                offset,
+                end_offset: log.end_offset(),
+            });
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+        loop {
+            let committed = open.on_commit.notified();
+            tokio::pin!(committed);
+            committed.as_mut().enable();
+            if log.end_offset() > offset || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            if self.shutting_down.load(Ordering::SeqCst) || open.deleted.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::select! {
+                () = &mut committed => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+        let reader = log.clone();
+        let messages = blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?;
+        let start_offset = log.start_offset();
+        let next_offset = messages
+            .last()
+            .map_or(offset.max(start_offset), |r| r.offset + 1);
+        Ok(PartitionRead {
+            messages,
+            next_offset,
+            start_offset,
+            end_offset: log.end_offset(),
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! Topic administration and the retention task.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::{Broker, Topic, blocking, metadata, read, write};
+use crate::clock::now_ms;
+use crate::error::{BrokerError, Result};
+use crate::storage::PartitionHandle;
+use crate::topic::{PartitionInfo, TopicInfo, TopicPatch, TopicSpec};
+
+impl Broker {
+    /// Creates a topic with its partition logs. `TopicExists` if the name is taken.
+    pub async fn create_topic(&self, spec: TopicSpec) -> Result<TopicInfo> {
+        self.check_running()?;
+        let _admin = self.admin.lock().await;
+        let config = spec.into_config(now_ms(), self.metadata.new_uid()?)?;
+        if read(&self.topics).contains_key(&config.name) {
+            return Err(BrokerError::TopicExists { topic: config.name });
+        }
+        let dir = self.metadata.topic_dir(&config);
+        let topic = {
+            let (broker_config, metadata_config) = (self.config.clone(), config.clone());
+            let indexes = (0..config.partitions)
+                .map(|p| self.metadata.index_tree(config.uid, p))
+                .collect::<Result<Vec<_>>>()?;
+            blocking(move || {
+                metadata::open_topic_files(&dir, indexes, &broker_config, metadata_config)
+            })
+            .await?
+        };
+        self.metadata.save_topic(&config)?;
+        self.persist().await?;
+        let topic = Arc::new(topic);
+        write(&self.topics).insert(config.name.clone(), topic.clone());
+        tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
+        Ok(self.info(&topic))
+    }
+
+    /// Every topic, in name order.
+    pub fn list_topics(&self) -> Vec<TopicInfo> {
+        let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
+        topics.iter().map(|t| self.info(t)).collect()
+    }
+
+    /// One topic's settings and partition stats.
+    pub fn describe_topic(&self, topic: &str) -> Result<TopicInfo> {
+        let open = self.topic(topic)?;
+        Ok(self.info(&open))
+    }
+
+    /// Changes a topic's retention or message size limit.
+    pub async fn update_topic(&self, topic: &str, patch: TopicPatch) -> Result<TopicInfo> {
+        self.check_running()?;
+        let _admin = self.admin.lock().await;
+        let open = self.topic(topic)?;
+        let next = open.config().patched(&patch)?;
+        self.metadata.save_topic(&next)?;
+        self.persist().await?;
+        *write(&open.config) = next;
+        Ok(self.info(&open))
+    }
+
+    /// Deletes a topic, its subscriptions and all their data. Long-polls on it end.
+    pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.check_running()?;
+        let _admin = self.admin.lock().await;
+        let open = self.topic(topic)?;
+        let config = open.config();
+        let subscription_uids: Vec<u64> = read(&open.subscriptions)
+            .values()
+            .map(|s| s.config.uid)
+            .collect();
+        // Forget it in the metadata first: a crash after this point leaves only files that the
+        // next start removes, never a topic whose files are half gone.
+        self.metadata.remove_topic(&config, &subscription_uids)?;
+        self.persist().await?;
+        write(&self.topics).remove(topic);
+        open.deleted.store(true, Ordering::SeqCst);
+        open.on_commit.notify_waiters();
+        let dir = self.metadata.topic_dir(&config);
+        let partitions = open.partitions.clone();
+        blocking(move || {
+            partitions.iter().for_each(PartitionHandle::shutdown);
+            std::fs::remove_dir_all(&dir).map_err(|e| BrokerError::io(&dir, e))
+        })
+        .await?;
+        tracing::info!(topic = %config.name, "deleted topic");
+        Ok(())
+    }
+
+    fn info(&self, topic: &Topic) -> TopicInfo {
+        let config = topic.config();
+        let partitions = (0u32..)
+            .zip(&topic.partitions)
+            .map(|(partition, log)| PartitionInfo {
+                partition,
+                start_offset: log.start_offset(),
+                end_offset: log.end_offset(),
+                bytes: log.size_bytes(),
+                leader: self.node_id().to_owned(),
+            })
+            .collect();
+        TopicInfo {
+            config,
+            partitions,
+            subscriptions: read(&topic.subscriptions).len(),
+        }
+    }
+}
+
+/// Applies every topic's retention every `retention_check_ms`, until the broker is gone.
+pub(super) async fn retention_loop(broker: Weak<Broker>) {
+    let period = match broker.upgrade() {
+        Some(broker) => Duration::from_millis(broker.config.retention_check_ms.max(1)),
+        None => return,
+    };
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        ticks.tick().await;
+        let Some(broker) = broker.upgrade() else {
+            return;
+        };
+        if broker.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
+        drop(broker);
+        for topic in topics {
+            let config = topic.config();
+            if config.retention_ms.is_none() && config.retention_bytes.is_none() {
+                continue;
+            }
+            let partitions = topic.partitions.clone();
+            let outcome = blocking(move || {
+                let now = now_ms();
+                partitions.iter().try_fold(0, |deleted, log| {
+                    Ok(deleted
+                        + log.enforce_retention(
+                            now,
+                            config.retention_ms,
+                            config.retention_bytes,
+                        )?)
+                })
+            })
+            .await;
+            match outcome {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(segments = deleted, "retention deleted old segments"),
+                Err(error) => tracing::error!(%error, "retention failed"),
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The facade's request and reply types.
+
+use bytes::Bytes;
+
+use crate::message::StoredRecord;
+use crate::subscription::SubscriptionConfig;
+
+/// One message as a producer hands it in.
+#[derive(Debug, Clone, Default)]
+pub struct NewMessage {
+    /// Partitioning key: the same key always goes to the same partition.
+    pub key: Option<String>,
+    /// The payload.
+    pub value: Bytes,
+    /// The payload was sent as binary (base64 or octet-stream), not text.
+    pub binary: bool,
+    /// Application headers.
+    pub headers: Vec<(String, String)>,
+    /// Tags for subscription filters.
+    pub tags: Vec<String>,
+}
+
+/// When a produce is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AckMode {
+    /// At once, before the write (fire-and-forget).
+    None,
+    /// Once the leader has written it, flushed per the fsync policy (the default).
+    #[default]
+    Leader,
+    /// Once the leader and enough in-sync followers have it; on a single node, as `Leader`.
+    All,
+}
+
+/// What an answered produce proves (the `Wharf-Durability` reply header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Nothing yet: the messages were only queued.
+    None,
+    /// Written to the leader's log (in the OS page cache), not yet fsynced.
+    LeaderWritten,
+    /// Written and fsynced on the leader.
+    LeaderFsynced,
+}
+
+impl Durability {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::None => "none",
+            Durability::LeaderWritten => "leader-written",
+            Durability::LeaderFsynced => "leader-fsynced",
+        }
+    }
+}
+
+/// Where one produced message went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Produced {
+    /// The message id.
+    pub id: String,
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset; `None` when the produce did not wait for the write (`ack=none`).
+    pub offset: Option<u64>,
+}
+
+/// The reply to a produce: one entry per message, in request order.
+#[derive(Debug, Clone)]
+pub struct ProduceOutcome {
+    /// Per message, in request order.
+    pub messages: Vec<Produced>,
+    /// What the reply proves.
+    pub durability: Durability,
+}
+
+/// A receive request, already range-checked by [`crate::Broker::receive`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReceiveRequest {
+    /// At most this many messages (1..=1000).
+    pub max_messages: usize,
+    /// Long-poll for at most this many milliseconds (0..=60000).
+    pub wait_ms: u64,
+    /// Lease for these messages; `None` takes the subscription's `ack_timeout_ms`.
+    pub ack_timeout_ms: Option<u64>,
+}
+
+/// One leased message handed to a consumer.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Opaque, MAC'd receipt that acks, nacks or extends this delivery.
+    pub receipt: String,
+    /// The partition it came from.
+    pub partition: u32,
+    /// 1 for the first delivery, then one more per redelivery.
+    pub delivery_attempt: u32,
+    /// The message and its offset.
+    pub message: StoredRecord,
+}
+
+/// Why one receipt of an ack, nack or extend failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiptFailure {
+    /// Not a receipt of this subscription, tampered with, or its lease has ended (the message
+    /// may since have been redelivered under a newer receipt).
+    Invalid,
+}
+
+/// The reply to an ack, nack or extend.
+#[derive(Debug, Clone, Default)]
+pub struct SettleOutcome {
+    /// How many receipts took effect.
+    pub succeeded: usize,
+    /// The receipts that did not, with why.
+    pub failed: Vec<(String, ReceiptFailure)>,
+}
+
+/// Counters and gauges of one subscription.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionStats {
+    /// Messages not yet acked: never delivered, in flight, or waiting for redelivery.
+    pub backlog: u64,
+    /// Messages leased to a consumer right now.
+    pub in_flight: u64,
+    /// Messages waiting out a retry backoff before redelivery.
+    pub waiting_retry: u64,
+    /// Age of the oldest unacked message, in milliseconds (`None` with nothing unacked).
+    pub oldest_unacked_age_ms: Option<u64>,
+    /// Deliveries made, first ones and redeliveries.
+    pub delivered: u64,
+    /// Redeliveries made.
+    pub redelivered: u64,
+    /// Messages acked.
+    pub acked: u64,
+}
+
+/// A subscription's settings and stats.
+#[derive(Debug, Clone)]
+pub struct SubscriptionInfo {
+    /// Settings.
+    pub config: SubscriptionConfig,
+    /// Stats at the time of the call.
+    pub stats: SubscriptionStats,
+}
+
+/// The reply to an offset read.
+#[derive(Debug, Clone)]
+pub struct PartitionRead {
+    /// Records from the asked offset (or the start of the log, if it was earlier).
+    pub messages: Vec<StoredRecord>,
+    /// The offset to read next.
+    pub next_offset: u64,
+    /// The partition's first stored offset.
+    pub start_offset: u64,
+    /// The partition's end offset at the time of the read.
+    pub end_offset: u64,
+}

@@ -1,0 +1,135 @@
+//! The broker's one error enum. The gateway maps each variant to an HTTP status and a stable
+//! problem `code` in one place (`gateway::problem`).
+
+use std::path::PathBuf;
+
+/// Everything a broker operation can fail with. Variants carry the values that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// No topic of that name exists.
+    #[error("topic '{topic}' does not exist")]
+    TopicNotFound {
+        /// The topic asked for.
+        topic: String,
+    },
+    /// A topic of that name already exists.
+    #[error("topic '{topic}' already exists")]
+    TopicExists {
+        /// The topic asked for.
+        topic: String,
+    },
+    /// No subscription of that name exists on the topic.
+    #[error("subscription '{subscription}' does not exist on topic '{topic}'")]
+    SubscriptionNotFound {
+        /// The topic.
+        topic: String,
+        /// The subscription asked for.
+        subscription: String,
+    },
+    /// A subscription of that name already exists on the topic.
+    #[error("subscription '{subscription}' already exists on topic '{topic}'")]
+    SubscriptionExists {
+        /// The topic.
+        topic: String,
+        /// The subscription asked for.
+        subscription: String,
+    },
+    /// The topic has no partition with that number.
+    #[error("topic '{topic}' has no partition {partition} (it has {partitions})")]
+    PartitionNotFound {
+        /// The topic.
+        topic: String,
+        /// The partition asked for.
+        partition: u32,
+        /// How many partitions the topic has.
+        partitions: u32,
+    },
+    /// A request field is out of its range or malformed.
+    #[error("invalid {field}: {reason}")]
+    InvalidArgument {
+        /// The field (JSON name) at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A message value is larger than the topic allows.
+    #[error("message value of {size} bytes exceeds the limit of {limit} bytes")]
+    MessageTooLarge {
+        /// The value's size.
+        size: usize,
+        /// The topic's `max_message_bytes`.
+        limit: usize,
+    },
+    /// An offset read asked for an offset past the end of the log.
+    #[error("offset {offset} is past the end of partition {partition} (end offset {end_offset})")]
+    OffsetOutOfRange {
+        /// The partition.
+        partition: u32,
+        /// The offset asked for.
+        offset: u64,
+        /// The partition's end offset.
+        end_offset: u64,
+    },
+    /// A bounded queue is full; the caller should retry after a pause.
+    #[error("the broker is overloaded: {resource} is full")]
+    Overloaded {
+        /// Which bound was hit.
+        resource: &'static str,
+        /// How long the caller should wait before retrying, in milliseconds.
+        retry_after_ms: u64,
+    },
+    /// The broker is shutting down and takes no new work.
+    #[error("the broker is shutting down")]
+    ShuttingDown,
+    /// The disk is full.
+    #[error("storage is full while writing {path}")]
+    StorageFull {
+        /// The file being written.
+        path: PathBuf,
+    },
+    /// An I/O operation on a data file failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The metadata store (sled) failed.
+    #[error("metadata store error: {0}")]
+    Metadata(#[from] sled::Error),
+    /// Stored data failed a validity check (CRC, framing, decoding).
+    #[error("corrupt data in {path} at byte {position}: {reason}")]
+    Corrupt {
+        /// The file involved.
+        path: PathBuf,
+        /// Byte position of the bad data.
+        position: u64,
+        /// What check failed.
+        reason: String,
+    },
+}
+
+impl BrokerError {
+    /// Wraps an I/O error with the file it concerns, telling a full disk apart.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        if source.kind() == std::io::ErrorKind::StorageFull {
+            BrokerError::StorageFull { path }
+        } else {
+            BrokerError::Io { path, source }
+        }
+    }
+
+    /// Shorthand for [`BrokerError::InvalidArgument`].
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        BrokerError::InvalidArgument {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Result alias for broker operations.
+pub type Result<T, E = BrokerError> = std::result::Result<T, E>;

@@ -1,0 +1,30 @@
+//! Wharf's embedded broker: durable partitioned logs, topics, subscriptions with leases.
+//!
+//! # Layout
+//! - [`Broker`] (`broker`): the one facade the gateway calls: topics, produce, subscriptions,
+//!   receive/ack/nack/extend, offset reads. It speaks domain types and [`BrokerError`].
+//! - `storage`: per-partition segment files of CRC-framed batches, the sled index, the
+//!   writer thread per partition ([`storage::PartitionHandle`]).
+//! - `topic`: topic specs, validation and the in-memory registry of open topics.
+//! - `subscription`: subscription specs, the pure lease table ([`subscription::LeaseTable`]),
+//!   MAC'd receipts, and their persistence in sled.
+//! - `names`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared by all.
+//!
+//! The broker never depends on HTTP types.
+
+pub mod broker;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod limits;
+pub mod message;
+pub mod names;
+pub mod partitioner;
+pub mod storage;
+pub mod subscription;
+pub mod topic;
+
+pub use broker::Broker;
+pub use config::{BrokerConfig, FsyncPolicy, LogConfig};
+pub use error::{BrokerError, Result};
+pub use message::{Record, StoredRecord};

@@ -1,0 +1,63 @@
+//! Every bound the broker enforces, each with the reason for its number.
+
+/// Longest topic or subscription name: API.md's `[A-Za-z0-9._-]{1,200}`.
+pub const MAX_NAME_LEN: usize = 200;
+/// Longest message id, client-chosen or not: ample for UUIDs, ULIDs and composite ids while
+/// keeping the id index small.
+pub const MAX_ID_BYTES: usize = 200;
+/// Longest key: keys are hashed and indexed, not payload.
+pub const MAX_KEY_BYTES: usize = 4 * 1024;
+/// Most headers on one message, and the most bytes in all of them: metadata, not payload.
+pub const MAX_HEADERS: usize = 64;
+/// Most bytes in all headers of one message.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Most tags on one message.
+pub const MAX_TAGS: usize = 32;
+/// Longest tag.
+pub const MAX_TAG_LEN: usize = 200;
+/// Default `max_message_bytes` of a topic: 1 MiB, as API.md says.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+/// Largest `max_message_bytes` a topic may set: 16 MiB (API.md).
+pub const MAX_MESSAGE_BYTES_CEILING: usize = 16 * 1024 * 1024;
+/// Messages in one produce request: 1..=1000 (API.md).
+pub const MAX_BATCH_MESSAGES: usize = 1000;
+/// Most partitions in one topic: every partition has a writer thread and open files, so a
+/// typo must not create thousands.
+pub const MAX_PARTITIONS: u32 = 256;
+/// Receive `max_messages` upper bound (API.md: 1..=1000).
+pub const MAX_RECEIVE_MESSAGES: usize = 1000;
+/// Default receive `max_messages`.
+pub const DEFAULT_RECEIVE_MESSAGES: usize = 10;
+/// Longest long-poll, in milliseconds (API.md: 0..=60000); longer ones hold connections that
+/// proxies and load balancers cut anyway.
+pub const MAX_WAIT_MS: u64 = 60_000;
+/// Default long-poll wait in milliseconds.
+pub const DEFAULT_WAIT_MS: u64 = 20_000;
+/// Shortest lease (API.md: 1 s).
+pub const MIN_ACK_TIMEOUT_MS: u64 = 1_000;
+/// Longest lease (API.md: 12 h, as SQS's visibility timeout).
+pub const MAX_ACK_TIMEOUT_MS: u64 = 12 * 60 * 60 * 1000;
+/// Default lease.
+pub const DEFAULT_ACK_TIMEOUT_MS: u64 = 30_000;
+/// Default `max_deliveries`.
+pub const DEFAULT_MAX_DELIVERIES: u32 = 16;
+/// Highest `max_deliveries`.
+pub const MAX_MAX_DELIVERIES: u32 = 1000;
+/// Unacked messages one subscription may hold per partition (in flight or waiting to be
+/// retried). Bounds the lease table's memory as SQS's 120,000 in-flight cap does; a consumer
+/// that never acks stops receiving new messages instead of growing the server.
+pub const MAX_UNACKED_PER_PARTITION: usize = 100_000;
+/// Receipts in one ack/nack/extend request, as a receive returns at most this many.
+pub const MAX_RECEIPTS: usize = 1000;
+/// Most records one offset read returns.
+pub const MAX_READ_RECORDS: usize = 1000;
+/// Most payload bytes one read (offset read or receive) gathers before it stops, so one reply
+/// stays within a few request bodies' worth of memory.
+pub const MAX_READ_BYTES: usize = 16 * 1024 * 1024;
+/// Depth of each partition writer's request queue. With batches of up to 8 MiB, a full queue is
+/// the bound on bytes waiting in memory per partition; past it producers get `overloaded`.
+pub const WRITER_QUEUE_DEPTH: usize = 256;
+/// How long a producer waits for room in a full writer queue before it gets `overloaded`.
+pub const WRITER_ENQUEUE_TIMEOUT_MS: u64 = 2_000;
+/// Largest batch the log accepts in one frame: a request body's limit (8 MiB) with framing room.
+pub const MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;

@@ -1,0 +1,44 @@
+//! Messages as producers hand them in and as the log stores and returns them.
+
+use bytes::Bytes;
+
+/// One message as stored in the log. The broker assigns `id` (unless the producer chose one)
+/// and `timestamp_ms`; the log assigns the offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Opaque message id, at most [`crate::limits::MAX_ID_BYTES`] bytes.
+    pub id: String,
+    /// Publish time, Unix epoch milliseconds.
+    pub timestamp_ms: u64,
+    /// Partitioning key, if any.
+    pub key: Option<String>,
+    /// The payload.
+    pub value: Bytes,
+    /// Whether the producer sent the value as binary (base64 or octet-stream) rather than text;
+    /// consumers get it back the same way.
+    pub binary: bool,
+    /// Application headers, in the order given.
+    pub headers: Vec<(String, String)>,
+    /// Tags for subscription filters.
+    pub tags: Vec<String>,
+}
+
+impl Record {
+    /// Approximate bytes this record occupies, for size limits and accounting.
+    pub fn approx_size(&self) -> usize {
+        let headers: usize = self.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let tags: usize = self.tags.iter().map(String::len).sum();
+        self.id.len() + self.key.as_ref().map_or(0, String::len) + self.value.len() + headers + tags
+    }
+}
+
+/// A record read back from the log, with its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// The record's offset within its partition.
+    pub offset: u64,
+    /// The leader epoch of the batch that holds it.
+    pub leader_epoch: u64,
+    /// The record itself.
+    pub record: Record,
+}

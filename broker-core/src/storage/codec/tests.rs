@@ -1,0 +1,131 @@
+//! Codec tests: round trips, and every way a frame can be damaged.
+
+use super::*;
+
+fn record(n: u64) -> Record {
+    Record {
+        id: format!("id-{n}"),
+        timestamp_ms: 1_700_000_000_000 + n * 7 % 5,
+        key: n.is_multiple_of(2).then(|| format!("key-{n}")),
+        value: Bytes::from(vec![n as u8; (n as usize * 13) % 40]),
+        binary: n.is_multiple_of(3),
+        headers: vec![("h".into(), format!("v{n}")), ("ü".into(), String::new())],
+        tags: vec!["t1".into(), format!("tag-{n}")],
+    }
+}
+
+fn sample() -> (BatchHeader, Vec<Record>, Vec<u8>) {
+    let records: Vec<Record> = (0..5).map(record).collect();
+    let (header, frame) = encode_batch(42, 3, &records).expect("encodes");
+    (header, records, frame)
+}
+
+#[test]
+fn a_batch_round_trips_through_its_frame() {
+    let (header, records, frame) = sample();
+    let batch = decode_frame(Bytes::from(frame)).expect("decodes");
+    assert_eq!(batch.header, header);
+    assert_eq!(batch.records, records);
+    assert_eq!(header.base_offset, 42);
+    assert_eq!(header.leader_epoch, 3);
+    assert_eq!(header.next_offset(), 47);
+    assert_eq!(header.first_ts, records[0].timestamp_ms);
+}
+
+#[test]
+fn every_truncation_of_a_valid_frame_fails_to_decode() {
+    let (_, _, frame) = sample();
+    for cut in 0..frame.len() {
+        let result = decode_frame(Bytes::copy_from_slice(&frame[..cut]));
+        assert!(result.is_err(), "a frame cut at {cut} decoded");
+    }
+}
+
+#[test]
+fn every_flipped_byte_in_the_body_fails_the_crc() {
+    let (_, _, frame) = sample();
+    for at in PREFIX_LEN..frame.len() {
+        let mut garbled = frame.clone();
+        garbled[at] ^= 0x5a;
+        let result = decode_frame(Bytes::from(garbled));
+        assert!(
+            matches!(result, Err(DecodeError::CrcMismatch { .. })),
+            "flipping byte {at} gave {result:?}"
+        );
+    }
+}
+
+#[test]
+fn a_flipped_crc_or_length_byte_fails_to_decode() {
+    let (_, _, frame) = sample();
+    for at in 0..PREFIX_LEN {
+        let mut garbled = frame.clone();
+        garbled[at] ^= 0x01;
+        assert!(decode_frame(Bytes::from(garbled)).is_err(), "byte {at}");
+    }
+}
+
+#[test]
+fn trailing_bytes_after_a_frame_are_refused() {
+    let (_, _, mut frame) = sample();
+    frame.push(0);
+    assert_eq!(
+        decode_frame(Bytes::from(frame)),
+        Err(DecodeError::TrailingBytes(1))
+    );
+}
+
+#[test]
+fn a_length_prefix_over_the_frame_limit_is_refused_before_reading_on() {
+    let mut prefix = [0; PREFIX_LEN];
+    prefix[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        parse_prefix(prefix),
+        Err(DecodeError::BadLength { .. })
+    ));
+    let limit = (MAX_FRAME_BYTES - PREFIX_LEN) as u32;
+    prefix[..4].copy_from_slice(&limit.to_le_bytes());
+    assert!(parse_prefix(prefix).is_ok());
+    prefix[..4].copy_from_slice(&(limit + 1).to_le_bytes());
+    assert!(parse_prefix(prefix).is_err());
+}
+
+#[test]
+fn a_body_with_valid_crc_but_lying_lengths_is_an_error_not_a_panic() {
+    let (_, _, frame) = sample();
+    let mut body = frame[PREFIX_LEN..].to_vec();
+    let id_len_at = BATCH_HEADER_LEN + 8 + 1;
+    body[id_len_at..id_len_at + 2].copy_from_slice(&u16::MAX.to_le_bytes());
+    let mut forged = (body.len() as u32).to_le_bytes().to_vec();
+    forged.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    forged.extend_from_slice(&body);
+    assert!(decode_frame(Bytes::from(forged)).is_err());
+}
+
+#[test]
+fn invalid_utf8_in_a_string_field_is_refused() {
+    let mut bad = record(1);
+    bad.id = "ab".into();
+    let (_, frame) = encode_batch(0, 0, &[bad]).expect("encodes");
+    let mut body = frame[PREFIX_LEN..].to_vec();
+    let id_at = BATCH_HEADER_LEN + 8 + 1 + 2;
+    body[id_at] = 0xff;
+    let mut forged = frame[..4].to_vec();
+    forged.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    forged.extend_from_slice(&body);
+    assert_eq!(
+        decode_frame(Bytes::from(forged)),
+        Err(DecodeError::InvalidUtf8("id"))
+    );
+}
+
+#[test]
+fn an_empty_batch_and_an_oversized_batch_are_refused_at_encode() {
+    assert!(encode_batch(0, 0, &[]).is_err());
+    let mut big = record(0);
+    big.value = Bytes::from(vec![0; MAX_FRAME_BYTES]);
+    assert!(encode_batch(0, 0, &[big]).is_err());
+    let mut long_id = record(0);
+    long_id.id = "x".repeat(usize::from(u16::MAX) + 1);
+    assert!(encode_batch(0, 0, &[long_id]).is_err());
+}

@@ -1,0 +1,30 @@
+//! Durable per-partition logs: append-only segment files of CRC-framed record batches, indexed
+//! in sled, written by one thread per partition.
+//!
+//! # Layout
+//! - [`PartitionHandle`] (`writer`): the one type the broker uses. Clonable; appends go over a
+//!   bounded queue to the partition's writer thread (group commit: many producers, one fsync);
+//!   reads, time lookups and retention run on the caller's thread.
+//! - `partition_log`: the synchronous single-writer log the thread owns: append, roll, fsync,
+//!   commit. `view`: the read side every clone shares (segments, start and end offsets, reads,
+//!   timestamp lookups); `retention` deletes whole old segments from it.
+//! - `recovery`: opening a log: the segment files are the truth; a torn or corrupt tail is cut
+//!   at the last valid batch and missing index entries are rebuilt from the files.
+//! - `segment`: one `{base_offset:020}.log` file. `codec`: the batch frame and its CRC.
+//!   `index`: offset → frame position and timestamp → offset, in the partition's `sled::Tree`.
+//!
+//! # On disk
+//! One directory per partition holds its segment files; the caller gives the directory and the
+//! partition's own `sled::Tree`. A batch keeps its base offset, record count, leader epoch and
+//! first/largest timestamps in its frame, so the files alone can rebuild the index.
+
+mod codec;
+mod index;
+mod partition_log;
+mod recovery;
+mod retention;
+mod segment;
+mod view;
+mod writer;
+
+pub use writer::{AppendResult, PartitionHandle, QUEUE_FULL_RETRY_AFTER_MS};

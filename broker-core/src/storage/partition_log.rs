@@ -1,0 +1,154 @@
+//! The single-writer side of a partition's log: synchronous, owned by one writer thread.
+//!
+//! A group commit is `append` for each request, then `sync` as the fsync policy asks, then
+//! `commit`, which indexes the group atomically and publishes the new end offset. Nothing a
+//! reader can see is ever unindexed or, under [`FsyncPolicy::Always`], unsynced.
+//!
+//! After a failed fsync the page cache can no longer be trusted to hold what was written, so
+//! the log refuses every later append until it is reopened (and recovery re-reads the files).
+//!
+//! Seams for replication, not built yet: appending as a follower takes an already-framed batch
+//! from the leader, checks its CRC and that its base offset is `next_offset`, and writes it as
+//! is (keeping the leader's epoch); truncating to an offset (a follower dropping a divergent
+//! tail) cuts the segment holding it at that batch's position, deletes later segments and
+//! calls `LogIndex::remove_from`, as recovery does for a torn tail.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::codec::{self, BatchHeader};
+use super::index::{BatchLocation, LogIndex, StagedEntries};
+use super::recovery;
+use super::segment::Segment;
+use super::view::LogView;
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::error::{BrokerError, Result};
+use crate::message::Record;
+
+/// The writer's handle on a partition's log.
+pub(crate) struct PartitionLog {
+    view: Arc<LogView>,
+    active: Arc<Segment>,
+    staged: StagedEntries,
+    next_offset: u64,
+    config: LogConfig,
+    unsynced: bool,
+    failure: Option<String>,
+}
+
+impl PartitionLog {
+    /// Opens (creating if needed) the log in `dir`, recovering its tail.
+    pub(crate) fn open(dir: PathBuf, tree: sled::Tree, config: LogConfig) -> Result<PartitionLog> {
+        let index = LogIndex::new(tree, dir.clone());
+        let recovered = recovery::recover(&dir, &index)?;
+        let active = recovered
+            .segments
+            .values()
+            .next_back()
+            .cloned()
+            .ok_or_else(|| BrokerError::Corrupt {
+                path: dir.clone(),
+                position: 0,
+                reason: "recovery left no segment".into(),
+            })?;
+        let staged = index.stage()?;
+        let end_offset = recovered.end_offset;
+        let view = LogView::new(dir, index, recovered.segments, end_offset);
+        Ok(PartitionLog {
+            view: Arc::new(view),
+            active,
+            staged,
+            next_offset: end_offset,
+            config,
+            unsynced: false,
+            failure: None,
+        })
+    }
+
+    /// The shared read side.
+    pub(crate) fn view(&self) -> &Arc<LogView> {
+        &self.view
+    }
+
+    /// Whether some appended bytes have not been fsynced.
+    pub(crate) fn is_unsynced(&self) -> bool {
+        self.unsynced
+    }
+
+    /// Writes one batch after the last; readers see it only after [`PartitionLog::commit`].
+    pub(crate) fn append(&mut self, records: &[Record]) -> Result<BatchHeader> {
+        self.check_usable()?;
+        let (header, frame) =
+            codec::encode_batch(self.next_offset, self.config.leader_epoch, records)?;
+        self.roll_if_full()?;
+        let position = self.active.append(&frame)?;
+        self.staged.add(&BatchLocation {
+            base_offset: header.base_offset,
+            record_count: header.record_count,
+            segment_base: self.active.base_offset(),
+            position,
+            frame_len: u32::try_from(frame.len()).unwrap_or(u32::MAX),
+            max_ts: header.max_ts,
+        });
+        self.next_offset = header.next_offset();
+        self.unsynced = true;
+        Ok(header)
+    }
+
+    fn roll_if_full(&mut self) -> Result<()> {
+        let size = self.active.size();
+        if size == 0 || size < self.config.segment_bytes {
+            return Ok(());
+        }
+        if self.config.fsync != FsyncPolicy::Never {
+            self.sync()?;
+        }
+        let segment = Arc::new(Segment::create(self.view.dir(), self.next_offset)?);
+        self.view.add_segment(Arc::clone(&segment));
+        self.active = segment;
+        Ok(())
+    }
+
+    /// Fsyncs the active segment if it has unsynced bytes. A failure poisons the log.
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if !self.unsynced {
+            return Ok(());
+        }
+        if let Err(e) = self.active.sync() {
+            self.failure = Some(format!("fsync failed: {e}"));
+            return Err(e);
+        }
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Indexes every batch appended since the last commit and makes them visible to readers.
+    pub(crate) fn commit(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if self.staged.len() == 0 {
+            return Ok(());
+        }
+        if let Err(e) = self.view.index().apply(&mut self.staged) {
+            self.failure = Some(format!("indexing failed: {e}"));
+            return Err(e);
+        }
+        self.view.publish_end(self.next_offset);
+        Ok(())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        match self.failure {
+            Some(_) => Err(self.failure_error()),
+            None => Ok(()),
+        }
+    }
+
+    /// The error every append gets once the log is poisoned.
+    pub(crate) fn failure_error(&self) -> BrokerError {
+        let what = self.failure.as_deref().unwrap_or("unknown failure");
+        let message = format!("{what}; the partition refuses writes until it is reopened");
+        BrokerError::io(self.active.path(), io::Error::other(message))
+    }
+}

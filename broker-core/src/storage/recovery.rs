@@ -1,0 +1,193 @@
+//! Opening a partition's log: the segment files are the truth, the index is brought in line.
+//!
+//! 1. Open every `{base:020}.log` in the directory (an empty directory gets segment 0 and an
+//!    empty index). Index entries below the first file are leftovers of retention: dropped.
+//! 2. Walk back from the newest index entry to the newest one whose frame is intact, dropping
+//!    entries whose frame is gone or bad. That batch's end is where the scan resumes.
+//! 3. Scan forward from there through the rest of that segment and every later one, checking
+//!    each frame's CRC and that its offsets follow on, indexing it (this rebuilds what sled lost
+//!    on a crash). At the first bad frame the segment is cut there and later segments deleted:
+//!    the log ends at the last valid batch. A later segment whose base does not follow on is
+//!    deleted the same way.
+//!
+//! Only the tail is read, so opening costs one frame plus whatever was never indexed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::index::{BatchLocation, LogIndex, StagedEntries};
+use super::segment::{ScanStep, Segment, sync_dir};
+use crate::error::{BrokerError, Result};
+
+/// How many rebuilt index entries to stage before applying them, to bound memory.
+const REBUILD_APPLY_EVERY: usize = 4096;
+
+/// A recovered log: its segments, oldest first, and one past its last valid offset.
+pub(crate) struct Recovered {
+    /// Every segment, by base offset; never empty.
+    pub segments: BTreeMap<u64, Arc<Segment>>,
+    /// One past the last offset of the last valid batch.
+    pub end_offset: u64,
+}
+
+/// Where the forward scan starts.
+#[derive(Debug, Clone, Copy)]
+struct Resume {
+    segment_base: u64,
+    position: u64,
+    next_offset: u64,
+}
+
+/// Opens the log in `dir`, cutting a bad tail and completing the index.
+pub(crate) fn recover(dir: &Path, index: &LogIndex) -> Result<Recovered> {
+    std::fs::create_dir_all(dir).map_err(|e| BrokerError::io(dir, e))?;
+    let mut segments = open_segments(dir)?;
+    let Some(&first_base) = segments.keys().next() else {
+        index.clear()?;
+        let segment = Arc::new(Segment::create(dir, 0)?);
+        return Ok(Recovered {
+            segments: BTreeMap::from([(0, segment)]),
+            end_offset: 0,
+        });
+    };
+    index.remove_below(first_base)?;
+    let resume = last_intact_batch(&segments, index)?.unwrap_or(Resume {
+        segment_base: first_base,
+        position: 0,
+        next_offset: first_base,
+    });
+    let end_offset = scan_tail(dir, &mut segments, index, resume)?;
+    index.remove_from(end_offset)?;
+    Ok(Recovered {
+        segments,
+        end_offset,
+    })
+}
+
+fn open_segments(dir: &Path) -> Result<BTreeMap<u64, Arc<Segment>>> {
+    let mut segments = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| BrokerError::io(dir, e))? {
+        let entry = entry.map_err(|e| BrokerError::io(dir, e))?;
+        let name = entry.file_name();
+        if let Some(base) = name.to_str().and_then(Segment::parse_file_name) {
+            segments.insert(base, Arc::new(Segment::open(entry.path(), base)?));
+        }
+    }
+    Ok(segments)
+}
+
+fn last_intact_batch(
+    segments: &BTreeMap<u64, Arc<Segment>>,
+    index: &LogIndex,
+) -> Result<Option<Resume>> {
+    while let Some(location) = index.batches_from(0).next_back().transpose()? {
+        if is_intact(segments, &location) {
+            return Ok(Some(Resume {
+                segment_base: location.segment_base,
+                position: location.position + u64::from(location.frame_len),
+                next_offset: location.next_offset(),
+            }));
+        }
+        tracing::warn!(
+            base_offset = location.base_offset,
+            "index entry points at a missing or bad frame; dropping it"
+        );
+        index.remove_from(location.base_offset)?;
+    }
+    Ok(None)
+}
+
+fn is_intact(segments: &BTreeMap<u64, Arc<Segment>>, location: &BatchLocation) -> bool {
+    let Some(segment) = segments.get(&location.segment_base) else {
+        return false;
+    };
+    segment
+        .read_frame(location.position, location.frame_len.into())
+        .is_ok_and(|batch| {
+            batch.header.base_offset == location.base_offset
+                && batch.header.record_count == location.record_count
+        })
+}
+
+fn scan_tail(
+    dir: &Path,
+    segments: &mut BTreeMap<u64, Arc<Segment>>,
+    index: &LogIndex,
+    resume: Resume,
+) -> Result<u64> {
+    let mut staged = index.stage()?;
+    let mut next_offset = resume.next_offset;
+    let tail: Vec<Arc<Segment>> = segments
+        .range(resume.segment_base..)
+        .map(|(_, s)| Arc::clone(s))
+        .collect();
+    for (i, segment) in tail.iter().enumerate() {
+        let start = if i == 0 { resume.position } else { 0 };
+        if i > 0 && segment.base_offset() != next_offset {
+            tracing::warn!(path = %segment.path().display(), next_offset, "segment does not follow on");
+            delete_segments(dir, segments, &tail[i..])?;
+            break;
+        }
+        if let Some((position, reason)) =
+            scan_segment(segment, start, &mut next_offset, index, &mut staged)?
+        {
+            tracing::warn!(path = %segment.path().display(), position, %reason, "cutting a bad tail");
+            segment.truncate(position)?;
+            delete_segments(dir, segments, &tail[i + 1..])?;
+            break;
+        }
+    }
+    index.apply(&mut staged)?;
+    Ok(next_offset)
+}
+
+/// Indexes the valid frames from `position` on; returns where and why the first bad one is.
+fn scan_segment(
+    segment: &Segment,
+    mut position: u64,
+    next_offset: &mut u64,
+    index: &LogIndex,
+    staged: &mut StagedEntries,
+) -> Result<Option<(u64, String)>> {
+    loop {
+        let (batch, frame_len) = match segment.scan_at(position)? {
+            ScanStep::End => return Ok(None),
+            ScanStep::Invalid(reason) => return Ok(Some((position, reason))),
+            ScanStep::Frame { batch, frame_len } => (batch, frame_len),
+        };
+        if batch.header.base_offset != *next_offset {
+            let reason = format!(
+                "batch starts at offset {}, expected {next_offset}",
+                batch.header.base_offset
+            );
+            return Ok(Some((position, reason)));
+        }
+        staged.add(&BatchLocation {
+            base_offset: batch.header.base_offset,
+            record_count: batch.header.record_count,
+            segment_base: segment.base_offset(),
+            position,
+            frame_len: u32::try_from(frame_len).unwrap_or(u32::MAX),
+            max_ts: batch.header.max_ts,
+        });
+        if staged.len() >= REBUILD_APPLY_EVERY {
+            index.apply(staged)?;
+        }
+        position += frame_len;
+        *next_offset = batch.header.next_offset();
+    }
+}
+
+fn delete_segments(
+    dir: &Path,
+    segments: &mut BTreeMap<u64, Arc<Segment>>,
+    doomed: &[Arc<Segment>],
+) -> Result<()> {
+    for segment in doomed {
+        tracing::warn!(path = %segment.path().display(), "deleting a segment past the valid end");
+        std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        segments.remove(&segment.base_offset());
+    }
+    sync_dir(dir)
+}

@@ -1,0 +1,69 @@
+//! Retention: deleting whole old segments by age and by total size.
+//!
+//! Only a prefix of the log goes, oldest segment first, so the stored offsets stay contiguous;
+//! the active segment (the newest) and any segment with uncommitted batches stay. A segment is
+//! old when its largest record timestamp is more than `retention_ms` before `now_ms`.
+//!
+//! Order of a deletion, chosen so a crash at any point leaves a log recovery accepts: unlink the
+//! file and make that durable, move the start offset (readers below it jump to it), forget the
+//! segment, and only then drop its index entries (recovery drops leftovers below the first file).
+
+use super::segment::{Segment, sync_dir};
+use super::view::LogView;
+use crate::error::{BrokerError, Result};
+
+impl LogView {
+    /// Deletes old segments per the two limits; returns how many went.
+    pub(crate) fn enforce_retention(
+        &self,
+        now_ms: u64,
+        retention_ms: Option<u64>,
+        retention_bytes: Option<u64>,
+    ) -> Result<usize> {
+        let _serial = self.retention.lock().unwrap_or_else(|p| p.into_inner());
+        let mut deleted = 0;
+        while let Some((oldest, next_base)) = self.oldest_sealed() {
+            let expired = match retention_ms {
+                Some(ms) => self
+                    .segment_max_ts(&oldest, next_base)?
+                    .is_none_or(|max_ts| now_ms.saturating_sub(max_ts) > ms),
+                None => false,
+            };
+            let oversized = retention_bytes.is_some_and(|limit| self.size_bytes() > limit);
+            if !expired && !oversized {
+                break;
+            }
+            self.delete_segment(&oldest, next_base)?;
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// The largest timestamp in a sealed segment (`None` if it holds no batch), cached.
+    fn segment_max_ts(&self, segment: &Segment, next_base: u64) -> Result<Option<u64>> {
+        if let Some(max_ts) = segment.cached_max_ts() {
+            return Ok(Some(max_ts));
+        }
+        let max_ts = self
+            .index()
+            .max_ts_between(segment.base_offset(), next_base)?;
+        if let Some(max_ts) = max_ts {
+            segment.cache_max_ts(max_ts);
+        }
+        Ok(max_ts)
+    }
+
+    fn delete_segment(&self, segment: &Segment, next_base: u64) -> Result<()> {
+        std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        sync_dir(self.dir())?;
+        self.advance_start(next_base);
+        self.remove_segment(segment.base_offset());
+        self.index().remove_below(next_base)?;
+        tracing::info!(
+            path = %segment.path().display(),
+            start_offset = next_base,
+            "retention deleted a segment"
+        );
+        Ok(())
+    }
+}

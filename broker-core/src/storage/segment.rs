@@ -1,0 +1,286 @@
+//! One segment file, `{base_offset:020}.log`: batch frames back to back, nothing else.
+//!
+//! A [`Segment`] is shared (`Arc`) between the writer, which appends at its tracked size, and
+//! readers, which read whole frames at positions the index gives them. Reads and writes are
+//! positioned (`pread`/`pwrite`), so neither moves a cursor the other depends on, and a reader
+//! holding a segment that retention unlinks keeps reading the open file.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use super::codec::{self, Batch, DecodeError, PREFIX_LEN};
+use crate::error::{BrokerError, Result};
+use crate::limits::MAX_FRAME_BYTES;
+
+/// What the frame at a position turned out to be, while scanning a tail.
+#[derive(Debug)]
+pub(crate) enum ScanStep {
+    /// The position is the end of the file.
+    End,
+    /// A valid frame of `frame_len` bytes.
+    Frame {
+        /// The decoded batch.
+        batch: Batch,
+        /// Bytes the whole frame takes.
+        frame_len: u64,
+    },
+    /// The bytes at the position are not a valid frame (torn, garbled or junk).
+    Invalid(String),
+}
+
+/// One open segment file.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    base_offset: u64,
+    path: PathBuf,
+    file: File,
+    size: AtomicU64,
+    max_ts: Mutex<Option<u64>>,
+}
+
+impl Segment {
+    /// The file name of the segment whose first offset is `base_offset`.
+    pub(crate) fn file_name(base_offset: u64) -> String {
+        format!("{base_offset:020}.log")
+    }
+
+    /// The base offset a segment file name encodes, if it is one.
+    pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
+        let digits = name.strip_suffix(".log")?;
+        let all_digits = digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit());
+        all_digits.then(|| digits.parse().ok()).flatten()
+    }
+
+    /// Creates a new, empty segment in `dir`; fails if the file exists.
+    pub(crate) fn create(dir: &Path, base_offset: u64) -> Result<Segment> {
+        let path = dir.join(Self::file_name(base_offset));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| BrokerError::io(&path, e))?;
+        sync_dir(dir)?;
+        Ok(Self::with_file(base_offset, path, file, 0))
+    }
+
+    /// Opens an existing segment file.
+    pub(crate) fn open(path: PathBuf, base_offset: u64) -> Result<Segment> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| BrokerError::io(&path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| BrokerError::io(&path, e))?
+            .len();
+        Ok(Self::with_file(base_offset, path, file, size))
+    }
+
+    fn with_file(base_offset: u64, path: PathBuf, file: File, size: u64) -> Segment {
+        Segment {
+            base_offset,
+            path,
+            file,
+            size: AtomicU64::new(size),
+            max_ts: Mutex::new(None),
+        }
+    }
+
+    /// Offset of the first record this segment holds (or will hold).
+    pub(crate) fn base_offset(&self) -> u64 {
+        self.base_offset
+    }
+
+    /// The file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes of frames in the file.
+    pub(crate) fn size(&self) -> u64 {
+        self.size.load(Ordering::Acquire)
+    }
+
+    /// The cached largest timestamp of a sealed segment, if computed.
+    pub(crate) fn cached_max_ts(&self) -> Option<u64> {
+        *self.max_ts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Caches the largest timestamp of this segment once it is sealed.
+    pub(crate) fn cache_max_ts(&self, max_ts: u64) {
+        *self.max_ts.lock().unwrap_or_else(|p| p.into_inner()) = Some(max_ts);
+    }
+
+    /// Appends a frame at the end; returns its position. Only the writer calls this. On a
+    /// failed write the file is cut back so no partial frame stays behind.
+    pub(crate) fn append(&self, frame: &[u8]) -> Result<u64> {
+        let position = self.size();
+        if let Err(e) = write_all_at(&self.file, frame, position) {
+            if let Err(cut) = self.file.set_len(position) {
+                tracing::error!(path = %self.path.display(), error = %cut, "could not cut back a failed append");
+            }
+            return Err(BrokerError::io(&self.path, e));
+        }
+        self.size
+            .store(position + frame.len() as u64, Ordering::Release);
+        Ok(position)
+    }
+
+    /// Flushes the file's data to the disk.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| BrokerError::io(&self.path, e))
+    }
+
+    /// Cuts the file to `len` bytes and makes that durable.
+    pub(crate) fn truncate(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        self.size.store(len, Ordering::Release);
+        Ok(())
+    }
+
+    /// Reads and decodes the frame of `frame_len` bytes at `position` for serving: anything
+    /// but a valid frame is [`BrokerError::Corrupt`].
+    pub(crate) fn read_frame(&self, position: u64, frame_len: u64) -> Result<Batch> {
+        let fits = position
+            .checked_add(frame_len)
+            .is_some_and(|end| end <= self.size());
+        if !fits || frame_len > MAX_FRAME_BYTES as u64 {
+            return Err(self.corrupt(
+                position,
+                format!("a frame of {frame_len} bytes does not fit"),
+            ));
+        }
+        let bytes = self.read_bytes(position, frame_len)?;
+        codec::decode_frame(bytes).map_err(|e| self.corrupt(position, e.to_string()))
+    }
+
+    /// Looks at the frame starting at `position` while recovering: I/O errors are errors,
+    /// bad bytes are [`ScanStep::Invalid`].
+    pub(crate) fn scan_at(&self, position: u64) -> Result<ScanStep> {
+        let available = self.size().saturating_sub(position);
+        if available == 0 {
+            return Ok(ScanStep::End);
+        }
+        if available < PREFIX_LEN as u64 {
+            return Ok(ScanStep::Invalid(format!(
+                "{available} bytes left, a partial frame prefix"
+            )));
+        }
+        let mut prefix = [0; PREFIX_LEN];
+        read_exact_at(&self.file, &mut prefix, position)
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        let body_len = match codec::parse_prefix(prefix) {
+            Ok((len, _)) => len as u64,
+            Err(e) => return Ok(ScanStep::Invalid(e.to_string())),
+        };
+        let frame_len = PREFIX_LEN as u64 + body_len;
+        if frame_len > available {
+            let e = DecodeError::Truncated {
+                needed: frame_len as usize,
+                available: available as usize,
+            };
+            return Ok(ScanStep::Invalid(e.to_string()));
+        }
+        let bytes = self.read_bytes(position, frame_len)?;
+        Ok(match codec::decode_frame(bytes) {
+            Ok(batch) => ScanStep::Frame { batch, frame_len },
+            Err(e) => ScanStep::Invalid(e.to_string()),
+        })
+    }
+
+    /// Reads `len` bytes at `position`; the caller has bounded `len` by the file size.
+    fn read_bytes(&self, position: u64, len: u64) -> Result<Bytes> {
+        let mut buf = vec![0; len as usize];
+        read_exact_at(&self.file, &mut buf, position)
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// A [`BrokerError::Corrupt`] about this file.
+    pub(crate) fn corrupt(&self, position: u64, reason: impl Into<String>) -> BrokerError {
+        BrokerError::Corrupt {
+            path: self.path.clone(),
+            position,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Makes a directory's entries (a created or removed file) durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| BrokerError::io(dir, e))?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], position: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, position)
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], position: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, position)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut position: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, position)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                position += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut buf: &[u8], mut position: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_write(buf, position)? {
+            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+            n => {
+                buf = &buf[n..];
+                position += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_round_trip_and_strangers_are_ignored() {
+        assert_eq!(Segment::file_name(42), "00000000000000000042.log");
+        assert_eq!(
+            Segment::parse_file_name(&Segment::file_name(u64::MAX)),
+            Some(u64::MAX)
+        );
+        assert_eq!(Segment::parse_file_name("42.log"), None);
+        assert_eq!(Segment::parse_file_name("0000000000000000004x.log"), None);
+        assert_eq!(Segment::parse_file_name("00000000000000000042.idx"), None);
+    }
+}

@@ -1,0 +1,369 @@
+//! The writer thread of a partition and [`PartitionHandle`], the clonable handle on it.
+//!
+//! Producers hand batches over a bounded channel ([`WRITER_QUEUE_DEPTH`]). The writer, a
+//! dedicated thread because file I/O blocks, takes whatever is queued as one group: each
+//! request becomes one batch frame, then one fsync for all of them as the policy asks, then
+//! the index and the new end offset are committed, `on_commit` wakes waiting readers, and each
+//! producer gets its answer. Under `IntervalMs(n)` the thread also wakes on its own to fsync
+//! at most `n` ms after the first unsynced write.
+//!
+//! The thread waits with a tiny current-thread tokio runtime (timers only) so one wait covers
+//! a request, the fsync deadline and shutdown. Shutdown closes the channel, so producers get
+//! [`BrokerError::ShuttingDown`], lets the writer finish what is queued, fsyncs and joins.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::partition_log::PartitionLog;
+use super::view::LogView;
+use crate::config::{FsyncPolicy, LogConfig};
+use crate::error::{BrokerError, Result};
+use crate::limits::{WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
+use crate::message::{Record, StoredRecord};
+
+/// The `Retry-After` a producer gets when the writer queue stays full: a full queue of
+/// [`WRITER_QUEUE_DEPTH`] batches drains within about a second at disk speed, and a shorter
+/// hint would just bring the same burst back.
+pub const QUEUE_FULL_RETRY_AFTER_MS: u64 = 1_000;
+
+/// What an append achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendResult {
+    /// Offset of the batch's first record; the others follow in order.
+    pub base_offset: u64,
+    /// Records appended.
+    pub count: u32,
+    /// The batch was fsynced before this answer.
+    pub fsynced: bool,
+}
+
+/// One producer's batch, with where to send the answer (none for fire-and-forget).
+struct AppendRequest {
+    records: Vec<Record>,
+    reply: Option<oneshot::Sender<Result<AppendResult>>>,
+}
+
+/// Clonable, `Send + Sync` handle on one partition's log.
+#[derive(Clone)]
+pub struct PartitionHandle {
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
+    view: Arc<LogView>,
+    sender: RwLock<Option<mpsc::Sender<AppendRequest>>>,
+    stop: Arc<Notify>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for PartitionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionHandle")
+            .field("dir", &self.inner.view.dir())
+            .field("start_offset", &self.start_offset())
+            .field("end_offset", &self.end_offset())
+            .finish()
+    }
+}
+
+impl PartitionHandle {
+    /// Opens (creating if needed) the log in `dir`, recovers the tail, starts the writer
+    /// thread. Blocking: callers run it in `spawn_blocking` or at startup.
+    pub fn open(
+        dir: PathBuf,
+        index: sled::Tree,
+        config: LogConfig,
+        on_commit: Arc<Notify>,
+    ) -> Result<PartitionHandle> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| BrokerError::io(&dir, e))?;
+        let name = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let fsync = config.fsync;
+        let log = PartitionLog::open(dir.clone(), index, config)?;
+        let view = Arc::clone(log.view());
+        let (sender, receiver) = mpsc::channel(WRITER_QUEUE_DEPTH);
+        let stop = Arc::new(Notify::new());
+        let writer = PartitionWriter {
+            log,
+            receiver,
+            stop: Arc::clone(&stop),
+            on_commit,
+            fsync,
+            fsync_deadline: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("wharf-writer-{name}"))
+            .spawn(move || writer.run(&runtime))
+            .map_err(|e| BrokerError::io(&dir, e))?;
+        Ok(PartitionHandle {
+            inner: Arc::new(HandleInner {
+                view,
+                sender: RwLock::new(Some(sender)),
+                stop,
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Appends one batch (all records get consecutive offsets, in order) and waits until it
+    /// is committed per the fsync policy. Waits at most [`WRITER_ENQUEUE_TIMEOUT_MS`] for
+    /// queue room, then [`BrokerError::Overloaded`]. After shutdown:
+    /// [`BrokerError::ShuttingDown`]. Empty `records` is [`BrokerError::InvalidArgument`].
+    pub async fn append(&self, records: Vec<Record>) -> Result<AppendResult> {
+        let sender = self.sender(&records)?;
+        let (reply, answer) = oneshot::channel();
+        let request = AppendRequest {
+            records,
+            reply: Some(reply),
+        };
+        let timeout = Duration::from_millis(WRITER_ENQUEUE_TIMEOUT_MS);
+        match sender.send_timeout(request, timeout).await {
+            Ok(()) => {}
+            Err(SendTimeoutError::Timeout(_)) => return Err(overloaded()),
+            Err(SendTimeoutError::Closed(_)) => return Err(BrokerError::ShuttingDown),
+        }
+        drop(sender);
+        answer.await.unwrap_or(Err(BrokerError::ShuttingDown))
+    }
+
+    /// Fire-and-forget append (ack=none): [`BrokerError::Overloaded`] at once when the queue
+    /// is full; a later write failure is only logged.
+    pub fn append_detached(&self, records: Vec<Record>) -> Result<()> {
+        let sender = self.sender(&records)?;
+        let request = AppendRequest {
+            records,
+            reply: None,
+        };
+        sender.try_send(request).map_err(|e| match e {
+            TrySendError::Full(_) => overloaded(),
+            TrySendError::Closed(_) => BrokerError::ShuttingDown,
+        })
+    }
+
+    fn sender(&self, records: &[Record]) -> Result<mpsc::Sender<AppendRequest>> {
+        if records.is_empty() {
+            return Err(BrokerError::invalid(
+                "records",
+                "an append needs at least one record",
+            ));
+        }
+        let sender = self.inner.sender.read().unwrap_or_else(|p| p.into_inner());
+        sender.clone().ok_or(BrokerError::ShuttingDown)
+    }
+
+    /// Reads committed records starting at `max(from, start_offset)`: at most `max_records`
+    /// (and [`crate::limits::MAX_READ_RECORDS`]), stopping before a record whose value would
+    /// take the gathered value bytes past `max_bytes` (and [`crate::limits::MAX_READ_BYTES`]),
+    /// but always at least one record if any. Empty at the end of the log. A frame that fails
+    /// its CRC is [`BrokerError::Corrupt`], never served. Blocking file I/O.
+    pub fn read(
+        &self,
+        from: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        self.inner.view.read(from, max_records, max_bytes)
+    }
+
+    /// First offset still stored.
+    pub fn start_offset(&self) -> u64 {
+        self.inner.view.start_offset()
+    }
+
+    /// Offset the next appended record will get: one past the last committed record. Readers
+    /// never see anything at or past it.
+    pub fn end_offset(&self) -> u64 {
+        self.inner.view.end_offset()
+    }
+
+    /// Bytes in all segment files.
+    pub fn size_bytes(&self) -> u64 {
+        self.inner.view.size_bytes()
+    }
+
+    /// First offset whose record timestamp is `>= ts_ms` (the end offset if none). Blocking.
+    pub fn offset_for_timestamp(&self, ts_ms: u64) -> Result<u64> {
+        self.inner.view.offset_for_timestamp(ts_ms)
+    }
+
+    /// Deletes whole non-active segments, oldest first, while the oldest is older than
+    /// `retention_ms` (by its largest record timestamp) or the log is larger than
+    /// `retention_bytes`; returns how many it deleted. Blocking.
+    pub fn enforce_retention(
+        &self,
+        now_ms: u64,
+        retention_ms: Option<u64>,
+        retention_bytes: Option<u64>,
+    ) -> Result<usize> {
+        self.inner
+            .view
+            .enforce_retention(now_ms, retention_ms, retention_bytes)
+    }
+
+    /// Stops taking appends, lets the writer finish what is queued, fsyncs, joins the thread.
+    /// Idempotent. Blocking.
+    pub fn shutdown(&self) {
+        drop(
+            self.inner
+                .sender
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+        self.inner.stop.notify_one();
+        let thread = self
+            .inner
+            .thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            tracing::error!(dir = %self.inner.view.dir().display(), "partition writer panicked");
+        }
+    }
+}
+
+fn overloaded() -> BrokerError {
+    BrokerError::Overloaded {
+        resource: "partition writer queue",
+        retry_after_ms: QUEUE_FULL_RETRY_AFTER_MS,
+    }
+}
+
+/// What woke the writer.
+enum Wake {
+    Request(AppendRequest),
+    FsyncDue,
+    Stop,
+}
+
+/// The state the writer thread owns.
+struct PartitionWriter {
+    log: PartitionLog,
+    receiver: mpsc::Receiver<AppendRequest>,
+    stop: Arc<Notify>,
+    on_commit: Arc<Notify>,
+    fsync: FsyncPolicy,
+    fsync_deadline: Option<Instant>,
+}
+
+impl PartitionWriter {
+    fn run(mut self, runtime: &Runtime) {
+        loop {
+            match runtime.block_on(self.next_wake()) {
+                Wake::Request(first) => self.commit_group(first),
+                Wake::FsyncDue => self.fsync_now(),
+                Wake::Stop => break,
+            }
+        }
+        self.receiver.close();
+        while let Ok(first) = self.receiver.try_recv() {
+            self.commit_group(first);
+        }
+        self.fsync_now();
+    }
+
+    async fn next_wake(&mut self) -> Wake {
+        let deadline = self.fsync_deadline;
+        let fsync_due = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = self.stop.notified() => Wake::Stop,
+            () = fsync_due => Wake::FsyncDue,
+            request = self.receiver.recv() => request.map_or(Wake::Stop, Wake::Request),
+        }
+    }
+
+    fn fsync_now(&mut self) {
+        self.fsync_deadline = None;
+        if let Err(e) = self.log.sync() {
+            tracing::error!(error = %e, "partition fsync failed");
+        }
+    }
+
+    /// Writes `first` and whatever else is queued as one group commit, then answers each.
+    fn commit_group(&mut self, first: AppendRequest) {
+        let mut group = vec![first];
+        while group.len() < WRITER_QUEUE_DEPTH {
+            match self.receiver.try_recv() {
+                Ok(request) => group.push(request),
+                Err(_) => break,
+            }
+        }
+        let written: Vec<_> = group.iter().map(|r| self.log.append(&r.records)).collect();
+        let committed = if written.iter().any(Result::is_ok) {
+            self.flush_per_policy().and_then(|fsynced| {
+                self.log.commit()?;
+                self.on_commit.notify_waiters();
+                Ok(fsynced)
+            })
+        } else {
+            Ok(false)
+        };
+        if let Err(e) = &committed {
+            tracing::error!(error = %e, "partition group commit failed");
+        }
+        for (request, written) in group.into_iter().zip(written) {
+            let answer = match (&committed, written) {
+                (Ok(fsynced), Ok(header)) => Ok(AppendResult {
+                    base_offset: header.base_offset,
+                    count: header.record_count,
+                    fsynced: *fsynced,
+                }),
+                (Err(_), Ok(_)) => Err(self.log.failure_error()),
+                (_, Err(e)) => Err(e),
+            };
+            answer_producer(request.reply, answer);
+        }
+    }
+
+    /// Fsyncs as the policy asks after a group's writes; whether the group is now fsynced.
+    fn flush_per_policy(&mut self) -> Result<bool> {
+        match self.fsync {
+            FsyncPolicy::Always => self.log.sync().map(|()| true),
+            FsyncPolicy::Never => Ok(false),
+            FsyncPolicy::IntervalMs(ms) => {
+                let now = Instant::now();
+                let deadline = *self
+                    .fsync_deadline
+                    .get_or_insert(now + Duration::from_millis(ms));
+                if deadline > now && self.log.is_unsynced() {
+                    return Ok(false);
+                }
+                self.fsync_deadline = None;
+                self.log.sync().map(|()| true)
+            }
+        }
+    }
+}
+
+fn answer_producer(
+    reply: Option<oneshot::Sender<Result<AppendResult>>>,
+    answer: Result<AppendResult>,
+) {
+    match (reply, answer) {
+        (Some(reply), answer) => {
+            let _gone = reply.send(answer);
+        }
+        (None, Err(e)) => tracing::warn!(error = %e, "a fire-and-forget append failed"),
+        (None, Ok(_)) => {}
+    }
+}

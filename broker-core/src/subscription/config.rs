@@ -1,0 +1,201 @@
+//! Subscription settings: what a create request may set, validated into what is stored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BrokerError;
+use crate::limits::{DEFAULT_ACK_TIMEOUT_MS, MAX_ACK_TIMEOUT_MS, MIN_ACK_TIMEOUT_MS};
+use crate::names;
+
+/// Where a new subscription starts reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StartPosition {
+    /// At the end of the log: only messages published after creation (the default).
+    #[default]
+    Latest,
+    /// At the oldest message still stored.
+    Earliest,
+}
+
+/// Exponential backoff between redeliveries: `initial × multiplier^(n-1)`, capped at `max`,
+/// where n counts the failed deliveries so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Pause after the first failed delivery, in milliseconds.
+    pub initial_backoff_ms: u64,
+    /// Longest pause, in milliseconds.
+    pub max_backoff_ms: u64,
+    /// Growth factor per failed delivery (1.0 to 10.0).
+    pub multiplier: f64,
+}
+
+/// Longest retry backoff accepted: one day. Longer pauses belong to delayed messages.
+pub const MAX_BACKOFF_CEILING_MS: u64 = 24 * 60 * 60 * 1000;
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            initial_backoff_ms: 1_000,
+            max_backoff_ms: 600_000,
+            multiplier: 2.0,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Pause before redelivering a message that has failed `failed_deliveries` times (≥ 1).
+    pub fn backoff_ms(&self, failed_deliveries: u32) -> u64 {
+        let exponent = i32::try_from(failed_deliveries.saturating_sub(1)).unwrap_or(i32::MAX);
+        let pause = self.initial_backoff_ms as f64 * self.multiplier.powi(exponent);
+        if pause.is_finite() && pause < self.max_backoff_ms as f64 {
+            pause as u64
+        } else {
+            self.max_backoff_ms
+        }
+    }
+
+    fn validate(&self) -> Result<(), BrokerError> {
+        if self.max_backoff_ms > MAX_BACKOFF_CEILING_MS {
+            return Err(BrokerError::invalid(
+                "retry.max_backoff_ms",
+                format!(
+                    "must be at most {MAX_BACKOFF_CEILING_MS}, got {}",
+                    self.max_backoff_ms
+                ),
+            ));
+        }
+        if self.initial_backoff_ms > self.max_backoff_ms {
+            return Err(BrokerError::invalid(
+                "retry.initial_backoff_ms",
+                format!(
+                    "must not exceed max_backoff_ms ({}), got {}",
+                    self.max_backoff_ms, self.initial_backoff_ms
+                ),
+            ));
+        }
+        if !(1.0..=10.0).contains(&self.multiplier) {
+            return Err(BrokerError::invalid(
+                "retry.multiplier",
+                format!("must be 1.0 to 10.0, got {}", self.multiplier),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a create request may set; `None` takes the default.
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionSpec {
+    /// The subscription's name.
+    pub name: String,
+    /// Where it starts.
+    pub start: Option<StartPosition>,
+    /// Default lease of a received message.
+    pub ack_timeout_ms: Option<u64>,
+    /// Backoff between redeliveries.
+    pub retry: Option<RetryPolicy>,
+}
+
+/// A subscription's settings as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionConfig {
+    /// The topic it reads.
+    pub topic: String,
+    /// Its name.
+    pub name: String,
+    /// Where it started.
+    pub start: StartPosition,
+    /// Default lease, in milliseconds.
+    pub ack_timeout_ms: u64,
+    /// Backoff between redeliveries.
+    pub retry: RetryPolicy,
+    /// Creation time, Unix epoch milliseconds.
+    pub created_ms: u64,
+    /// Unique id of this incarnation: receipts of a deleted and re-created subscription fail.
+    pub uid: u64,
+}
+
+/// Checks a lease duration against API.md's 1 s..=12 h.
+pub fn validate_ack_timeout(field: &'static str, ms: u64) -> Result<u64, BrokerError> {
+    if (MIN_ACK_TIMEOUT_MS..=MAX_ACK_TIMEOUT_MS).contains(&ms) {
+        Ok(ms)
+    } else {
+        Err(BrokerError::invalid(
+            field,
+            format!("must be {MIN_ACK_TIMEOUT_MS} to {MAX_ACK_TIMEOUT_MS} milliseconds, got {ms}"),
+        ))
+    }
+}
+
+impl SubscriptionSpec {
+    /// Validates the spec and fills in defaults.
+    pub fn into_config(
+        self,
+        topic: &str,
+        created_ms: u64,
+        uid: u64,
+    ) -> Result<SubscriptionConfig, BrokerError> {
+        names::validate("name", &self.name)?;
+        let ack_timeout_ms = validate_ack_timeout(
+            "ack_timeout_ms",
+            self.ack_timeout_ms.unwrap_or(DEFAULT_ACK_TIMEOUT_MS),
+        )?;
+        let retry = self.retry.unwrap_or_default();
+        retry.validate()?;
+        Ok(SubscriptionConfig {
+            topic: topic.to_owned(),
+            name: self.name,
+            start: self.start.unwrap_or_default(),
+            ack_timeout_ms,
+            retry,
+            created_ms,
+            uid,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_exponentially_and_is_capped() {
+        let policy = RetryPolicy {
+            initial_backoff_ms: 100,
+            max_backoff_ms: 1_000,
+            multiplier: 2.0,
+        };
+        let pauses: Vec<u64> = (1..=6).map(|n| policy.backoff_ms(n)).collect();
+        assert_eq!(pauses, vec![100, 200, 400, 800, 1_000, 1_000]);
+        assert_eq!(policy.backoff_ms(u32::MAX), 1_000);
+    }
+
+    #[test]
+    fn ack_timeout_is_bounded_on_both_sides() {
+        assert!(validate_ack_timeout("f", MIN_ACK_TIMEOUT_MS - 1).is_err());
+        assert!(validate_ack_timeout("f", MIN_ACK_TIMEOUT_MS).is_ok());
+        assert!(validate_ack_timeout("f", MAX_ACK_TIMEOUT_MS).is_ok());
+        assert!(validate_ack_timeout("f", MAX_ACK_TIMEOUT_MS + 1).is_err());
+    }
+
+    #[test]
+    fn retry_policy_relations_are_checked() {
+        let spec = |retry| SubscriptionSpec {
+            name: "s".into(),
+            retry: Some(retry),
+            ..SubscriptionSpec::default()
+        };
+        let bad_order = RetryPolicy {
+            initial_backoff_ms: 10,
+            max_backoff_ms: 5,
+            multiplier: 2.0,
+        };
+        assert!(spec(bad_order).into_config("t", 0, 0).is_err());
+        let bad_multiplier = RetryPolicy {
+            multiplier: 0.5,
+            ..RetryPolicy::default()
+        };
+        assert!(spec(bad_multiplier).into_config("t", 0, 0).is_err());
+        assert!(spec(RetryPolicy::default()).into_config("t", 0, 0).is_ok());
+    }
+}

@@ -1,0 +1,187 @@
+//! Persistence of lease tables in sled: one tree per subscription incarnation, a cursor key per
+//! partition and an entry key per unacked offset. Each settle writes its changes as one atomic
+//! sled batch, so a cursor never moves without the entries it implies.
+
+use crate::error::{BrokerError, Result};
+use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable};
+
+const CURSOR_PREFIX: u8 = b'c';
+const ENTRY_PREFIX: u8 = b'e';
+
+/// The sled tree of one subscription's delivery state.
+#[derive(Debug, Clone)]
+pub struct SubscriptionStore {
+    tree: sled::Tree,
+}
+
+/// Name of the sled tree holding a subscription incarnation's state.
+pub fn tree_name(subscription_uid: u64) -> String {
+    format!("sub/{subscription_uid}")
+}
+
+impl SubscriptionStore {
+    /// Wraps a subscription's tree.
+    pub fn new(tree: sled::Tree) -> Self {
+        SubscriptionStore { tree }
+    }
+
+    /// The stored table of `partition`, or `None` if the partition has no cursor yet.
+    pub fn load(&self, partition: u32) -> Result<Option<LeaseTable>> {
+        let Some(cursor) = self.tree.get(cursor_key(partition))? else {
+            return Ok(None);
+        };
+        let cursor = decode_cursor(&cursor).ok_or_else(|| corrupt("cursor", partition))?;
+        let mut entries = Vec::new();
+        for item in self.tree.scan_prefix(entry_prefix(partition)) {
+            let (key, value) = item?;
+            let offset = key
+                .get(5..13)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| corrupt("entry key", partition))?;
+            let entry = decode_entry(&value).ok_or_else(|| corrupt("entry", partition))?;
+            entries.push((offset, entry));
+        }
+        Ok(Some(LeaseTable::restore(cursor, entries)))
+    }
+
+    /// Writes the changes a table reports, atomically.
+    pub fn save(&self, partition: u32, table: &mut LeaseTable) -> Result<()> {
+        let (cursor, entries) = table.take_changes();
+        if cursor.is_none() && entries.is_empty() {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        if let Some(cursor) = cursor {
+            batch.insert(&cursor_key(partition)[..], &encode_cursor(&cursor)[..]);
+        }
+        for (offset, entry) in entries {
+            let key = entry_key(partition, offset);
+            match entry {
+                Some(entry) => batch.insert(&key[..], &encode_entry(&entry)[..]),
+                None => batch.remove(&key[..]),
+            }
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+}
+
+fn corrupt(what: &str, partition: u32) -> BrokerError {
+    BrokerError::Corrupt {
+        path: "metadata".into(),
+        position: u64::from(partition),
+        reason: format!("undecodable subscription {what} of partition {partition}"),
+    }
+}
+
+fn cursor_key(partition: u32) -> [u8; 5] {
+    let mut key = [CURSOR_PREFIX; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
+}
+
+fn entry_prefix(partition: u32) -> [u8; 5] {
+    let mut key = [ENTRY_PREFIX; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
+}
+
+fn entry_key(partition: u32, offset: u64) -> [u8; 13] {
+    let mut key = [0; 13];
+    key[..5].copy_from_slice(&entry_prefix(partition));
+    key[5..].copy_from_slice(&offset.to_be_bytes());
+    key
+}
+
+fn encode_cursor(cursor: &Cursor) -> [u8; 40] {
+    let fields = [
+        cursor.ack_floor,
+        cursor.next_offset,
+        cursor.delivered,
+        cursor.redelivered,
+        cursor.acked,
+    ];
+    let mut bytes = [0; 40];
+    for (chunk, field) in bytes.chunks_exact_mut(8).zip(fields) {
+        chunk.copy_from_slice(&field.to_be_bytes());
+    }
+    bytes
+}
+
+fn decode_cursor(bytes: &[u8]) -> Option<Cursor> {
+    let field = |i: usize| {
+        bytes
+            .get(i * 8..i * 8 + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+    };
+    (bytes.len() == 40).then_some(())?;
+    Some(Cursor {
+        ack_floor: field(0)?,
+        next_offset: field(1)?,
+        delivered: field(2)?,
+        redelivered: field(3)?,
+        acked: field(4)?,
+    })
+}
+
+fn encode_entry(entry: &Entry) -> [u8; 21] {
+    let (tag, a, b) = match entry.state {
+        EntryState::InFlight { deadline_ms, lease } => (1, deadline_ms, lease),
+        EntryState::Waiting { due_ms } => (2, due_ms, 0),
+        EntryState::Done => (3, 0, 0),
+    };
+    let mut bytes = [0; 21];
+    bytes[..4].copy_from_slice(&entry.attempts.to_be_bytes());
+    bytes[4] = tag;
+    bytes[5..13].copy_from_slice(&a.to_be_bytes());
+    bytes[13..].copy_from_slice(&b.to_be_bytes());
+    bytes
+}
+
+fn decode_entry(bytes: &[u8]) -> Option<Entry> {
+    if bytes.len() != 21 {
+        return None;
+    }
+    let attempts = u32::from_be_bytes(bytes[..4].try_into().ok()?);
+    let a = u64::from_be_bytes(bytes[5..13].try_into().ok()?);
+    let b = u64::from_be_bytes(bytes[13..].try_into().ok()?);
+    let state = match bytes[4] {
+        1 => EntryState::InFlight {
+            deadline_ms: a,
+            lease: b,
+        },
+        2 => EntryState::Waiting { due_ms: a },
+        3 => EntryState::Done,
+        _ => return None,
+    };
+    Some(Entry { attempts, state })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subscription::config::RetryPolicy;
+
+    #[test]
+    fn a_saved_table_loads_back_identically() {
+        let db = sled::Config::new().temporary(true).open().expect("sled");
+        let store = SubscriptionStore::new(db.open_tree("s").expect("tree"));
+        assert!(store.load(0).expect("load").is_none());
+        let mut table = LeaseTable::starting_at(5);
+        let mut lease = 0;
+        let grants = table.grant(1_000, 3, 0..20, 500, &RetryPolicy::default(), || {
+            lease += 1;
+            lease
+        });
+        table
+            .ack(grants[1].offset, grants[1].lease, 1_001)
+            .expect("ack");
+        store.save(0, &mut table).expect("save");
+        let loaded = store.load(0).expect("load").expect("present");
+        assert_eq!(loaded.cursor(), table.cursor());
+        assert_eq!(loaded.counts(1_001, 20), table.counts(1_001, 20));
+        assert_eq!(loaded.next_wake(), table.next_wake());
+    }
+}

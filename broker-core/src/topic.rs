@@ -1,0 +1,232 @@
+//! Topics: what a producer may set, what is stored, and what a describe returns.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BrokerError;
+use crate::limits::{DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_CEILING, MAX_PARTITIONS};
+use crate::names;
+
+/// A topic's settings as stored in the metadata store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfig {
+    /// The topic's name.
+    pub name: String,
+    /// Number of partitions, fixed at creation.
+    pub partitions: u32,
+    /// Delete whole segments whose newest message is older than this; `None` keeps forever.
+    pub retention_ms: Option<u64>,
+    /// Delete the oldest whole segments while a partition is larger than this; `None`: no cap.
+    pub retention_bytes: Option<u64>,
+    /// Largest message value accepted.
+    pub max_message_bytes: usize,
+    /// Copies of each partition wanted; a single node keeps one.
+    pub replication_factor: u32,
+    /// Creation time, Unix epoch milliseconds.
+    pub created_ms: u64,
+    /// Unique id of this incarnation of the topic: a topic deleted and created again under the
+    /// same name gets new storage and invalidates old receipts.
+    pub uid: u64,
+}
+
+/// What a create request may set; `None` takes the default.
+#[derive(Debug, Clone, Default)]
+pub struct TopicSpec {
+    /// The topic's name.
+    pub name: String,
+    /// Number of partitions (default 1, at most [`MAX_PARTITIONS`]).
+    pub partitions: Option<u32>,
+    /// See [`TopicConfig::retention_ms`].
+    pub retention_ms: Option<u64>,
+    /// See [`TopicConfig::retention_bytes`].
+    pub retention_bytes: Option<u64>,
+    /// See [`TopicConfig::max_message_bytes`] (default 1 MiB, at most 16 MiB).
+    pub max_message_bytes: Option<usize>,
+    /// See [`TopicConfig::replication_factor`] (default 1; a single node accepts only 1).
+    pub replication_factor: Option<u32>,
+}
+
+/// A change to a topic's settings: `Some(None)` clears an optional limit.
+#[derive(Debug, Clone, Default)]
+pub struct TopicPatch {
+    /// New retention by age.
+    pub retention_ms: Option<Option<u64>>,
+    /// New retention by size.
+    pub retention_bytes: Option<Option<u64>>,
+    /// New message size limit.
+    pub max_message_bytes: Option<usize>,
+}
+
+/// Shortest retention by age accepted: one minute, so a typo cannot wipe a topic at once.
+pub const MIN_RETENTION_MS: u64 = 60_000;
+
+impl TopicSpec {
+    /// Validates the spec and fills in defaults.
+    pub fn into_config(self, created_ms: u64, uid: u64) -> Result<TopicConfig, BrokerError> {
+        names::validate("name", &self.name)?;
+        let partitions = self.partitions.unwrap_or(1);
+        if partitions == 0 || partitions > MAX_PARTITIONS {
+            return Err(BrokerError::invalid(
+                "partitions",
+                format!("must be 1 to {MAX_PARTITIONS}, got {partitions}"),
+            ));
+        }
+        let replication_factor = self.replication_factor.unwrap_or(1);
+        if replication_factor != 1 {
+            return Err(BrokerError::invalid(
+                "replication_factor",
+                format!("a single node keeps 1 copy, got {replication_factor}"),
+            ));
+        }
+        let config = TopicConfig {
+            name: self.name,
+            partitions,
+            retention_ms: None,
+            retention_bytes: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            replication_factor,
+            created_ms,
+            uid,
+        };
+        config.patched(&TopicPatch {
+            retention_ms: self.retention_ms.map(Some),
+            retention_bytes: self.retention_bytes.map(Some),
+            max_message_bytes: self.max_message_bytes,
+        })
+    }
+}
+
+impl TopicConfig {
+    /// This config with a patch applied, validated.
+    pub fn patched(&self, patch: &TopicPatch) -> Result<TopicConfig, BrokerError> {
+        let mut next = self.clone();
+        if let Some(retention_ms) = patch.retention_ms {
+            if let Some(ms) = retention_ms.filter(|ms| *ms < MIN_RETENTION_MS) {
+                return Err(BrokerError::invalid(
+                    "retention_ms",
+                    format!("must be at least {MIN_RETENTION_MS}, got {ms}"),
+                ));
+            }
+            next.retention_ms = retention_ms;
+        }
+        if let Some(retention_bytes) = patch.retention_bytes {
+            if retention_bytes == Some(0) {
+                return Err(BrokerError::invalid("retention_bytes", "must be positive"));
+            }
+            next.retention_bytes = retention_bytes;
+        }
+        if let Some(max) = patch.max_message_bytes {
+            if max == 0 || max > MAX_MESSAGE_BYTES_CEILING {
+                return Err(BrokerError::invalid(
+                    "max_message_bytes",
+                    format!("must be 1 to {MAX_MESSAGE_BYTES_CEILING}, got {max}"),
+                ));
+            }
+            next.max_message_bytes = max;
+        }
+        Ok(next)
+    }
+}
+
+/// Stats of one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// Partition number.
+    pub partition: u32,
+    /// First offset still stored.
+    pub start_offset: u64,
+    /// Offset the next message will get.
+    pub end_offset: u64,
+    /// Bytes on disk.
+    pub bytes: u64,
+    /// Node that leads the partition (this node's id on a single node).
+    pub leader: String,
+}
+
+/// A topic's settings and partition stats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// Settings.
+    pub config: TopicConfig,
+    /// One entry per partition, in partition order.
+    pub partitions: Vec<PartitionInfo>,
+    /// Number of subscriptions on the topic.
+    pub subscriptions: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> TopicSpec {
+        TopicSpec {
+            name: name.into(),
+            ..TopicSpec::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_one_partition_and_one_mebibyte_messages() {
+        let config = spec("orders").into_config(1, 2).expect("valid");
+        assert_eq!(config.partitions, 1);
+        assert_eq!(config.max_message_bytes, 1024 * 1024);
+        assert_eq!(config.retention_ms, None);
+    }
+
+    #[test]
+    fn partition_count_is_bounded_on_both_sides() {
+        for (partitions, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_PARTITIONS, true),
+            (MAX_PARTITIONS + 1, false),
+        ] {
+            let result = TopicSpec {
+                partitions: Some(partitions),
+                ..spec("t")
+            }
+            .into_config(0, 0);
+            assert_eq!(result.is_ok(), ok, "partitions {partitions}");
+        }
+    }
+
+    #[test]
+    fn max_message_bytes_is_bounded_by_sixteen_mebibytes() {
+        for (max, ok) in [
+            (0, false),
+            (MAX_MESSAGE_BYTES_CEILING, true),
+            (MAX_MESSAGE_BYTES_CEILING + 1, false),
+        ] {
+            let result = TopicSpec {
+                max_message_bytes: Some(max),
+                ..spec("t")
+            }
+            .into_config(0, 0);
+            assert_eq!(result.is_ok(), ok, "max_message_bytes {max}");
+        }
+    }
+
+    #[test]
+    fn a_patch_can_clear_retention() {
+        let config = TopicSpec {
+            retention_ms: Some(MIN_RETENTION_MS),
+            ..spec("t")
+        }
+        .into_config(0, 0)
+        .expect("valid");
+        let cleared = config
+            .patched(&TopicPatch {
+                retention_ms: Some(None),
+                ..TopicPatch::default()
+            })
+            .expect("valid");
+        assert_eq!(cleared.retention_ms, None);
+        assert!(
+            config
+                .patched(&TopicPatch {
+                    retention_ms: Some(Some(MIN_RETENTION_MS - 1)),
+                    ..TopicPatch::default()
+                })
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! The writer thread: group commit under concurrent producers, what an answer says about
+//! fsync, commit notifications, fire-and-forget appends and shutdown.
+
+mod storage_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use broker_core::config::FsyncPolicy;
+use broker_core::error::BrokerError;
+use storage_support::{TestLog, read_all, record, records, small_segments};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_get_distinct_consecutive_offsets_and_all_read_back() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    let mut tasks = Vec::new();
+    for producer in 0..32u64 {
+        let handle = handle.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut sent = Vec::new();
+            for i in 0..10u64 {
+                let first = producer * 1_000 + i * 10;
+                let batch = records(first, 1 + (producer + i) % 4, 60);
+                let appended = handle.append(batch.clone()).await.expect("append");
+                assert!(appended.fsynced);
+                sent.push((appended, batch));
+            }
+            sent
+        }));
+    }
+    let mut by_offset = BTreeMap::new();
+    for task in tasks {
+        for (appended, batch) in task.await.expect("producer") {
+            assert_eq!(appended.count as usize, batch.len());
+            by_offset.insert(appended.base_offset, batch);
+        }
+    }
+    let mut expected = Vec::new();
+    for (base, batch) in &by_offset {
+        assert_eq!(*base, expected.len() as u64, "batches tile the offsets");
+        expected.extend(batch.iter().cloned());
+    }
+    assert_eq!(handle.end_offset(), expected.len() as u64);
+    let read = read_all(&handle, 0, 100);
+    assert_eq!(storage_support::bare(&read), expected);
+    assert!(log.segments().len() > 1);
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn an_answer_says_fsynced_only_under_the_always_policy() {
+    for (policy, fsynced) in [
+        (FsyncPolicy::Always, true),
+        (FsyncPolicy::IntervalMs(60_000), false),
+        (FsyncPolicy::Never, false),
+    ] {
+        let log = TestLog::new(small_segments(policy));
+        let handle = log.open();
+        let appended = handle.append(records(0, 2, 10)).await.expect("append");
+        assert_eq!(appended.fsynced, fsynced, "{policy:?}");
+        handle.shutdown();
+    }
+}
+
+#[tokio::test]
+async fn a_commit_wakes_readers_waiting_on_the_notify() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    let notified = log.on_commit.notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    handle.append(records(0, 1, 10)).await.expect("append");
+    tokio::time::timeout(Duration::from_secs(5), notified)
+        .await
+        .expect("woken by the commit");
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn a_fire_and_forget_append_is_committed_in_queue_order() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    handle.append_detached(records(0, 3, 10)).expect("queued");
+    let appended = handle.append(records(3, 1, 10)).await.expect("append");
+    assert_eq!(appended.base_offset, 3);
+    assert_eq!(
+        storage_support::bare(&read_all(&handle, 0, 10)),
+        records(0, 4, 10)
+    );
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn an_empty_append_is_an_invalid_argument() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    let error = handle.append(vec![]).await.expect_err("refused");
+    assert!(matches!(
+        error,
+        BrokerError::InvalidArgument {
+            field: "records",
+            ..
+        }
+    ));
+    let error = handle.append_detached(vec![]).expect_err("refused");
+    assert!(matches!(error, BrokerError::InvalidArgument { .. }));
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn shutdown_is_idempotent_refuses_new_appends_and_keeps_reads_working() {
+    let log = TestLog::new(small_segments(FsyncPolicy::IntervalMs(60_000)));
+    let handle = log.open();
+    let other = handle.clone();
+    handle.append(records(0, 2, 10)).await.expect("append");
+    handle.shutdown();
+    other.shutdown();
+    let error = other.append(vec![record(9, 1)]).await.expect_err("closed");
+    assert!(matches!(error, BrokerError::ShuttingDown));
+    let error = other
+        .append_detached(vec![record(9, 1)])
+        .expect_err("closed");
+    assert!(matches!(error, BrokerError::ShuttingDown));
+    assert_eq!(other.read(0, 10, usize::MAX).expect("read").len(), 2);
+    let reopened = log.open();
+    assert_eq!(reopened.end_offset(), 2);
+    reopened.shutdown();
+}
+
+#[tokio::test]
+async fn shutdown_finishes_what_is_queued_before_it_returns() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    for batch in 0..50 {
+        handle
+            .append_detached(records(batch * 2, 2, 10))
+            .expect("queued");
+    }
+    handle.shutdown();
+    assert_eq!(handle.end_offset(), 100);
+    let reopened = log.open();
+    assert_eq!(
+        storage_support::bare(&read_all(&reopened, 0, 30)),
+        records(0, 100, 10)
+    );
+    reopened.shutdown();
+}
+
+#[test]
+fn the_writer_thread_is_named_after_the_partition_directory() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    let name = format!(
+        "wharf-writer-{}",
+        log.dir.file_name().and_then(|n| n.to_str()).expect("name")
+    );
+    let task_dir = format!("/proc/{}/task", std::process::id());
+    if let Ok(tasks) = std::fs::read_dir(&task_dir) {
+        let comms: Vec<String> = tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .collect();
+        let shown: String = name.chars().take(15).collect();
+        assert!(comms.iter().any(|c| c.trim() == shown), "{comms:?}");
+    }
+    handle.shutdown();
+}
