@@ -20,6 +20,7 @@ pub mod limits;
 pub mod message;
 pub mod names;
 pub mod partitioner;
+pub mod schedule;
 pub mod storage;
 pub mod subscription;
 pub mod topic;

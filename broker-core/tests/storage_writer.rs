@@ -146,22 +146,3 @@ async fn shutdown_finishes_what_is_queued_before_it_returns() {
     );
     reopened.shutdown();
 }
-
-#[test]
-fn the_writer_thread_is_named_after_the_partition_directory() {
-    let log = TestLog::new(small_segments(FsyncPolicy::Never));
-    let handle = log.open();
-    let name = format!(
-        "wharf-writer-{}",
-        log.dir.file_name().and_then(|n| n.to_str()).expect("name")
-    );
-    let task_dir = format!("/proc/{}/task", std::process::id());
-    if let Ok(tasks) = std::fs::read_dir(&task_dir) {
-        let comms: Vec<String> = tasks
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .collect();
-        let shown: String = name.chars().take(15).collect();
-        assert!(comms.iter().any(|c| c.trim() == shown), "{comms:?}");
-    }
-    handle.shutdown();
-}

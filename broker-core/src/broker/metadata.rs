@@ -27,6 +27,10 @@ use crate::subscription::receipt::RECEIPT_KEY_BYTES;
 use crate::subscription::{Subscription, SubscriptionConfig, SubscriptionStore, store};
 use crate::topic::TopicConfig;
 
+/// sled's page cache. Its default (1 GiB) would let the metadata store alone pass the node's
+/// memory budget; indexes and leases are small and read mostly near their tails.
+const METADATA_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The metadata store.
 #[derive(Debug)]
 pub(super) struct Metadata {
@@ -146,7 +150,10 @@ impl Metadata {
 pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, Arc<Topic>>)> {
     let meta_dir = config.data_dir.join("meta");
     std::fs::create_dir_all(&meta_dir).map_err(|e| BrokerError::io(&meta_dir, e))?;
-    let db = sled::Config::new().path(&meta_dir).open()?;
+    let db = sled::Config::new()
+        .path(&meta_dir)
+        .cache_capacity(METADATA_CACHE_BYTES)
+        .open()?;
     let metadata = Metadata {
         meta: db.open_tree("meta")?,
         topics: db.open_tree("topics")?,

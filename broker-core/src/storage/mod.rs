@@ -18,7 +18,7 @@
 //! partition's own `sled::Tree`. A batch keeps its base offset, record count, leader epoch and
 //! first/largest timestamps in its frame, so the files alone can rebuild the index.
 
-mod codec;
+pub(crate) mod codec;
 mod index;
 mod partition_log;
 mod recovery;

@@ -1,0 +1,97 @@
+//! The router: [`app`] wires the documented routes, the problem+json fallbacks for unknown
+//! routes and methods, and the middleware every response passes through (request id, tracing,
+//! body limit). [`AppState`] is what handlers share.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{Method, Uri};
+use broker_core::Broker;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+use crate::openapi;
+use crate::problem::ApiError;
+
+/// What every handler shares: the broker, the HTTP limits, and the draining flag.
+#[derive(Clone)]
+pub struct AppState {
+    /// The embedded broker.
+    pub broker: Arc<Broker>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    draining: Arc<AtomicBool>,
+}
+
+impl AppState {
+    /// State around an open broker.
+    pub fn new(broker: Arc<Broker>, max_body_bytes: usize) -> Self {
+        AppState {
+            broker,
+            max_body_bytes,
+            draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Starts draining: `/readyz` turns 503 and pending long-polls return what they have
+    /// within one [`crate::long_poll::LONG_POLL_SLICE_MS`].
+    pub fn begin_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the server is draining before shutdown.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
+/// The whole HTTP application over `state`.
+pub fn app(state: AppState) -> Router {
+    let max_body_bytes = state.max_body_bytes;
+    let (router, _) = openapi::api_router().split_for_parts();
+    router
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(DefaultBodyLimit::max(max_body_bytes)),
+        )
+}
+
+/// The span of one request: method, path and request id, so every log line of the request
+/// (a 500's detail included) can be matched to the `X-Request-Id` the client saw.
+fn request_span(request: &Request) -> Span {
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|id| id.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+        request_id,
+    )
+}
+
+async fn route_not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::RouteNotFound {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+    }
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+    }
+}

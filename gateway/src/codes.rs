@@ -1,0 +1,95 @@
+//! Every stable problem `code` the API returns. Codes are API: never reuse or rename one.
+
+/// A stable, machine-readable problem code and the short human title that goes with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    /// The snake_case code clients match on (the problem's `code` member).
+    pub code: &'static str,
+    /// A short summary that does not change between occurrences (the problem's `title`).
+    pub title: &'static str,
+}
+
+impl Code {
+    const fn new(code: &'static str, title: &'static str) -> Self {
+        Code { code, title }
+    }
+}
+
+/// The topic named in the path does not exist.
+pub const TOPIC_NOT_FOUND: Code = Code::new("topic_not_found", "Topic not found");
+/// A topic of that name already exists.
+pub const TOPIC_EXISTS: Code = Code::new("topic_exists", "Topic already exists");
+/// The subscription named in the path does not exist on the topic.
+pub const SUBSCRIPTION_NOT_FOUND: Code =
+    Code::new("subscription_not_found", "Subscription not found");
+/// A subscription of that name already exists on the topic.
+pub const SUBSCRIPTION_EXISTS: Code =
+    Code::new("subscription_exists", "Subscription already exists");
+/// The topic has no partition with the number in the path.
+pub const PARTITION_NOT_FOUND: Code = Code::new("partition_not_found", "Partition not found");
+/// The request is malformed or a value is out of range: bad JSON, wrong types, unknown
+/// fields, bad names, bad path or query parameters.
+pub const INVALID_REQUEST: Code = Code::new("invalid_request", "Invalid request");
+/// A message value exceeds the topic's `max_message_bytes`, or the body exceeds the server's
+/// `max_body_bytes`.
+pub const MESSAGE_TOO_LARGE: Code = Code::new("message_too_large", "Message too large");
+/// The route accepts only JSON and the request's `Content-Type` is something else.
+pub const UNSUPPORTED_MEDIA_TYPE: Code =
+    Code::new("unsupported_media_type", "Unsupported media type");
+/// An offset read asked for an offset past the end of the partition.
+pub const OFFSET_OUT_OF_RANGE: Code = Code::new("offset_out_of_range", "Offset out of range");
+/// A receipt is not valid for this subscription, or its lease has ended (per receipt, in the
+/// `failed` list of ack, nack and extend replies).
+pub const RECEIPT_INVALID: Code = Code::new("receipt_invalid", "Receipt invalid");
+/// A bounded queue is full; retry after the `Retry-After` header's seconds.
+pub const OVERLOADED: Code = Code::new("overloaded", "Overloaded");
+/// The server is shutting down and takes no new work; retry against another node or later.
+pub const SHUTTING_DOWN: Code = Code::new("shutting_down", "Shutting down");
+/// The disk holding the data is full.
+pub const STORAGE_FULL: Code = Code::new("storage_full", "Storage full");
+/// No route matches the request path.
+pub const ROUTE_NOT_FOUND: Code = Code::new("route_not_found", "Route not found");
+/// The path exists but does not accept the request's method.
+pub const METHOD_NOT_ALLOWED: Code = Code::new("method_not_allowed", "Method not allowed");
+/// A server-side failure; always a bug or a broken disk. Details are in the server log.
+pub const INTERNAL_ERROR: Code = Code::new("internal_error", "Internal error");
+
+/// Every code, for documentation and uniqueness tests.
+pub const ALL: &[Code] = &[
+    TOPIC_NOT_FOUND,
+    TOPIC_EXISTS,
+    SUBSCRIPTION_NOT_FOUND,
+    SUBSCRIPTION_EXISTS,
+    PARTITION_NOT_FOUND,
+    INVALID_REQUEST,
+    MESSAGE_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    OFFSET_OUT_OF_RANGE,
+    RECEIPT_INVALID,
+    OVERLOADED,
+    SHUTTING_DOWN,
+    STORAGE_FULL,
+    ROUTE_NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    INTERNAL_ERROR,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ALL {
+            assert!(seen.insert(code.code), "duplicate code {}", code.code);
+            assert!(
+                code.code
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{} is not snake_case",
+                code.code
+            );
+        }
+    }
+}

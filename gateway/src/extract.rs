@@ -1,0 +1,136 @@
+//! Extractors whose rejections become problem+json: [`JsonBody`], [`OptionalJsonBody`],
+//! [`RawBody`], [`PathParams`] and [`QueryParams`]. Handlers use these instead of axum's own, so no axum
+//! plain-text rejection ever reaches a client.
+
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderMap, StatusCode, header};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use crate::problem::ApiError;
+
+/// A JSON request body (`Content-Type: application/json` or `*/*+json`).
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct JsonBody<T>(pub T);
+
+/// Path parameters.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct PathParams<T>(pub T);
+
+/// Query-string parameters.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct QueryParams<T>(pub T);
+
+/// A JSON body that may be left out: an empty body means `T::default()`, whatever the
+/// Content-Type; a non-empty one must be JSON.
+#[derive(Debug)]
+pub struct OptionalJsonBody<T>(pub T);
+
+impl<T, S> FromRequest<S> for OptionalJsonBody<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = is_json_content_type(request.headers());
+        let body = Bytes::from_request(request, state).await?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        parse_json(&body).map(OptionalJsonBody)
+    }
+}
+
+/// The raw request body, within `max_body_bytes`.
+#[derive(Debug)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        Ok(RawBody(Bytes::from_request(request, state).await?))
+    }
+}
+
+/// Parses a JSON body already read into memory, with axum's field-path error messages.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let axum::Json(value) = axum::Json::<T>::from_bytes(body)?;
+    Ok(value)
+}
+
+/// Whether the request says its body is JSON: `application/json` or any `+json` type.
+pub fn is_json_content_type(headers: &HeaderMap) -> bool {
+    media_type(headers).is_some_and(|media| {
+        media == "application/json"
+            || (media.starts_with("application/") && media.ends_with("+json"))
+    })
+}
+
+/// The request's media type, lowercased and without parameters (`text/plain; charset=utf-8`
+/// gives `text/plain`).
+pub fn media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let media = value.split(';').next().unwrap_or_default().trim();
+    Some(media.to_ascii_lowercase())
+}
+
+/// Turns an axum rejection into an [`ApiError`] by its status: 413 and 415 keep their meaning,
+/// a 5xx (an extractor misused) is internal, every other rejection is bad input.
+fn from_rejection(status: StatusCode, text: String) -> ApiError {
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::BodyTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::UnsupportedMediaType,
+        status if status.is_server_error() => ApiError::Internal { detail: text },
+        _ => ApiError::invalid(text),
+    }
+}
+
+macro_rules! rejection_into_api_error {
+    ($($rejection:ty),*) => {$(
+        impl From<$rejection> for ApiError {
+            fn from(rejection: $rejection) -> Self {
+                from_rejection(rejection.status(), rejection.body_text())
+            }
+        }
+    )*};
+}
+
+rejection_into_api_error!(JsonRejection, PathRejection, QueryRejection, BytesRejection);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(content_type: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(content_type).expect("valid header"),
+        );
+        headers
+    }
+
+    #[test]
+    fn json_and_plus_json_are_json_with_or_without_parameters() {
+        assert!(is_json_content_type(&headers("application/json")));
+        assert!(is_json_content_type(&headers(
+            "Application/JSON; charset=utf-8"
+        )));
+        assert!(is_json_content_type(&headers(
+            "application/cloudevents+json"
+        )));
+        assert!(!is_json_content_type(&headers("text/plain")));
+        assert!(!is_json_content_type(&HeaderMap::new()));
+    }
+}

@@ -1,0 +1,93 @@
+//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations. Routes
+//! are registered through [`api_router`] only, so every served route is documented by
+//! construction.
+
+use std::sync::LazyLock;
+
+use utoipa::OpenApi;
+use utoipa::openapi::OpenApi as Document;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::docs_html;
+use crate::problem::Problem;
+use crate::routes::{consume, docs, health, partitions, produce, subscriptions, topics};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Wharf",
+        description = "An HTTP/REST messaging gateway: produce to partitioned topics, consume \
+            through subscriptions with long-poll receive, leases, acks and retries, and read \
+            the log by offset. Errors are RFC 9457 problem details \
+            (`application/problem+json`) with a stable `code`. Every response carries \
+            `X-Request-Id`."
+    ),
+    tags(
+        (name = "topics", description = "Create, describe, change and delete topics."),
+        (name = "messages", description = "Produce messages and read partitions by offset."),
+        (name = "subscriptions", description = "Consumer groups on a topic."),
+        (name = "consume", description = "Receive, ack, nack and extend through a subscription."),
+        (name = "health", description = "Liveness and readiness probes."),
+        (name = "docs", description = "This document and the reference page."),
+    ),
+    components(schemas(Problem))
+)]
+struct ApiDoc;
+
+/// Every route of the API with its documentation, before state is attached.
+pub fn api_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(topics::create_topic, topics::list_topics))
+        .routes(routes!(
+            topics::describe_topic,
+            topics::update_topic,
+            topics::delete_topic
+        ))
+        .routes(routes!(produce::produce))
+        .routes(routes!(partitions::read_partition))
+        .routes(routes!(
+            subscriptions::create_subscription,
+            subscriptions::list_subscriptions
+        ))
+        .routes(routes!(
+            subscriptions::describe_subscription,
+            subscriptions::delete_subscription
+        ))
+        .routes(routes!(consume::receive))
+        .routes(routes!(consume::ack))
+        .routes(routes!(consume::nack))
+        .routes(routes!(consume::extend))
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+        .routes(routes!(docs::openapi_json))
+        .routes(routes!(docs::docs_page))
+}
+
+static DOCUMENT: LazyLock<Document> = LazyLock::new(|| api_router().split_for_parts().1);
+static PRETTY_JSON: LazyLock<String> = LazyLock::new(|| {
+    let mut json = DOCUMENT.to_pretty_json().unwrap_or_default();
+    json.push('\n');
+    json
+});
+static DOCS_HTML: LazyLock<String> = LazyLock::new(|| {
+    let value = serde_json::to_value(&*DOCUMENT).unwrap_or_default();
+    docs_html::render(&value)
+});
+
+/// The OpenAPI document.
+pub fn document() -> &'static Document {
+    &DOCUMENT
+}
+
+/// The document as pretty JSON with a trailing newline: what `/openapi.json` serves, `wharf
+/// openapi` prints and `openapi/openapi.json` holds.
+pub fn pretty_json() -> &'static str {
+    &PRETTY_JSON
+}
+
+/// The HTML reference page rendered from the document.
+pub fn docs_html() -> &'static str {
+    &DOCS_HTML
+}

@@ -1,0 +1,242 @@
+//! The gateway's one error type, [`ApiError`], and the ONE mapping from [`BrokerError`] to an
+//! HTTP status and problem `code`. Every error leaves as RFC 9457 `application/problem+json`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use broker_core::BrokerError;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::codes::{self, Code};
+
+/// The media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// An RFC 9457 problem details body.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the problem type: `urn:wharf:problem:<code>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A short summary of the problem type; the same for every occurrence of a `code`.
+    pub title: String,
+    /// The HTTP status code.
+    pub status: u16,
+    /// What went wrong with this request, in words.
+    pub detail: String,
+    /// The stable, machine-readable problem code (`topic_not_found`, `invalid_request`, …).
+    pub code: String,
+}
+
+/// Everything a request can fail with, before or inside the broker.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The broker refused or failed the operation.
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    /// The request could not be parsed or a gateway-checked value is invalid.
+    #[error("{detail}")]
+    InvalidRequest {
+        /// What is wrong, naming the field or parameter.
+        detail: String,
+    },
+    /// The body exceeds the server's `max_body_bytes`.
+    #[error("the request body is larger than the server's max_body_bytes")]
+    BodyTooLarge,
+    /// The route takes JSON only.
+    #[error("this route accepts only Content-Type application/json (or a +json type)")]
+    UnsupportedMediaType,
+    /// No route matches the path.
+    #[error("no route for {method} {path}")]
+    RouteNotFound {
+        /// The request method.
+        method: String,
+        /// The request path.
+        path: String,
+    },
+    /// The path exists but not with this method.
+    #[error("{method} is not allowed on {path}")]
+    MethodNotAllowed {
+        /// The request method.
+        method: String,
+        /// The request path.
+        path: String,
+    },
+    /// The server is draining before shutdown.
+    #[error("the server is shutting down")]
+    Draining,
+    /// A gateway-side failure that is a bug (an extractor misused, a response that failed to
+    /// encode).
+    #[error("internal error: {detail}")]
+    Internal {
+        /// What failed, for the log only.
+        detail: String,
+    },
+}
+
+impl ApiError {
+    /// Shorthand for [`ApiError::InvalidRequest`].
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        ApiError::InvalidRequest {
+            detail: detail.into(),
+        }
+    }
+
+    /// The status and stable code of this error: the one place broker errors are mapped.
+    pub fn status_and_code(&self) -> (StatusCode, Code) {
+        match self {
+            ApiError::Broker(error) => broker_status_and_code(error),
+            ApiError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, codes::INVALID_REQUEST),
+            ApiError::BodyTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, codes::MESSAGE_TOO_LARGE),
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                codes::UNSUPPORTED_MEDIA_TYPE,
+            ),
+            ApiError::RouteNotFound { .. } => (StatusCode::NOT_FOUND, codes::ROUTE_NOT_FOUND),
+            ApiError::MethodNotAllowed { .. } => {
+                (StatusCode::METHOD_NOT_ALLOWED, codes::METHOD_NOT_ALLOWED)
+            }
+            ApiError::Draining => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
+            ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR),
+        }
+    }
+
+    /// Seconds a client should wait before retrying, for 503 replies.
+    fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::Broker(BrokerError::Overloaded { retry_after_ms, .. }) => {
+                Some(retry_after_ms.div_ceil(1000).max(1))
+            }
+            ApiError::Broker(BrokerError::ShuttingDown) | ApiError::Draining => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The `detail` shown to the client: never a file path or an internal message for 5xx.
+    fn public_detail(&self, status: StatusCode) -> String {
+        match self {
+            ApiError::Broker(BrokerError::StorageFull { .. }) => {
+                "the disk holding the data is full".to_owned()
+            }
+            _ if status == StatusCode::INTERNAL_SERVER_ERROR => {
+                "the server failed to handle the request; the details are in its log".to_owned()
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// The problem body for this error.
+    pub fn problem(&self) -> Problem {
+        let (status, code) = self.status_and_code();
+        Problem {
+            kind: format!("urn:wharf:problem:{}", code.code),
+            title: code.title.to_owned(),
+            status: status.as_u16(),
+            detail: self.public_detail(status),
+            code: code.code.to_owned(),
+        }
+    }
+}
+
+/// Maps a broker error to its HTTP status and stable code.
+fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
+    match error {
+        BrokerError::TopicNotFound { .. } => (StatusCode::NOT_FOUND, codes::TOPIC_NOT_FOUND),
+        BrokerError::TopicExists { .. } => (StatusCode::CONFLICT, codes::TOPIC_EXISTS),
+        BrokerError::SubscriptionNotFound { .. } => {
+            (StatusCode::NOT_FOUND, codes::SUBSCRIPTION_NOT_FOUND)
+        }
+        BrokerError::SubscriptionExists { .. } => {
+            (StatusCode::CONFLICT, codes::SUBSCRIPTION_EXISTS)
+        }
+        BrokerError::PartitionNotFound { .. } => {
+            (StatusCode::NOT_FOUND, codes::PARTITION_NOT_FOUND)
+        }
+        BrokerError::InvalidArgument { .. } => (StatusCode::BAD_REQUEST, codes::INVALID_REQUEST),
+        BrokerError::MessageTooLarge { .. } => {
+            (StatusCode::PAYLOAD_TOO_LARGE, codes::MESSAGE_TOO_LARGE)
+        }
+        BrokerError::OffsetOutOfRange { .. } => {
+            (StatusCode::BAD_REQUEST, codes::OFFSET_OUT_OF_RANGE)
+        }
+        BrokerError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED),
+        BrokerError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
+        BrokerError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, codes::STORAGE_FULL),
+        BrokerError::Io { .. } | BrokerError::Metadata(_) | BrokerError::Corrupt { .. } => {
+            (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR)
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = self.problem();
+        if problem.status >= 500 {
+            tracing::error!(error = %self, code = problem.code, "request failed");
+        }
+        let status =
+            StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if let Some(secs) = self.retry_after_secs() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_of(error: BrokerError) -> u16 {
+        ApiError::from(error).problem().status
+    }
+
+    #[test]
+    fn overloaded_rounds_retry_after_up_to_whole_seconds() {
+        let error = ApiError::from(BrokerError::Overloaded {
+            resource: "writer queue",
+            retry_after_ms: 1_001,
+        });
+        let response = error.into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+    }
+
+    #[test]
+    fn internal_failures_hide_paths_from_the_client() {
+        let error = ApiError::from(BrokerError::Corrupt {
+            path: "/secret/data/0.log".into(),
+            position: 7,
+            reason: "crc".into(),
+        });
+        let problem = error.problem();
+        assert_eq!(problem.status, 500);
+        assert!(!problem.detail.contains("/secret"), "{}", problem.detail);
+        let full = ApiError::from(BrokerError::StorageFull {
+            path: "/secret/x".into(),
+        });
+        assert_eq!(full.problem().status, 507);
+        assert!(!full.problem().detail.contains("/secret"));
+    }
+
+    #[test]
+    fn bad_input_never_maps_to_a_server_error() {
+        assert_eq!(status_of(BrokerError::invalid("name", "bad")), 400);
+        assert_eq!(
+            status_of(BrokerError::MessageTooLarge { size: 2, limit: 1 }),
+            413
+        );
+        assert_eq!(
+            status_of(BrokerError::OffsetOutOfRange {
+                partition: 0,
+                offset: 9,
+                end_offset: 1
+            }),
+            400
+        );
+    }
+}

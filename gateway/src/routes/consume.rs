@@ -1,0 +1,295 @@
+//! Consuming through a subscription: long-poll receive, then ack, nack or extend by receipt.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
+use broker_core::limits::{DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::codes;
+use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::long_poll::long_poll;
+use crate::payload::{encode_value, headers_map};
+use crate::problem::{ApiError, Problem};
+use crate::routes::SubscriptionPath;
+
+/// A receive; every field is optional and an empty body is fine.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiveBody {
+    /// At most this many messages, 1 to 1000 (default 10).
+    pub max_messages: Option<usize>,
+    /// Long-poll for at most this many milliseconds, 0 to 60000 (default 20000).
+    pub wait_ms: Option<u64>,
+    /// Lease for these messages, 1000 to 43200000; `null` takes the subscription's.
+    pub ack_timeout_ms: Option<u64>,
+}
+
+/// One leased message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceivedMessage {
+    /// Acks, nacks or extends this delivery; valid until its lease ends.
+    pub receipt: String,
+    /// The message id.
+    pub id: String,
+    /// The partition it came from.
+    pub partition: u32,
+    /// Its offset in the partition.
+    pub offset: u64,
+    /// Its key; `null` without one.
+    pub key: Option<String>,
+    /// A text payload (present when the message was produced as text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// A binary payload, standard base64 (present when the message was produced as binary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_base64: Option<String>,
+    /// Application headers.
+    pub headers: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Publish time, Unix epoch milliseconds.
+    pub publish_time_ms: u64,
+    /// 1 for the first delivery, one more per redelivery.
+    pub delivery_attempt: u32,
+}
+
+/// The messages received; empty when none arrived within `wait_ms`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceiveResponse {
+    /// The leased messages.
+    pub messages: Vec<ReceivedMessage>,
+}
+
+/// Receipts to ack.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    /// 1 to 1000 receipts.
+    pub receipts: Vec<String>,
+}
+
+/// Receipts to nack: redeliver after `delay_ms`, or after the retry backoff.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NackRequest {
+    /// 1 to 1000 receipts.
+    pub receipts: Vec<String>,
+    /// Redeliver after this many milliseconds; `null` uses the retry backoff.
+    pub delay_ms: Option<u64>,
+}
+
+/// Receipts whose leases to extend.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// 1 to 1000 receipts.
+    pub receipts: Vec<String>,
+    /// The new lease from now, 1000 to 43200000 milliseconds.
+    pub ack_timeout_ms: u64,
+}
+
+/// A receipt that did not take effect.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FailedReceipt {
+    /// The receipt as sent.
+    pub receipt: String,
+    /// Why: `receipt_invalid` (unknown, tampered with, or its lease has ended).
+    pub code: &'static str,
+}
+
+/// The reply to an ack.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AckResponse {
+    /// Receipts acked.
+    pub acked: usize,
+    /// Receipts that failed, with why.
+    pub failed: Vec<FailedReceipt>,
+}
+
+/// The reply to a nack.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NackResponse {
+    /// Receipts nacked.
+    pub nacked: usize,
+    /// Receipts that failed, with why.
+    pub failed: Vec<FailedReceipt>,
+}
+
+/// The reply to an extend.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExtendResponse {
+    /// Leases extended.
+    pub extended: usize,
+    /// Receipts that failed, with why.
+    pub failed: Vec<FailedReceipt>,
+}
+
+impl From<Delivery> for ReceivedMessage {
+    fn from(delivery: Delivery) -> Self {
+        let stored = delivery.message;
+        let (value, value_base64) = encode_value(&stored.record);
+        let record = stored.record;
+        ReceivedMessage {
+            receipt: delivery.receipt,
+            id: record.id,
+            partition: delivery.partition,
+            offset: stored.offset,
+            key: record.key,
+            value,
+            value_base64,
+            headers: headers_map(&record.headers),
+            tags: record.tags,
+            publish_time_ms: record.timestamp_ms,
+            delivery_attempt: delivery.delivery_attempt,
+        }
+    }
+}
+
+fn failed(outcome: &mut SettleOutcome) -> Vec<FailedReceipt> {
+    std::mem::take(&mut outcome.failed)
+        .into_iter()
+        .map(|(receipt, failure)| FailedReceipt {
+            receipt,
+            code: match failure {
+                ReceiptFailure::Invalid => codes::RECEIPT_INVALID.code,
+            },
+        })
+        .collect()
+}
+
+/// Receive messages (long-poll).
+///
+/// Returns as soon as at least one message is available, or empty after `wait_ms`. Each
+/// message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
+/// `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
+/// pending receive returns within a second with what it has.
+#[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/receive", tag = "consume",
+    params(SubscriptionPath), request_body = Option<ReceiveBody>,
+    responses(
+        (status = 200, description = "Leased messages, possibly none", body = ReceiveResponse),
+        (status = 400, description = "A value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "A non-empty body that is not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn receive(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+    OptionalJsonBody(body): OptionalJsonBody<ReceiveBody>,
+) -> Result<Json<ReceiveResponse>, ApiError> {
+    let max_messages = body.max_messages.unwrap_or(DEFAULT_RECEIVE_MESSAGES);
+    let wait_ms = body.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
+    let attempt = |wait_ms| {
+        let request = ReceiveRequest {
+            max_messages,
+            wait_ms,
+            ack_timeout_ms: body.ack_timeout_ms,
+        };
+        state.broker.receive(&path.topic, &path.sub, request)
+    };
+    let deliveries = long_poll(&state, wait_ms, attempt, |found: &Vec<Delivery>| {
+        !found.is_empty()
+    })
+    .await?;
+    let messages = deliveries.into_iter().map(Into::into).collect();
+    Ok(Json(ReceiveResponse { messages }))
+}
+
+/// Ack receipts: the messages are done.
+///
+/// A receipt whose lease has ended fails with `receipt_invalid` and does not ack a newer
+/// delivery of the message.
+#[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/ack", tag = "consume",
+    params(SubscriptionPath), request_body = AckRequest,
+    responses(
+        (status = 200, description = "Per-receipt outcome", body = AckResponse),
+        (status = 400, description = "Malformed request or a receipt count out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn ack(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+    JsonBody(request): JsonBody<AckRequest>,
+) -> Result<Json<AckResponse>, ApiError> {
+    let mut outcome = state
+        .broker
+        .ack(&path.topic, &path.sub, &request.receipts)
+        .await?;
+    let failed = failed(&mut outcome);
+    Ok(Json(AckResponse {
+        acked: outcome.succeeded,
+        failed,
+    }))
+}
+
+/// Nack receipts: redeliver the messages after `delay_ms`, or after the retry backoff.
+#[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/nack", tag = "consume",
+    params(SubscriptionPath), request_body = NackRequest,
+    responses(
+        (status = 200, description = "Per-receipt outcome", body = NackResponse),
+        (status = 400, description = "Malformed request or a value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn nack(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+    JsonBody(request): JsonBody<NackRequest>,
+) -> Result<Json<NackResponse>, ApiError> {
+    let mut outcome = state
+        .broker
+        .nack(&path.topic, &path.sub, &request.receipts, request.delay_ms)
+        .await?;
+    let failed = failed(&mut outcome);
+    Ok(Json(NackResponse {
+        nacked: outcome.succeeded,
+        failed,
+    }))
+}
+
+/// Extend leases: the messages stay invisible to others for `ack_timeout_ms` from now.
+#[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/extend", tag = "consume",
+    params(SubscriptionPath), request_body = ExtendRequest,
+    responses(
+        (status = 200, description = "Per-receipt outcome", body = ExtendResponse),
+        (status = 400, description = "Malformed request or a value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn extend(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+    JsonBody(request): JsonBody<ExtendRequest>,
+) -> Result<Json<ExtendResponse>, ApiError> {
+    let mut outcome = state
+        .broker
+        .extend(
+            &path.topic,
+            &path.sub,
+            &request.receipts,
+            request.ack_timeout_ms,
+        )
+        .await?;
+    let failed = failed(&mut outcome);
+    Ok(Json(ExtendResponse {
+        extended: outcome.succeeded,
+        failed,
+    }))
+}

@@ -1,0 +1,42 @@
+//! Liveness and readiness probes.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::problem::{ApiError, Problem};
+
+/// A probe's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthStatus {
+    /// `ok` (liveness) or `ready` (readiness).
+    pub status: &'static str,
+}
+
+/// Liveness.
+///
+/// 200 while the process serves HTTP.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "The process is alive", body = HealthStatus)))]
+pub async fn healthz() -> Json<HealthStatus> {
+    Json(HealthStatus { status: "ok" })
+}
+
+/// Readiness.
+///
+/// 200 once storage is open; 503 `shutting_down` while the server drains before stopping,
+/// so load balancers stop sending it work.
+#[utoipa::path(get, path = "/readyz", tag = "health",
+    responses(
+        (status = 200, description = "Storage is open; the node takes work", body = HealthStatus),
+        (status = 503, description = "The server is shutting down", body = Problem,
+            content_type = "application/problem+json"),
+    ))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
+    if state.is_draining() {
+        return Err(ApiError::Draining);
+    }
+    Ok(Json(HealthStatus { status: "ready" }))
+}

@@ -1,0 +1,122 @@
+//! Reading a partition's log directly by offset, without leases (Kafka-style).
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use broker_core::StoredRecord;
+use broker_core::broker::PartitionRead;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::app::AppState;
+use crate::extract::{PathParams, QueryParams};
+use crate::long_poll::long_poll;
+use crate::payload::{encode_value, headers_map};
+use crate::problem::{ApiError, Problem};
+use crate::routes::PartitionPath;
+
+/// Default records per offset read: a page that fits comfortably in one reply.
+pub const DEFAULT_READ_MAX: usize = 100;
+
+/// Query parameters of an offset read.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReadQuery {
+    /// First offset to read (default 0: the start of the log).
+    pub offset: Option<u64>,
+    /// At most this many records, 1 to 1000 (default 100).
+    pub max: Option<usize>,
+    /// At the end of the log, wait up to this many milliseconds for a record, 0 to 60000
+    /// (default 0).
+    pub wait_ms: Option<u64>,
+}
+
+/// One record read by offset.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogMessage {
+    /// Its offset.
+    pub offset: u64,
+    /// The message id.
+    pub id: String,
+    /// Its key; `null` without one.
+    pub key: Option<String>,
+    /// A text payload (present when produced as text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// A binary payload, standard base64 (present when produced as binary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_base64: Option<String>,
+    /// Application headers.
+    pub headers: BTreeMap<String, String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Publish time, Unix epoch milliseconds.
+    pub publish_time_ms: u64,
+}
+
+/// A page of a partition's log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PartitionPage {
+    /// Records from the asked offset (or the start of the log, if that was earlier).
+    pub messages: Vec<LogMessage>,
+    /// The offset to read next.
+    pub next_offset: u64,
+    /// The partition's first stored offset.
+    pub start_offset: u64,
+    /// The partition's end offset at the time of the read.
+    pub end_offset: u64,
+}
+
+impl From<StoredRecord> for LogMessage {
+    fn from(stored: StoredRecord) -> Self {
+        let (value, value_base64) = encode_value(&stored.record);
+        let record = stored.record;
+        LogMessage {
+            offset: stored.offset,
+            id: record.id,
+            key: record.key,
+            value,
+            value_base64,
+            headers: headers_map(&record.headers),
+            tags: record.tags,
+            publish_time_ms: record.timestamp_ms,
+        }
+    }
+}
+
+/// Read a partition by offset.
+///
+/// Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
+#[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/messages", tag = "messages",
+    params(PartitionPath, ReadQuery),
+    responses(
+        (status = 200, description = "A page of the log", body = PartitionPage),
+        (status = 400, description = "A bad parameter (`invalid_request`) or an offset past the end (`offset_out_of_range`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or partition (`topic_not_found`, `partition_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn read_partition(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<PartitionPath>,
+    QueryParams(query): QueryParams<ReadQuery>,
+) -> Result<Json<PartitionPage>, ApiError> {
+    let offset = query.offset.unwrap_or(0);
+    let max = query.max.unwrap_or(DEFAULT_READ_MAX);
+    let wait_ms = query.wait_ms.unwrap_or(0);
+    let attempt = |wait_ms| {
+        state
+            .broker
+            .read_partition(&path.topic, path.partition, offset, max, wait_ms)
+    };
+    let has_records = |read: &PartitionRead| !read.messages.is_empty();
+    let read = long_poll(&state, wait_ms, attempt, has_records).await?;
+    Ok(Json(PartitionPage {
+        messages: read.messages.into_iter().map(Into::into).collect(),
+        next_offset: read.next_offset,
+        start_offset: read.start_offset,
+        end_offset: read.end_offset,
+    }))
+}

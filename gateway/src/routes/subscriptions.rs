@@ -1,0 +1,254 @@
+//! Subscriptions (consumer groups): create, list, describe with stats, delete.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use broker_core::broker::{SubscriptionInfo, SubscriptionStats};
+use broker_core::subscription::{RetryPolicy, StartPosition, SubscriptionSpec};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::extract::{JsonBody, PathParams};
+use crate::problem::{ApiError, Problem};
+use crate::routes::{SubscriptionPath, TopicPath};
+
+/// Where a new subscription starts.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// Only messages published after creation (the default).
+    Latest,
+    /// Every message still stored.
+    Earliest,
+}
+
+impl From<Start> for StartPosition {
+    fn from(start: Start) -> Self {
+        match start {
+            Start::Latest => StartPosition::Latest,
+            Start::Earliest => StartPosition::Earliest,
+        }
+    }
+}
+
+impl From<StartPosition> for Start {
+    fn from(start: StartPosition) -> Self {
+        match start {
+            StartPosition::Latest => Start::Latest,
+            StartPosition::Earliest => Start::Earliest,
+        }
+    }
+}
+
+/// Backoff between redeliveries; absent fields take their defaults.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// Pause after the first failed delivery (default 1000).
+    pub initial_backoff_ms: Option<u64>,
+    /// Longest pause (default 600000, at most one day).
+    pub max_backoff_ms: Option<u64>,
+    /// Growth per failed delivery, 1.0 to 10.0 (default 2.0).
+    pub multiplier: Option<f64>,
+}
+
+/// A subscription to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSubscriptionRequest {
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    pub name: String,
+    /// Where it starts (default `latest`).
+    pub start: Option<Start>,
+    /// Lease of a received message, 1000 to 43200000 (default 30000).
+    pub ack_timeout_ms: Option<u64>,
+    /// Backoff between redeliveries.
+    pub retry: Option<RetryRequest>,
+}
+
+/// Backoff between redeliveries: `initial × multiplier^(n-1)`, capped at `max`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Retry {
+    /// Pause after the first failed delivery.
+    pub initial_backoff_ms: u64,
+    /// Longest pause.
+    pub max_backoff_ms: u64,
+    /// Growth per failed delivery.
+    pub multiplier: f64,
+}
+
+/// A subscription's counters and gauges at the time of the call.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubscriptionStatsView {
+    /// Messages not yet acked: never delivered, in flight, or waiting for redelivery.
+    pub backlog: u64,
+    /// Messages leased to a consumer right now.
+    pub in_flight: u64,
+    /// Messages waiting out a retry backoff.
+    pub waiting_retry: u64,
+    /// Age of the oldest unacked message; `null` with nothing unacked.
+    pub oldest_unacked_age_ms: Option<u64>,
+    /// Deliveries made, first ones and redeliveries.
+    pub delivered: u64,
+    /// Redeliveries made.
+    pub redelivered: u64,
+    /// Messages acked.
+    pub acked: u64,
+}
+
+/// A subscription's settings and stats.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Subscription {
+    /// The topic it reads.
+    pub topic: String,
+    /// Its name.
+    pub name: String,
+    /// Where it started.
+    pub start: Start,
+    /// Default lease, in milliseconds.
+    pub ack_timeout_ms: u64,
+    /// Backoff between redeliveries.
+    pub retry: Retry,
+    /// Creation time, Unix epoch milliseconds.
+    pub created_ms: u64,
+    /// Stats at the time of the call.
+    pub stats: SubscriptionStatsView,
+}
+
+/// A topic's subscriptions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubscriptionList {
+    /// The subscriptions, by name.
+    pub subscriptions: Vec<Subscription>,
+}
+
+impl From<SubscriptionStats> for SubscriptionStatsView {
+    fn from(stats: SubscriptionStats) -> Self {
+        SubscriptionStatsView {
+            backlog: stats.backlog,
+            in_flight: stats.in_flight,
+            waiting_retry: stats.waiting_retry,
+            oldest_unacked_age_ms: stats.oldest_unacked_age_ms,
+            delivered: stats.delivered,
+            redelivered: stats.redelivered,
+            acked: stats.acked,
+        }
+    }
+}
+
+impl From<SubscriptionInfo> for Subscription {
+    fn from(info: SubscriptionInfo) -> Self {
+        let config = info.config;
+        Subscription {
+            topic: config.topic,
+            name: config.name,
+            start: config.start.into(),
+            ack_timeout_ms: config.ack_timeout_ms,
+            retry: Retry {
+                initial_backoff_ms: config.retry.initial_backoff_ms,
+                max_backoff_ms: config.retry.max_backoff_ms,
+                multiplier: config.retry.multiplier,
+            },
+            created_ms: config.created_ms,
+            stats: info.stats.into(),
+        }
+    }
+}
+
+impl From<RetryRequest> for RetryPolicy {
+    fn from(request: RetryRequest) -> Self {
+        let defaults = RetryPolicy::default();
+        RetryPolicy {
+            initial_backoff_ms: request
+                .initial_backoff_ms
+                .unwrap_or(defaults.initial_backoff_ms),
+            max_backoff_ms: request.max_backoff_ms.unwrap_or(defaults.max_backoff_ms),
+            multiplier: request.multiplier.unwrap_or(defaults.multiplier),
+        }
+    }
+}
+
+/// Create a subscription.
+#[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions", tag = "subscriptions",
+    params(TopicPath), request_body = CreateSubscriptionRequest,
+    responses(
+        (status = 201, description = "Created", body = Subscription),
+        (status = 400, description = "Malformed request or a value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A subscription of that name exists (`subscription_exists`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_subscription(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+    JsonBody(request): JsonBody<CreateSubscriptionRequest>,
+) -> Result<(StatusCode, Json<Subscription>), ApiError> {
+    let spec = SubscriptionSpec {
+        name: request.name,
+        start: request.start.map(Into::into),
+        ack_timeout_ms: request.ack_timeout_ms,
+        retry: request.retry.map(Into::into),
+    };
+    let info = state.broker.create_subscription(&path.topic, spec).await?;
+    Ok((StatusCode::CREATED, Json(info.into())))
+}
+
+/// List a topic's subscriptions.
+#[utoipa::path(get, path = "/v1/topics/{topic}/subscriptions", tag = "subscriptions",
+    params(TopicPath),
+    responses(
+        (status = 200, description = "The topic's subscriptions", body = SubscriptionList),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_subscriptions(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+) -> Result<Json<SubscriptionList>, ApiError> {
+    let subscriptions = state.broker.list_subscriptions(&path.topic).await?;
+    let subscriptions = subscriptions.into_iter().map(Into::into).collect();
+    Ok(Json(SubscriptionList { subscriptions }))
+}
+
+/// Describe a subscription: settings and stats.
+#[utoipa::path(get, path = "/v1/topics/{topic}/subscriptions/{sub}", tag = "subscriptions",
+    params(SubscriptionPath),
+    responses(
+        (status = 200, description = "The subscription", body = Subscription),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn describe_subscription(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+) -> Result<Json<Subscription>, ApiError> {
+    let info = state
+        .broker
+        .describe_subscription(&path.topic, &path.sub)
+        .await?;
+    Ok(Json(info.into()))
+}
+
+/// Delete a subscription and its cursors and leases.
+#[utoipa::path(delete, path = "/v1/topics/{topic}/subscriptions/{sub}", tag = "subscriptions",
+    params(SubscriptionPath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_subscription(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+) -> Result<StatusCode, ApiError> {
+    state
+        .broker
+        .delete_subscription(&path.topic, &path.sub)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,232 @@
+//! Topics: create, list, describe, change and delete.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use broker_core::topic::{PartitionInfo, TopicInfo, TopicPatch, TopicSpec};
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::extract::{JsonBody, PathParams};
+use crate::problem::{ApiError, Problem};
+use crate::routes::TopicPath;
+
+/// A topic to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTopicRequest {
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    pub name: String,
+    /// Number of partitions, fixed at creation (default 1).
+    pub partitions: Option<u32>,
+    /// Delete whole segments whose newest message is older than this (at least 60000);
+    /// absent keeps messages forever.
+    pub retention_ms: Option<u64>,
+    /// Delete the oldest segments while a partition is larger than this; absent: no cap.
+    pub retention_bytes: Option<u64>,
+    /// Largest message value accepted, in bytes (default 1 MiB, at most 16 MiB).
+    pub max_message_bytes: Option<usize>,
+    /// Copies of each partition (a single node keeps 1).
+    pub replication_factor: Option<u32>,
+}
+
+/// A change to a topic's settings; absent fields stay as they are.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchTopicRequest {
+    /// New retention by age; `null` keeps messages forever.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>)]
+    pub retention_ms: Option<Option<u64>>,
+    /// New retention by size; `null` removes the cap.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>)]
+    pub retention_bytes: Option<Option<u64>>,
+    /// New largest message value, in bytes.
+    pub max_message_bytes: Option<usize>,
+}
+
+/// Tells a field sent as `null` (`Some(None)`) apart from a field left out (`None`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// One partition's stats.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PartitionStats {
+    /// Partition number.
+    pub partition: u32,
+    /// First offset still stored.
+    pub start_offset: u64,
+    /// Offset the next message will get.
+    pub end_offset: u64,
+    /// Bytes on disk.
+    pub bytes: u64,
+    /// Node that leads the partition.
+    pub leader: String,
+}
+
+/// A topic's settings and stats.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Topic {
+    /// Name.
+    pub name: String,
+    /// Number of partitions.
+    pub partitions: u32,
+    /// Retention by age, in milliseconds; `null`: forever.
+    pub retention_ms: Option<u64>,
+    /// Retention by size per partition, in bytes; `null`: no cap.
+    pub retention_bytes: Option<u64>,
+    /// Largest message value accepted, in bytes.
+    pub max_message_bytes: usize,
+    /// Copies of each partition.
+    pub replication_factor: u32,
+    /// Creation time, Unix epoch milliseconds.
+    pub created_ms: u64,
+    /// Number of subscriptions on the topic.
+    pub subscriptions: usize,
+    /// Per partition, in partition order: offsets, size and leader.
+    pub partition_stats: Vec<PartitionStats>,
+}
+
+/// All topics.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TopicList {
+    /// The topics, by name.
+    pub topics: Vec<Topic>,
+}
+
+impl From<PartitionInfo> for PartitionStats {
+    fn from(info: PartitionInfo) -> Self {
+        PartitionStats {
+            partition: info.partition,
+            start_offset: info.start_offset,
+            end_offset: info.end_offset,
+            bytes: info.bytes,
+            leader: info.leader,
+        }
+    }
+}
+
+impl From<TopicInfo> for Topic {
+    fn from(info: TopicInfo) -> Self {
+        let config = info.config;
+        Topic {
+            name: config.name,
+            partitions: config.partitions,
+            retention_ms: config.retention_ms,
+            retention_bytes: config.retention_bytes,
+            max_message_bytes: config.max_message_bytes,
+            replication_factor: config.replication_factor,
+            created_ms: config.created_ms,
+            subscriptions: info.subscriptions,
+            partition_stats: info.partitions.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// Create a topic.
+#[utoipa::path(post, path = "/v1/topics", tag = "topics",
+    request_body = CreateTopicRequest,
+    responses(
+        (status = 201, description = "Created", body = Topic),
+        (status = 400, description = "Malformed request or a value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A topic of that name exists (`topic_exists`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over `max_body_bytes` (`message_too_large`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_topic(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<CreateTopicRequest>,
+) -> Result<(StatusCode, Json<Topic>), ApiError> {
+    let spec = TopicSpec {
+        name: request.name,
+        partitions: request.partitions,
+        retention_ms: request.retention_ms,
+        retention_bytes: request.retention_bytes,
+        max_message_bytes: request.max_message_bytes,
+        replication_factor: request.replication_factor,
+    };
+    let info = state.broker.create_topic(spec).await?;
+    Ok((StatusCode::CREATED, Json(info.into())))
+}
+
+/// List topics.
+#[utoipa::path(get, path = "/v1/topics", tag = "topics",
+    responses((status = 200, description = "All topics", body = TopicList)))]
+pub async fn list_topics(State(state): State<AppState>) -> Json<TopicList> {
+    let topics = state
+        .broker
+        .list_topics()
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    Json(TopicList { topics })
+}
+
+/// Describe a topic.
+///
+/// Its settings and, per partition, the start and end offsets, bytes on disk and leader.
+#[utoipa::path(get, path = "/v1/topics/{topic}", tag = "topics", params(TopicPath),
+    responses(
+        (status = 200, description = "The topic", body = Topic),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn describe_topic(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+) -> Result<Json<Topic>, ApiError> {
+    Ok(Json(state.broker.describe_topic(&path.topic)?.into()))
+}
+
+/// Change a topic's retention or message size limit.
+#[utoipa::path(patch, path = "/v1/topics/{topic}", tag = "topics", params(TopicPath),
+    request_body = PatchTopicRequest,
+    responses(
+        (status = 200, description = "The changed topic", body = Topic),
+        (status = 400, description = "Malformed request or a value out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn update_topic(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+    JsonBody(request): JsonBody<PatchTopicRequest>,
+) -> Result<Json<Topic>, ApiError> {
+    let patch = TopicPatch {
+        retention_ms: request.retention_ms,
+        retention_bytes: request.retention_bytes,
+        max_message_bytes: request.max_message_bytes,
+    };
+    Ok(Json(
+        state.broker.update_topic(&path.topic, patch).await?.into(),
+    ))
+}
+
+/// Delete a topic with its messages and subscriptions.
+#[utoipa::path(delete, path = "/v1/topics/{topic}", tag = "topics", params(TopicPath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_topic(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+) -> Result<StatusCode, ApiError> {
+    state.broker.delete_topic(&path.topic).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,156 @@
+//! Serving: [`serve`] runs the app on a listener until a shutdown future resolves, then drains
+//! and shuts the broker down. [`RunningServer`] starts one in the background (for tests).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker_core::{Broker, BrokerError};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::app::{AppState, app};
+use crate::config::Settings;
+
+/// How long a graceful shutdown waits for open requests before it stops anyway, in
+/// milliseconds. Long-polls end within a second of draining, so only slow uploads and stuck
+/// clients are cut; 30 s stays well inside a service manager's usual 90 s stop timeout.
+pub const DRAIN_TIMEOUT_MS: u64 = 30_000;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The broker could not open its data folder.
+    #[error("cannot open the broker: {0}")]
+    OpenBroker(#[source] BrokerError),
+    /// Binding or serving the socket failed.
+    #[error("cannot serve on the socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The background server task panicked or was cancelled.
+    #[error("the server task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
+/// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
+/// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
+/// left behind), then shuts the broker down.
+pub async fn serve(
+    listener: TcpListener,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let broker = Broker::open(settings.broker_config())
+        .await
+        .map_err(ServeError::OpenBroker)?;
+    let address = listener.local_addr()?;
+    tracing::info!(
+        "wharf listening on http://{address}, data in {}",
+        settings.data_dir().display()
+    );
+    let state = AppState::new(broker.clone(), settings.max_body_bytes());
+    let served = serve_app(listener, state, shutdown).await;
+    broker.shutdown().await;
+    Ok(served?)
+}
+
+/// Serves `state`'s app until `shutdown` resolves, then drains: new connections are refused,
+/// long-polls end, and open requests get at most [`DRAIN_TIMEOUT_MS`] to finish.
+async fn serve_app(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let draining = state.clone();
+    let drain_started = Arc::new(Notify::new());
+    let signal = {
+        let drain_started = drain_started.clone();
+        async move {
+            shutdown.await;
+            draining.begin_draining();
+            drain_started.notify_one();
+        }
+    };
+    let server = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
+    let drain_deadline = async {
+        drain_started.notified().await;
+        tokio::time::sleep(Duration::from_millis(DRAIN_TIMEOUT_MS)).await;
+    };
+    tokio::select! {
+        served = server => served,
+        () = drain_deadline => {
+            tracing::warn!("requests still open {DRAIN_TIMEOUT_MS} ms after shutdown began; closing anyway");
+            Ok(())
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+/// A server running in a background task, stopped with [`RunningServer::stop`].
+#[derive(Debug)]
+pub struct RunningServer {
+    address: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), ServeError>>,
+}
+
+impl RunningServer {
+    /// Binds `settings.listen()` (use port 0 for an ephemeral port) and serves in the
+    /// background.
+    pub async fn start(settings: Settings) -> Result<RunningServer, ServeError> {
+        let listener = TcpListener::bind(settings.listen()).await?;
+        let address = listener.local_addr()?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let task = tokio::spawn(serve(listener, settings, shutdown));
+        Ok(RunningServer {
+            address,
+            stop,
+            task,
+        })
+    }
+
+    /// The bound address.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `http://<address><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Shuts down gracefully and waits for the server (and broker) to stop.
+    pub async fn stop(self) -> Result<(), ServeError> {
+        let _ = self.stop.send(());
+        self.task.await?
+    }
+}

@@ -1,0 +1,100 @@
+//! Cross-cutting HTTP behavior: request ids, unknown routes and methods, probes.
+
+mod common;
+
+use common::{Harness, expect_problem, json_of};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_id_is_echoed_or_generated_on_every_response() {
+    let harness = Harness::start().await;
+    let echoed = harness
+        .client
+        .get(harness.url("/healthz"))
+        .header("x-request-id", "client-chosen-42")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(echoed.headers()["x-request-id"], "client-chosen-42");
+    let generated = harness.get("/v1/topics/missing").await;
+    let id = generated.headers()["x-request-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(!id.is_empty());
+    expect_problem(generated, 404, "topic_not_found").await;
+    let unknown = harness.get("/nowhere").await;
+    assert!(unknown.headers().contains_key("x-request-id"));
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_routes_and_methods_get_problem_json() {
+    let harness = Harness::start().await;
+    expect_problem(harness.get("/nowhere").await, 404, "route_not_found").await;
+    expect_problem(
+        harness.get("/v1/topics/t/nothing/here").await,
+        404,
+        "route_not_found",
+    )
+    .await;
+    let delete_all = harness
+        .client
+        .delete(harness.url("/v1/topics"))
+        .send()
+        .await
+        .expect("request");
+    expect_problem(delete_all, 405, "method_not_allowed").await;
+    let get_receive = harness.get("/v1/topics/t/subscriptions/s/receive").await;
+    expect_problem(get_receive, 405, "method_not_allowed").await;
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_answer_while_serving() {
+    let harness = Harness::start().await;
+    assert_eq!(
+        json_of(harness.get("/healthz").await, 200).await["status"],
+        "ok"
+    );
+    assert_eq!(
+        json_of(harness.get("/readyz").await, 200).await["status"],
+        "ready"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_a_pending_long_poll_promptly() {
+    let harness = Harness::start().await;
+    harness
+        .create_topic(serde_json::json!({ "name": "t" }))
+        .await;
+    harness
+        .create_subscription("t", serde_json::json!({ "name": "s" }))
+        .await;
+    let client = harness.client.clone();
+    let url = harness.url("/v1/topics/t/subscriptions/s/receive");
+    let poll = tokio::spawn(async move {
+        client
+            .post(url)
+            .json(&serde_json::json!({ "wait_ms": 60000 }))
+            .send()
+            .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    harness.stop().await;
+    let elapsed = started.elapsed();
+    let response = poll
+        .await
+        .expect("task")
+        .expect("the long-poll got a reply");
+    assert_eq!(
+        json_of(response, 200).await["messages"],
+        serde_json::json!([])
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(30),
+        "shutdown took {elapsed:?}"
+    );
+}

@@ -1,0 +1,156 @@
+//! The OpenAPI document: checked in and current, version 3.1, and in step with the router.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::Harness;
+use serde_json::Value;
+
+fn checked_in_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json")
+}
+
+fn document() -> Value {
+    serde_json::from_str(gateway::openapi::pretty_json()).expect("the document is JSON")
+}
+
+fn operations(document: &Value) -> Vec<(String, String)> {
+    let paths = document["paths"].as_object().expect("paths");
+    let mut found = Vec::new();
+    for (path, item) in paths {
+        for method in [
+            "get", "post", "put", "patch", "delete", "head", "options", "trace",
+        ] {
+            if item.get(method).is_some() {
+                found.push((method.to_owned(), path.clone()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn checked_in_openapi_is_current() {
+    let path = checked_in_path();
+    let generated = gateway::openapi::pretty_json();
+    if std::env::var("WHARF_WRITE_OPENAPI").as_deref() == Ok("1") {
+        std::fs::write(&path, generated).expect("write openapi/openapi.json");
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "openapi/openapi.json is stale or missing; regenerate it with \
+         `WHARF_WRITE_OPENAPI=1 cargo test -p gateway --test openapi` and commit the result"
+    );
+}
+
+#[test]
+fn document_is_openapi_3_1_with_operations() {
+    let document = document();
+    let version = document["openapi"].as_str().expect("openapi version");
+    assert!(version.starts_with("3.1"), "version {version}");
+    assert!(operations(&document).len() >= 19);
+}
+
+fn collect_refs<'a>(value: &'a Value, refs: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                refs.push(target);
+            }
+            map.values().for_each(|v| collect_refs(v, refs));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, refs)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_schema_reference_resolves() {
+    let document = document();
+    let mut refs = Vec::new();
+    collect_refs(&document, &mut refs);
+    assert!(!refs.is_empty());
+    for target in refs {
+        let pointer = target.strip_prefix('#').expect("a local reference");
+        assert!(
+            document.pointer(pointer).is_some(),
+            "dangling reference {target}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_operation_is_routed() {
+    let harness = Harness::start().await;
+    for (method, path) in operations(&document()) {
+        let concrete = path
+            .replace("{topic}", "t")
+            .replace("{sub}", "s")
+            .replace("{partition}", "0");
+        let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let response = harness
+            .client
+            .request(method.clone(), harness.url(&concrete))
+            .header("content-type", "application/json")
+            .body(if method == reqwest::Method::GET {
+                ""
+            } else {
+                "{}"
+            })
+            .send()
+            .await
+            .expect("request");
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        let code = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|problem| problem["code"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        assert!(
+            code != "route_not_found" && code != "method_not_allowed" && status.as_u16() != 405,
+            "{method} {path} is documented but not routed: {status} {body}"
+        );
+        assert!(status.as_u16() < 500, "{method} {path}: {status} {body}");
+    }
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_document_is_the_generated_one() {
+    let harness = Harness::start().await;
+    let response = harness.get("/openapi.json").await;
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(
+        response.text().await.expect("body"),
+        gateway::openapi::pretty_json()
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docs_page_lists_every_path() {
+    let harness = Harness::start().await;
+    let response = harness.get("/docs").await;
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    let page = response.text().await.expect("body");
+    for (method, path) in operations(&document()) {
+        let heading = format!("{}</span><code>{}</code>", method.to_uppercase(), path);
+        assert!(
+            page.contains(&heading),
+            "/docs does not list {method} {path}"
+        );
+    }
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "/docs loads external assets"
+    );
+    harness.stop().await;
+}
