@@ -26,6 +26,19 @@ pub struct TopicConfig {
     /// Unique id of this incarnation of the topic: a topic deleted and created again under the
     /// same name gets new storage and invalidates old receipts.
     pub uid: u64,
+    /// Produce rate limits; the gateway enforces them.
+    #[serde(default)]
+    pub rate_limit: RateLimit,
+}
+
+/// A topic's produce rate limits, counted per message and per byte so batching does not
+/// bypass them. `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RateLimit {
+    /// Messages per second.
+    pub messages_per_second: Option<u32>,
+    /// Value bytes per second.
+    pub bytes_per_second: Option<u64>,
 }
 
 /// What a create request may set; `None` takes the default.
@@ -43,6 +56,8 @@ pub struct TopicSpec {
     pub max_message_bytes: Option<usize>,
     /// See [`TopicConfig::replication_factor`] (default 1; a single node accepts only 1).
     pub replication_factor: Option<u32>,
+    /// See [`TopicConfig::rate_limit`].
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// A change to a topic's settings: `Some(None)` clears an optional limit.
@@ -54,6 +69,8 @@ pub struct TopicPatch {
     pub retention_bytes: Option<Option<u64>>,
     /// New message size limit.
     pub max_message_bytes: Option<usize>,
+    /// New rate limits (replacing the old ones whole).
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// Shortest retention by age accepted: one minute, so a typo cannot wipe a topic at once.
@@ -86,11 +103,13 @@ impl TopicSpec {
             replication_factor,
             created_ms,
             uid,
+            rate_limit: RateLimit::default(),
         };
         config.patched(&TopicPatch {
             retention_ms: self.retention_ms.map(Some),
             retention_bytes: self.retention_bytes.map(Some),
             max_message_bytes: self.max_message_bytes,
+            rate_limit: self.rate_limit,
         })
     }
 }
@@ -122,6 +141,15 @@ impl TopicConfig {
                 ));
             }
             next.max_message_bytes = max;
+        }
+        if let Some(limit) = patch.rate_limit {
+            if limit.messages_per_second == Some(0) || limit.bytes_per_second == Some(0) {
+                return Err(BrokerError::invalid(
+                    "rate_limit",
+                    "a rate limit must be positive (leave it out for no limit)",
+                ));
+            }
+            next.rate_limit = limit;
         }
         Ok(next)
     }

@@ -155,6 +155,7 @@ pub async fn create_topic(
         retention_bytes: request.retention_bytes,
         max_message_bytes: request.max_message_bytes,
         replication_factor: request.replication_factor,
+        rate_limit: None,
     };
     let info = state.broker.create_topic(spec).await?;
     Ok((StatusCode::CREATED, Json(info.into())))
@@ -210,6 +211,7 @@ pub async fn update_topic(
         retention_ms: request.retention_ms,
         retention_bytes: request.retention_bytes,
         max_message_bytes: request.max_message_bytes,
+        rate_limit: None,
     };
     Ok(Json(
         state.broker.update_topic(&path.topic, patch).await?.into(),
