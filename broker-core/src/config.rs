@@ -65,7 +65,12 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// How often retention runs, in milliseconds.
     pub retention_check_ms: u64,
+    /// Longest delay a produce may ask for, in milliseconds.
+    pub max_delay_ms: u64,
 }
+
+/// Default longest delay: one year (API.md), where SQS stops at 15 minutes.
+pub const DEFAULT_MAX_DELAY_MS: u64 = 365 * 24 * 60 * 60 * 1000;
 
 impl BrokerConfig {
     /// A config with defaults for the given data folder.
@@ -74,6 +79,7 @@ impl BrokerConfig {
             data_dir: data_dir.into(),
             log: LogConfig::default(),
             retention_check_ms: 60_000,
+            max_delay_ms: DEFAULT_MAX_DELAY_MS,
         }
     }
 }

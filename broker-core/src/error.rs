@@ -34,6 +34,14 @@ pub enum BrokerError {
         /// The subscription asked for.
         subscription: String,
     },
+    /// No message of that id is known (or it can no longer be acted on).
+    #[error("message '{id}' of topic '{topic}' does not exist or is no longer scheduled")]
+    MessageNotFound {
+        /// The topic.
+        topic: String,
+        /// The message id asked for.
+        id: String,
+    },
     /// The topic has no partition with that number.
     #[error("topic '{topic}' has no partition {partition} (it has {partitions})")]
     PartitionNotFound {

@@ -15,6 +15,7 @@
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod dedup;
 pub mod error;
 pub mod limits;
 pub mod message;
@@ -23,6 +24,7 @@ pub mod partitioner;
 pub mod schedule;
 pub mod storage;
 pub mod subscription;
+pub mod telemetry;
 pub mod topic;
 
 pub use broker::Broker;

@@ -57,6 +57,11 @@ pub const MAX_READ_BYTES: usize = 16 * 1024 * 1024;
 /// Depth of each partition writer's request queue. With batches of up to 8 MiB, a full queue is
 /// the bound on bytes waiting in memory per partition; past it producers get `overloaded`.
 pub const WRITER_QUEUE_DEPTH: usize = 256;
+/// Bytes (values, keys and headers) queued for one partition writer and not yet answered.
+/// The queue's depth alone would let 256 × 8 MiB = 2 GiB wait per partition; 64 MiB is
+/// seconds of disk work, so past it a producer gets `overloaded` at once rather than memory
+/// growing. A batch larger than the budget is still taken when the queue is empty.
+pub const MAX_WRITER_QUEUED_BYTES: usize = 64 * 1024 * 1024;
 /// How long a producer waits for room in a full writer queue before it gets `overloaded`.
 pub const WRITER_ENQUEUE_TIMEOUT_MS: u64 = 2_000;
 /// Largest batch the log accepts in one frame: a request body's limit (8 MiB) with framing room.

@@ -9,6 +9,14 @@ pub fn key_hash(key: &str) -> u32 {
     })
 }
 
+/// FNV-1a 64-bit of a key: identifies a key in ordered subscriptions' lease tables, where a
+/// 32-bit hash would make unrelated keys wait for each other too often.
+pub fn key_hash64(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// Picks partitions for one topic.
 #[derive(Debug, Default)]
 pub struct Partitioner {

@@ -29,6 +29,18 @@ pub struct TopicConfig {
     /// Produce rate limits; the gateway enforces them.
     #[serde(default)]
     pub rate_limit: RateLimit,
+    /// How long a client-chosen message id is remembered for dedup, in milliseconds.
+    #[serde(default = "default_dedup_window_ms")]
+    pub dedup_window_ms: u64,
+}
+
+/// Default dedup window: 10 minutes (API.md), as SQS FIFO's.
+pub const DEFAULT_DEDUP_WINDOW_MS: u64 = 10 * 60 * 1000;
+/// Longest dedup window: 7 days; the index costs disk per id produced within the window.
+pub const MAX_DEDUP_WINDOW_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+fn default_dedup_window_ms() -> u64 {
+    DEFAULT_DEDUP_WINDOW_MS
 }
 
 /// A topic's produce rate limits, counted per message and per byte so batching does not
@@ -58,6 +70,8 @@ pub struct TopicSpec {
     pub replication_factor: Option<u32>,
     /// See [`TopicConfig::rate_limit`].
     pub rate_limit: Option<RateLimit>,
+    /// See [`TopicConfig::dedup_window_ms`] (default 10 minutes).
+    pub dedup_window_ms: Option<u64>,
 }
 
 /// A change to a topic's settings: `Some(None)` clears an optional limit.
@@ -71,6 +85,8 @@ pub struct TopicPatch {
     pub max_message_bytes: Option<usize>,
     /// New rate limits (replacing the old ones whole).
     pub rate_limit: Option<RateLimit>,
+    /// New dedup window.
+    pub dedup_window_ms: Option<u64>,
 }
 
 /// Shortest retention by age accepted: one minute, so a typo cannot wipe a topic at once.
@@ -104,12 +120,14 @@ impl TopicSpec {
             created_ms,
             uid,
             rate_limit: RateLimit::default(),
+            dedup_window_ms: DEFAULT_DEDUP_WINDOW_MS,
         };
         config.patched(&TopicPatch {
             retention_ms: self.retention_ms.map(Some),
             retention_bytes: self.retention_bytes.map(Some),
             max_message_bytes: self.max_message_bytes,
             rate_limit: self.rate_limit,
+            dedup_window_ms: self.dedup_window_ms,
         })
     }
 }
@@ -150,6 +168,15 @@ impl TopicConfig {
                 ));
             }
             next.rate_limit = limit;
+        }
+        if let Some(window) = patch.dedup_window_ms {
+            if window > MAX_DEDUP_WINDOW_MS {
+                return Err(BrokerError::invalid(
+                    "dedup_window_ms",
+                    format!("must be 0 to {MAX_DEDUP_WINDOW_MS}, got {window}"),
+                ));
+            }
+            next.dedup_window_ms = window;
         }
         Ok(next)
     }

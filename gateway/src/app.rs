@@ -1,6 +1,6 @@
 //! The router: [`app`] wires the documented routes, the problem+json fallbacks for unknown
 //! routes and methods, and the middleware every response passes through (request id, tracing,
-//! body limit). [`AppState`] is what handlers share.
+//! body limit, and the [`edge`](crate::edge): auth, rate limits, budgets, timeouts). [`AppState`] is what handlers share.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,9 +11,10 @@ use axum::http::{Method, Uri};
 use broker_core::Broker;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
-use tracing::Span;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
+use tracing::{Level, Span};
 
+use crate::edge::{self, Edge};
 use crate::openapi;
 use crate::problem::ApiError;
 
@@ -24,15 +25,23 @@ pub struct AppState {
     pub broker: Arc<Broker>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Auth, rate limits and budgets (see [`crate::edge`]).
+    pub edge: Arc<Edge>,
     draining: Arc<AtomicBool>,
 }
 
 impl AppState {
-    /// State around an open broker.
+    /// State around an open broker, without auth and with default limits.
     pub fn new(broker: Arc<Broker>, max_body_bytes: usize) -> Self {
+        AppState::with_edge(broker, Edge::anonymous(max_body_bytes))
+    }
+
+    /// State around an open broker with this edge.
+    pub fn with_edge(broker: Arc<Broker>, edge: Edge) -> Self {
         AppState {
             broker,
-            max_body_bytes,
+            max_body_bytes: edge.max_body_bytes,
+            edge: Arc::new(edge),
             draining: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -56,11 +65,16 @@ pub fn app(state: AppState) -> Router {
     router
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(state, edge::edge))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_failure(DefaultOnFailure::new().level(Level::DEBUG)),
+                )
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(DefaultBodyLimit::max(max_body_bytes)),
         )

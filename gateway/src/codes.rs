@@ -25,6 +25,9 @@ pub const SUBSCRIPTION_NOT_FOUND: Code =
 /// A subscription of that name already exists on the topic.
 pub const SUBSCRIPTION_EXISTS: Code =
     Code::new("subscription_exists", "Subscription already exists");
+/// No message of the id in the path exists, or it can no longer be acted on (a delayed
+/// message that was already delivered cannot be cancelled).
+pub const MESSAGE_NOT_FOUND: Code = Code::new("message_not_found", "Message not found");
 /// The topic has no partition with the number in the path.
 pub const PARTITION_NOT_FOUND: Code = Code::new("partition_not_found", "Partition not found");
 /// The request is malformed or a value is out of range: bad JSON, wrong types, unknown
@@ -51,12 +54,22 @@ pub const STORAGE_FULL: Code = Code::new("storage_full", "Storage full");
 pub const ROUTE_NOT_FOUND: Code = Code::new("route_not_found", "Route not found");
 /// The path exists but does not accept the request's method.
 pub const METHOD_NOT_ALLOWED: Code = Code::new("method_not_allowed", "Method not allowed");
+/// No bearer token, or one that fails verification (signature, expiry, key, issuer,
+/// audience); the reply carries `WWW-Authenticate: Bearer`.
+pub const UNAUTHORIZED: Code = Code::new("unauthorized", "Unauthorized");
+/// The token is valid but its `scope` grants lack the action on the topic.
+pub const FORBIDDEN: Code = Code::new("forbidden", "Forbidden");
+/// A topic's or the client's rate limit is spent; retry after `Retry-After` seconds.
+pub const RATE_LIMITED: Code = Code::new("rate_limited", "Rate limited");
+/// The request (or its body) took longer than the server allows.
+pub const REQUEST_TIMEOUT: Code = Code::new("request_timeout", "Request timeout");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.
 pub const INTERNAL_ERROR: Code = Code::new("internal_error", "Internal error");
 
 /// Every code, for documentation and uniqueness tests.
 pub const ALL: &[Code] = &[
     TOPIC_NOT_FOUND,
+    MESSAGE_NOT_FOUND,
     TOPIC_EXISTS,
     SUBSCRIPTION_NOT_FOUND,
     SUBSCRIPTION_EXISTS,
@@ -72,6 +85,10 @@ pub const ALL: &[Code] = &[
     ROUTE_NOT_FOUND,
     METHOD_NOT_ALLOWED,
     INTERNAL_ERROR,
+    UNAUTHORIZED,
+    FORBIDDEN,
+    RATE_LIMITED,
+    REQUEST_TIMEOUT,
 ];
 
 #[cfg(test)]

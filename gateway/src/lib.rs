@@ -7,28 +7,43 @@
 //!   fallbacks for unknown routes and methods, request ids, tracing, the body limit.
 //! - [`config`]: flags, `WHARF_*` env vars and the TOML file, validated and frozen into
 //!   [`Settings`].
-//! - [`routes`]: one file per resource: `health`, `topics`, `produce`, `subscriptions`,
-//!   `consume`, `partitions`, `docs`. Request and reply DTOs live beside their handlers.
+//! - [`routes`]: one file per resource: `health`, `topics`, `produce`, `delays` (cancel),
+//!   `subscriptions`, `consume`, `seek`, `dead_letters` (redrive), `stream` (SSE),
+//!   `partitions`, `docs`. Request and reply DTOs live beside their handlers.
 //! - [`problem`]: [`ApiError`], its one `IntoResponse`, and the ONE mapping from
 //!   [`broker_core::BrokerError`] to status and `code`; [`codes`]: every stable code.
 //! - [`extract`]: JSON, path and query extractors whose rejections become problem+json.
+//! - [`auth`]: bearer JWTs → [`auth::Principal`], scope grants, and the ONE route → access
+//!   table ([`auth::policy`]); [`edge`]: the middleware that applies it with the rate limits
+//!   ([`rate_limit`]), budgets and timeouts of [`limits`]; [`client_addr`]: peer vs
+//!   `X-Forwarded-For`.
+//! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
+//!   limits, graceful shutdown.
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the handlers; [`docs_html`]: the
-//!   offline HTML reference rendered from it.
+//!   offline HTML reference rendered from it; [`openapi_edge`]: the bearer scheme and the
+//!   edge's 401/403/429/503 on every operation.
 //!
 //! The gateway knows HTTP, not files: every domain rule is the broker's.
 
+pub mod accept;
 pub mod app;
+pub mod auth;
+pub mod client_addr;
 pub mod codes;
 pub mod config;
 pub mod docs_html;
+pub mod edge;
 pub mod extract;
+pub mod limits;
 pub mod long_poll;
 pub mod openapi;
+pub mod openapi_edge;
 pub mod payload;
 pub mod problem;
+pub mod rate_limit;
 pub mod routes;
 pub mod server;
 

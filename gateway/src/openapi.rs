@@ -12,15 +12,20 @@ use utoipa_axum::routes;
 use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
-use crate::routes::{consume, docs, health, partitions, produce, subscriptions, topics};
+use crate::routes::{
+    consume, dead_letters, delays, docs, health, partitions, produce, seek, stream, subscriptions,
+    topics,
+};
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "Wharf",
-        description = "An HTTP/REST messaging gateway: produce to partitioned topics, consume \
-            through subscriptions with long-poll receive, leases, acks and retries, and read \
-            the log by offset. Errors are RFC 9457 problem details \
+        description = "An HTTP/REST messaging gateway: produce to partitioned topics (with \
+            idempotency ids and delays of up to a year), consume through subscriptions with \
+            long-poll receive or Server-Sent Events, leases, acks, retries, dead letters and \
+            redrive, tag filters, per-key order and seek (replay), and read the log by \
+            offset. Errors are RFC 9457 problem details \
             (`application/problem+json`) with a stable `code`. Every response carries \
             `X-Request-Id`."
     ),
@@ -28,7 +33,9 @@ use crate::routes::{consume, docs, health, partitions, produce, subscriptions, t
         (name = "topics", description = "Create, describe, change and delete topics."),
         (name = "messages", description = "Produce messages and read partitions by offset."),
         (name = "subscriptions", description = "Consumer groups on a topic."),
-        (name = "consume", description = "Receive, ack, nack and extend through a subscription."),
+        (name = "consume",
+            description = "Receive (or stream), ack, nack and extend through a subscription; \
+                seek and redrive it."),
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
     ),
@@ -46,6 +53,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             topics::delete_topic
         ))
         .routes(routes!(produce::produce))
+        .routes(routes!(delays::cancel_delayed))
         .routes(routes!(partitions::read_partition))
         .routes(routes!(
             subscriptions::create_subscription,
@@ -59,13 +67,20 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(consume::ack))
         .routes(routes!(consume::nack))
         .routes(routes!(consume::extend))
+        .routes(routes!(seek::seek))
+        .routes(routes!(dead_letters::redrive))
+        .routes(routes!(stream::stream))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(docs::openapi_json))
         .routes(routes!(docs::docs_page))
 }
 
-static DOCUMENT: LazyLock<Document> = LazyLock::new(|| api_router().split_for_parts().1);
+static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
+    let mut document = api_router().split_for_parts().1;
+    crate::openapi_edge::document_edge(&mut document);
+    document
+});
 static PRETTY_JSON: LazyLock<String> = LazyLock::new(|| {
     let mut json = DOCUMENT.to_pretty_json().unwrap_or_default();
     json.push('\n');

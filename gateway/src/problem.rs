@@ -7,7 +7,10 @@ use broker_core::BrokerError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::auth::{Action, AuthError};
 use crate::codes::{self, Code};
+use crate::limits::OVERLOADED_RETRY_AFTER_SECS;
+use crate::rate_limit::RateLimited;
 
 /// The media type of every error body.
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -65,6 +68,32 @@ pub enum ApiError {
     /// The server is draining before shutdown.
     #[error("the server is shutting down")]
     Draining,
+    /// No valid bearer token.
+    #[error("{0}")]
+    Unauthorized(#[from] AuthError),
+    /// The principal's grants lack `action` on `topic`.
+    #[error("the token's scope does not grant {action} on topic '{topic}'")]
+    Forbidden {
+        /// The action needed.
+        action: Action,
+        /// The topic it is needed on.
+        topic: String,
+    },
+    /// A rate limit is spent.
+    #[error(transparent)]
+    RateLimited(#[from] RateLimited),
+    /// A gateway budget (in-flight bytes, long-poll or stream slots, connections) is spent.
+    #[error("the server is overloaded: {resource} is spent; retry shortly")]
+    Overloaded {
+        /// Which budget.
+        resource: &'static str,
+    },
+    /// The request or its body took longer than `limit_ms`.
+    #[error("the request took longer than the server's {limit_ms} ms limit")]
+    RequestTimeout {
+        /// The limit that was hit.
+        limit_ms: u64,
+    },
     /// A gateway-side failure that is a bug (an extractor misused, a response that failed to
     /// encode).
     #[error("internal error: {detail}")]
@@ -97,6 +126,13 @@ impl ApiError {
                 (StatusCode::METHOD_NOT_ALLOWED, codes::METHOD_NOT_ALLOWED)
             }
             ApiError::Draining => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, codes::UNAUTHORIZED),
+            ApiError::Forbidden { .. } => (StatusCode::FORBIDDEN, codes::FORBIDDEN),
+            ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, codes::RATE_LIMITED),
+            ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED),
+            ApiError::RequestTimeout { .. } => {
+                (StatusCode::REQUEST_TIMEOUT, codes::REQUEST_TIMEOUT)
+            }
             ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR),
         }
     }
@@ -108,6 +144,8 @@ impl ApiError {
                 Some(retry_after_ms.div_ceil(1000).max(1))
             }
             ApiError::Broker(BrokerError::ShuttingDown) | ApiError::Draining => Some(1),
+            ApiError::Overloaded { .. } => Some(OVERLOADED_RETRY_AFTER_SECS),
+            ApiError::RateLimited(limited) => Some(limited.retry_after_secs),
             _ => None,
         }
     }
@@ -149,6 +187,7 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
         BrokerError::SubscriptionExists { .. } => {
             (StatusCode::CONFLICT, codes::SUBSCRIPTION_EXISTS)
         }
+        BrokerError::MessageNotFound { .. } => (StatusCode::NOT_FOUND, codes::MESSAGE_NOT_FOUND),
         BrokerError::PartitionNotFound { .. } => {
             (StatusCode::NOT_FOUND, codes::PARTITION_NOT_FOUND)
         }
@@ -171,8 +210,10 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let problem = self.problem();
-        if problem.status >= 500 {
-            tracing::error!(error = %self, code = problem.code, "request failed");
+        match problem.status {
+            503 => tracing::debug!(error = %self, code = problem.code, "request shed"),
+            500.. => tracing::error!(error = %self, code = problem.code, "request failed"),
+            _ => {}
         }
         let status =
             StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -182,6 +223,31 @@ impl IntoResponse for ApiError {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         if let Some(secs) = self.retry_after_secs() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        match &self {
+            ApiError::Unauthorized(error) => {
+                let challenge = if *error == AuthError::Missing {
+                    "Bearer realm=\"wharf\""
+                } else {
+                    "Bearer realm=\"wharf\", error=\"invalid_token\""
+                };
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(challenge),
+                );
+            }
+            ApiError::RateLimited(limited) => {
+                headers.insert("ratelimit-limit", HeaderValue::from(limited.limit));
+                headers.insert("ratelimit-remaining", HeaderValue::from(0));
+                headers.insert(
+                    "ratelimit-reset",
+                    HeaderValue::from(limited.retry_after_secs),
+                );
+                if let Ok(policy) = HeaderValue::from_str(&format!("{};w=1", limited.limit)) {
+                    headers.insert("ratelimit-policy", policy);
+                }
+            }
+            _ => {}
         }
         response
     }

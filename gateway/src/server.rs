@@ -3,16 +3,17 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::{Broker, BrokerError};
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::accept::serve_connections;
 use crate::app::{AppState, app};
 use crate::config::Settings;
+use crate::edge::Edge;
 
 /// How long a graceful shutdown waits for open requests before it stops anyway, in
 /// milliseconds. Long-polls end within a second of draining, so only slow uploads and stuck
@@ -46,14 +47,24 @@ pub async fn serve(
         .await
         .map_err(ServeError::OpenBroker)?;
     let address = listener.local_addr()?;
+    let auth = if settings.auth().enabled() {
+        format!("auth keys: {}", settings.auth().keys().describe())
+    } else {
+        "auth OFF (no keys configured)".to_owned()
+    };
     tracing::info!(
-        "wharf listening on http://{address}, data in {}",
+        "wharf listening on http://{address}, data in {}, {auth}",
         settings.data_dir().display()
     );
-    let state = AppState::new(broker.clone(), settings.max_body_bytes());
-    let served = serve_app(listener, state, shutdown).await;
+    let edge = Edge::new(
+        settings.auth().clone(),
+        settings.edge().clone(),
+        settings.max_body_bytes(),
+    );
+    let state = AppState::with_edge(broker.clone(), edge);
+    serve_app(listener, state, shutdown).await;
     broker.shutdown().await;
-    Ok(served?)
+    Ok(())
 }
 
 /// Serves `state`'s app until `shutdown` resolves, then drains: new connections are refused,
@@ -62,29 +73,21 @@ async fn serve_app(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) {
     let draining = state.clone();
-    let drain_started = Arc::new(Notify::new());
-    let signal = {
-        let drain_started = drain_started.clone();
-        async move {
-            shutdown.await;
-            draining.begin_draining();
-            drain_started.notify_one();
-        }
+    let signal = async move {
+        shutdown.await;
+        draining.begin_draining();
     };
-    let server = axum::serve(listener, app(state)).with_graceful_shutdown(signal);
-    let drain_deadline = async {
-        drain_started.notified().await;
-        tokio::time::sleep(Duration::from_millis(DRAIN_TIMEOUT_MS)).await;
-    };
-    tokio::select! {
-        served = server => served,
-        () = drain_deadline => {
-            tracing::warn!("requests still open {DRAIN_TIMEOUT_MS} ms after shutdown began; closing anyway");
-            Ok(())
-        }
-    }
+    let edge = state.edge.settings.clone();
+    serve_connections(
+        listener,
+        app(state),
+        &edge,
+        signal,
+        Duration::from_millis(DRAIN_TIMEOUT_MS),
+    )
+    .await;
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.

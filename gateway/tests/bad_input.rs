@@ -212,10 +212,10 @@ fn cases() -> Vec<Case> {
             bad,
         ),
         case(
-            "field of a later issue",
+            "unknown message field",
             M::POST,
             produce,
-            json!({ "messages": [{ "value": "x", "delay_ms": 5 }] }),
+            json!({ "messages": [{ "value": "x", "priority": 5 }] }),
             400,
             bad,
         ),

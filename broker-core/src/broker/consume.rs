@@ -10,17 +10,33 @@ use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_RECEIPTS, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS};
 use crate::message::StoredRecord;
+use crate::partitioner::key_hash64;
+use crate::subscription::attempts::{MAX_ATTEMPT_ID_LEN, Remembered, valid_attempt_id};
 use crate::subscription::config::validate_ack_timeout;
 use crate::subscription::lease_table::Stale;
-use crate::subscription::{Grant, ReceiptData, Subscription};
+use crate::subscription::{Candidate, Grant, LeaseTable, ReceiptData, Subscription};
+use crate::telemetry;
 
 /// What a settle does to one leased offset.
 #[derive(Debug, Clone, Copy)]
-enum Settle {
+enum Settle<'a> {
     Ack,
-    Nack { delay_ms: Option<u64> },
-    Extend { lease_ms: u64 },
+    Nack {
+        delay_ms: Option<u64>,
+        error: Option<&'a str>,
+    },
+    Extend {
+        lease_ms: u64,
+    },
 }
+
+/// How many times one receive peeks at one partition when everything it peeked was filtered
+/// out or held back: bounds the work of one receive on a subscription that skips a lot.
+const MAX_PEEKS_PER_PARTITION: usize = 8;
+
+/// Header naming the one subscription a redriven message is for; other subscriptions of the
+/// topic skip it, as they had already settled the original.
+pub const REDRIVE_HEADER: &str = "wharf-redrive-subscription";
 
 /// Longest `delay_ms` a nack may ask for: as long as the longest backoff.
 pub const MAX_NACK_DELAY_MS: u64 = crate::subscription::config::MAX_BACKOFF_CEILING_MS;
@@ -57,6 +73,17 @@ impl Broker {
             Some(ms) => validate_ack_timeout("ack_timeout_ms", ms)?,
             None => sub.config.ack_timeout_ms,
         };
+        if let Some(id) = &request.attempt_id {
+            if !valid_attempt_id(id) {
+                return Err(BrokerError::invalid(
+                    "attempt_id",
+                    format!("must be 1 to {MAX_ATTEMPT_ID_LEN} printable ASCII characters"),
+                ));
+            }
+            if let Some(deliveries) = self.repeat_attempt(&open, &sub, id).await? {
+                return Ok(deliveries);
+            }
+        }
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.wait_ms);
         loop {
             let committed = open.on_commit.notified();
@@ -71,7 +98,16 @@ impl Broker {
                 .lease_and_read(&open, &sub, request.max_messages, lease_ms)
                 .await?;
             if !deliveries.is_empty() {
+                if let Some(id) = &request.attempt_id {
+                    sub.remember_attempt(id.clone(), deliveries.iter().map(remembered).collect());
+                }
                 self.persist().await?;
+                let redelivered = deliveries.iter().filter(|d| d.delivery_attempt > 1).count();
+                let bytes = deliveries
+                    .iter()
+                    .map(|d| d.message.record.value.len())
+                    .sum();
+                telemetry::delivered(topic, subscription, deliveries.len(), redelivered, bytes);
                 return Ok(deliveries);
             }
             let now = tokio::time::Instant::now();
@@ -108,6 +144,7 @@ impl Broker {
         subscription: &str,
         receipts: &[String],
         delay_ms: Option<u64>,
+        error: Option<&str>,
     ) -> Result<SettleOutcome> {
         if let Some(delay) = delay_ms.filter(|d| *d > MAX_NACK_DELAY_MS) {
             return Err(BrokerError::invalid(
@@ -116,11 +153,19 @@ impl Broker {
             ));
         }
         let outcome = self
-            .settle(topic, subscription, receipts, Settle::Nack { delay_ms })
+            .settle(
+                topic,
+                subscription,
+                receipts,
+                Settle::Nack { delay_ms, error },
+            )
             .await?;
-        if let Ok(open) = self.topic(topic) {
-            open.on_commit.notify_waiters();
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        for partition in 0..sub.partitions() {
+            self.move_dead_letters(&open, &sub, partition).await?;
         }
+        open.on_commit.notify_waiters();
         Ok(outcome)
     }
 
@@ -142,7 +187,7 @@ impl Broker {
         topic: &str,
         subscription: &str,
         receipts: &[String],
-        action: Settle,
+        action: Settle<'_>,
     ) -> Result<SettleOutcome> {
         self.check_running()?;
         if receipts.is_empty() || receipts.len() > MAX_RECEIPTS {
@@ -183,8 +228,13 @@ impl Broker {
                     .map(|(receipt, data)| {
                         let result = match action {
                             Settle::Ack => table.ack(data.offset, data.lease, now),
-                            Settle::Nack { delay_ms } => {
-                                table.nack(data.offset, data.lease, now, delay_ms, &retry)
+                            Settle::Nack { delay_ms, error } => {
+                                let result =
+                                    table.nack(data.offset, data.lease, now, delay_ms, &retry);
+                                if let (Ok(()), Some(error)) = (result, error) {
+                                    sub.set_last_error(partition, data.offset, error);
+                                }
+                                result
                             }
                             Settle::Extend { lease_ms } => {
                                 table.extend(data.offset, data.lease, now, lease_ms)
@@ -204,9 +254,78 @@ impl Broker {
             }
         }
         if outcome.succeeded > 0 {
+            let name = match action {
+                Settle::Ack => "ack",
+                Settle::Nack { .. } => "nack",
+                Settle::Extend { .. } => "extend",
+            };
+            telemetry::settled(topic, subscription, name, outcome.succeeded);
             self.persist().await?;
         }
         Ok(outcome)
+    }
+
+    /// For each receipt, whether its lease still holds (not acked, nacked, or expired): what a
+    /// stream counts as its messages in flight.
+    pub fn still_leased(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+    ) -> Result<Vec<bool>> {
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        let now = now_ms();
+        Ok(receipts
+            .iter()
+            .map(|receipt| {
+                self.receipts.decode(receipt).is_some_and(|data| {
+                    data.subscription_uid == sub.config.uid
+                        && (data.partition as usize) < sub.partitions()
+                        && sub.inspect(data.partition as usize, |t| {
+                            t.is_leased(data.offset, data.lease, now)
+                        })
+                })
+            })
+            .collect())
+    }
+
+    /// The deliveries of a remembered attempt whose leases still hold, with their receipts.
+    async fn repeat_attempt(
+        &self,
+        topic: &Topic,
+        sub: &Subscription,
+        id: &str,
+    ) -> Result<Option<Vec<Delivery>>> {
+        let Some(remembered) = sub.remembered_attempt(id) else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        let mut deliveries = Vec::new();
+        for item in remembered {
+            let partition = item.partition as usize;
+            if partition >= sub.partitions()
+                || !sub.inspect(partition, |t| t.is_leased(item.offset, item.lease, now))
+            {
+                continue;
+            }
+            let found = read_range(
+                topic.partitions[partition].clone(),
+                item.offset,
+                1,
+                MAX_READ_BYTES,
+            )
+            .await?;
+            if let Some(record) = found.into_iter().next().filter(|r| r.offset == item.offset) {
+                let grant = Grant {
+                    offset: item.offset,
+                    attempt: item.attempt,
+                    lease: item.lease,
+                };
+                deliveries.push(self.delivery(sub, partition, grant, record));
+            }
+        }
+        Ok((!deliveries.is_empty()).then_some(deliveries))
     }
 
     fn check_alive(&self, topic: &Topic, sub: &Subscription) -> Result<()> {
@@ -224,9 +343,11 @@ impl Broker {
         }
     }
 
-    /// Grants leases partition by partition and reads the granted records. Grants the reply
-    /// has no room for (it would pass [`MAX_READ_BYTES`]) are released untouched; grants of
-    /// records that retention removed meanwhile are forgotten.
+    /// Grants leases partition by partition and reads the granted records: it peeks at the
+    /// records at the head of the log (the filter and key order need their tags and keys),
+    /// grants, then reads what redeliveries need. Grants the reply has no room for (it would
+    /// pass [`MAX_READ_BYTES`]) are released untouched; grants of records that retention
+    /// removed meanwhile are forgotten. Dead letters found on the way are moved.
     async fn lease_and_read(
         &self,
         topic: &Arc<Topic>,
@@ -234,59 +355,104 @@ impl Broker {
         max_messages: usize,
         lease_ms: u64,
     ) -> Result<Vec<Delivery>> {
-        let mut deliveries = Vec::new();
-        let mut budget = MAX_READ_BYTES;
+        let mut reply = Reply {
+            deliveries: Vec::new(),
+            budget: MAX_READ_BYTES,
+        };
         for partition in sub.visiting_order() {
-            let wanted = max_messages - deliveries.len();
-            if wanted == 0 {
-                break;
-            }
-            let log = &topic.partitions[partition];
-            let (start, end) = (log.start_offset(), log.end_offset());
-            let now = now_ms();
-            let grants = sub.update(partition, |table| {
-                table.grant(
-                    now,
-                    wanted,
-                    start..end,
-                    lease_ms,
-                    &sub.config.retry,
-                    rand::random,
-                )
-            })?;
-            if grants.is_empty() {
-                continue;
-            }
-            let records = read_granted(log.clone(), &grants, budget).await?;
-            let mut unused = Vec::new();
-            let by_offset: BTreeMap<u64, StoredRecord> =
-                records.into_iter().map(|r| (r.offset, r)).collect();
-            for grant in grants {
-                match by_offset.get(&grant.offset) {
-                    Some(record)
-                        if budget >= record.record.value.len() || deliveries.is_empty() =>
-                    {
-                        budget = budget.saturating_sub(record.record.value.len());
-                        deliveries.push(self.delivery(sub, partition, grant, record.clone()));
-                    }
-                    Some(_) => unused.push((grant, true)),
-                    None => unused.push((grant, false)),
+            for _ in 0..MAX_PEEKS_PER_PARTITION {
+                let wanted = max_messages - reply.deliveries.len();
+                if wanted == 0 || reply.budget == 0 {
+                    break;
+                }
+                let before = sub.inspect(partition, LeaseTable::next_offset);
+                let granted = self
+                    .grant_partition(topic, sub, partition, wanted, lease_ms, &mut reply)
+                    .await?;
+                let after = sub.inspect(partition, LeaseTable::next_offset);
+                if granted > 0 || after == before {
+                    break;
                 }
             }
-            if !unused.is_empty() {
-                let (now, start) = (now_ms(), log.start_offset());
-                sub.update(partition, |table| {
-                    for (grant, exists) in &unused {
-                        if !*exists && grant.offset < start {
-                            table.forget(grant.offset);
-                        } else {
-                            table.release(grant.offset, grant.lease, now);
-                        }
-                    }
-                })?;
+            self.move_dead_letters(topic, sub, partition).await?;
+        }
+        Ok(reply.deliveries)
+    }
+
+    /// One peek-grant-read round on one partition; returns how many deliveries it added.
+    async fn grant_partition(
+        &self,
+        topic: &Arc<Topic>,
+        sub: &Arc<Subscription>,
+        partition: usize,
+        wanted: usize,
+        lease_ms: u64,
+        reply: &mut Reply,
+    ) -> Result<usize> {
+        let log = &topic.partitions[partition];
+        let start = log.start_offset();
+        let (next, room) = sub.inspect(partition, |t| (t.next_offset(), t.has_room()));
+        let peeked = if room && next < log.end_offset() {
+            read_range(log.clone(), next.max(start), wanted, reply.budget).await?
+        } else {
+            Vec::new()
+        };
+        let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
+        let now = now_ms();
+        let grants = sub.update(partition, |table| {
+            table.grant(
+                now,
+                wanted,
+                start,
+                &candidates,
+                lease_ms,
+                &sub.config.retry,
+                rand::random,
+            )
+        })?;
+        if grants.is_empty() {
+            return Ok(0);
+        }
+        let mut records: BTreeMap<u64, StoredRecord> =
+            peeked.into_iter().map(|r| (r.offset, r)).collect();
+        let redelivered: Vec<Grant> = grants
+            .iter()
+            .filter(|g| !records.contains_key(&g.offset))
+            .copied()
+            .collect();
+        if !redelivered.is_empty() {
+            let read = read_granted(log.clone(), &redelivered, reply.budget).await?;
+            records.extend(read.into_iter().map(|r| (r.offset, r)));
+        }
+        let mut unused = Vec::new();
+        let added = reply.deliveries.len();
+        for grant in grants {
+            match records.remove(&grant.offset) {
+                Some(record)
+                    if reply.budget >= record.record.value.len() || reply.deliveries.is_empty() =>
+                {
+                    reply.budget = reply.budget.saturating_sub(record.record.value.len());
+                    reply
+                        .deliveries
+                        .push(self.delivery(sub, partition, grant, record));
+                }
+                Some(_) => unused.push((grant, true)),
+                None => unused.push((grant, false)),
             }
         }
-        Ok(deliveries)
+        if !unused.is_empty() {
+            let (now, start) = (now_ms(), log.start_offset());
+            sub.update(partition, |table| {
+                for (grant, exists) in &unused {
+                    if !*exists && grant.offset < start {
+                        table.forget(grant.offset, now);
+                    } else {
+                        table.release(grant.offset, grant.lease, now);
+                    }
+                }
+            })?;
+        }
+        Ok(reply.deliveries.len() - added)
     }
 
     fn delivery(
@@ -308,7 +474,38 @@ impl Broker {
             partition,
             delivery_attempt: grant.attempt,
             message,
+            lease: grant.lease,
         }
+    }
+}
+
+/// The deliveries of one receive, and the payload bytes it may still gather.
+struct Reply {
+    deliveries: Vec<Delivery>,
+    budget: usize,
+}
+
+/// Reads up to `max` records from `from`.
+async fn read_range(
+    log: crate::storage::PartitionHandle,
+    from: u64,
+    max: usize,
+    max_bytes: usize,
+) -> Result<Vec<StoredRecord>> {
+    blocking(move || log.read(from, max, max_bytes)).await
+}
+
+/// What the lease table needs to know of a record at the head of the log.
+fn candidate(sub: &Subscription, record: &StoredRecord) -> Candidate {
+    let redriven_for_another = record
+        .record
+        .headers
+        .iter()
+        .any(|(name, value)| name == REDRIVE_HEADER && *value != sub.config.name);
+    Candidate {
+        offset: record.offset,
+        key_hash: record.record.key.as_deref().map(key_hash64),
+        wanted: !redriven_for_another && sub.config.filter.wants(&record.record.tags),
     }
 }
 
@@ -341,6 +538,15 @@ async fn read_granted(
         Ok(records)
     })
     .await
+}
+
+fn remembered(delivery: &Delivery) -> Remembered {
+    Remembered {
+        partition: delivery.partition,
+        offset: delivery.message.offset,
+        lease: delivery.lease,
+        attempt: delivery.delivery_attempt,
+    }
 }
 
 fn next_wake(sub: &Subscription) -> Option<u64> {

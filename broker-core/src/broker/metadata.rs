@@ -20,8 +20,10 @@ use tokio::sync::Notify;
 
 use super::Topic;
 use crate::config::BrokerConfig;
+use crate::dedup::{self, DedupIndex};
 use crate::error::{BrokerError, Result};
 use crate::partitioner::Partitioner;
+use crate::schedule::{self, DelayStore};
 use crate::storage::PartitionHandle;
 use crate::subscription::receipt::RECEIPT_KEY_BYTES;
 use crate::subscription::{Subscription, SubscriptionConfig, SubscriptionStore, store};
@@ -89,6 +91,14 @@ impl Metadata {
         topic_dir(&self.data_dir, config)
     }
 
+    /// The trees of a topic's delay schedule and dedup index.
+    pub(super) fn topic_trees(&self, topic_uid: u64) -> Result<(DelayStore, DedupIndex)> {
+        Ok((
+            DelayStore::new(self.db.open_tree(schedule::tree_name(topic_uid))?),
+            DedupIndex::new(self.db.open_tree(dedup::tree_name(topic_uid))?),
+        ))
+    }
+
     pub(super) fn index_tree(&self, topic_uid: u64, partition: u32) -> Result<sled::Tree> {
         Ok(self.db.open_tree(format!("log/{topic_uid}/{partition}"))?)
     }
@@ -123,6 +133,8 @@ impl Metadata {
             self.db
                 .drop_tree(format!("log/{}/{partition}", config.uid))?;
         }
+        self.db.drop_tree(schedule::tree_name(config.uid))?;
+        self.db.drop_tree(dedup::tree_name(config.uid))?;
         for uid in subscription_uids {
             self.db.drop_tree(store::tree_name(*uid))?;
         }
@@ -191,7 +203,8 @@ pub(super) fn open_topic(
     let indexes = (0..topic.partitions)
         .map(|p| metadata.index_tree(topic.uid, p))
         .collect::<Result<Vec<_>>>()?;
-    open_topic_files(&metadata.topic_dir(&topic), indexes, config, topic)
+    let trees = metadata.topic_trees(topic.uid)?;
+    open_topic_files(&metadata.topic_dir(&topic), indexes, trees, config, topic)
 }
 
 /// Opens (creating if needed) the partition logs of a topic in `dir`, one index tree each.
@@ -199,6 +212,7 @@ pub(super) fn open_topic(
 pub(super) fn open_topic_files(
     dir: &Path,
     indexes: Vec<sled::Tree>,
+    (delays, dedup): (DelayStore, DedupIndex),
     config: &BrokerConfig,
     topic: TopicConfig,
 ) -> Result<Topic> {
@@ -219,6 +233,11 @@ pub(super) fn open_topic_files(
             }
         }
     }
+    if let Err(error) = super::delays::recover_interrupted_move(&delays, &partitions) {
+        partitions.iter().for_each(PartitionHandle::shutdown);
+        return Err(error);
+    }
+    let scheduled = AtomicU64::new(delays.count() as u64);
     Ok(Topic {
         config: RwLock::new(topic),
         partitions,
@@ -226,6 +245,11 @@ pub(super) fn open_topic_files(
         on_commit,
         subscriptions: RwLock::new(BTreeMap::new()),
         deleted: AtomicBool::new(false),
+        delays,
+        delay_wake: Notify::new(),
+        scheduled,
+        dedup,
+        dedup_turn: tokio::sync::Mutex::new(()),
     })
 }
 
@@ -265,13 +289,18 @@ fn remove_leftovers(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) 
         for partition in 0..config.partitions {
             known_trees.insert(format!("log/{}/{partition}", config.uid));
         }
+        known_trees.insert(schedule::tree_name(config.uid));
+        known_trees.insert(dedup::tree_name(config.uid));
         for subscription in super::read(&topic.subscriptions).values() {
             known_trees.insert(store::tree_name(subscription.config.uid));
         }
     }
     for name in metadata.db.tree_names() {
         let name = String::from_utf8_lossy(&name).into_owned();
-        if (name.starts_with("log/") || name.starts_with("sub/")) && !known_trees.contains(&name) {
+        let ours = ["log/", "sub/", "delay/", "ids/"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if ours && !known_trees.contains(&name) {
             metadata.db.drop_tree(name.as_bytes())?;
         }
     }

@@ -7,15 +7,22 @@
 //! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each.
 
 mod consume;
+mod dead_letters;
+mod delays;
 mod metadata;
 mod produce;
 mod reads;
+mod seek;
 mod subscriptions;
 mod topics;
 pub mod types;
 
+pub use consume::{MAX_NACK_DELAY_MS, REDRIVE_HEADER};
+pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
+pub use seek::SeekTarget;
+
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, Notify};
@@ -23,8 +30,10 @@ use tokio::sync::{Mutex as AsyncMutex, Notify};
 pub use types::*;
 
 use crate::config::{BrokerConfig, FsyncPolicy};
+use crate::dedup::DedupIndex;
 use crate::error::{BrokerError, Result};
 use crate::partitioner::Partitioner;
+use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
 use crate::subscription::{ReceiptCodec, Subscription};
 use crate::topic::TopicConfig;
@@ -40,6 +49,17 @@ struct Topic {
     on_commit: Arc<Notify>,
     subscriptions: RwLock<BTreeMap<String, Arc<Subscription>>>,
     deleted: AtomicBool,
+    /// The on-disk schedule of delayed messages.
+    delays: DelayStore,
+    /// Wakes the delay task: a message was scheduled (maybe sooner than it sleeps), or the
+    /// topic or broker is going away.
+    delay_wake: Notify,
+    /// Messages on the schedule.
+    scheduled: AtomicU64,
+    /// First results of client-chosen ids.
+    dedup: DedupIndex,
+    /// Serializes produces that carry client ids.
+    dedup_turn: AsyncMutex<()>,
 }
 
 impl Topic {
@@ -69,6 +89,8 @@ pub struct Broker {
     admin: AsyncMutex<()>,
     shutting_down: AtomicBool,
     shutdown_signal: Notify,
+    /// This broker, for the background tasks it starts (they must not keep it alive).
+    me: std::sync::Weak<Broker>,
 }
 
 impl Broker {
@@ -79,8 +101,10 @@ impl Broker {
         let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
             .await
             .map_err(|_| BrokerError::ShuttingDown)??;
-        let broker = Arc::new(Broker {
-            receipts: ReceiptCodec::new(metadata.receipt_key()?),
+        let receipts = ReceiptCodec::new(metadata.receipt_key()?);
+        let broker = Arc::new_cyclic(|me| Broker {
+            me: me.clone(),
+            receipts,
             config,
             metadata,
             topics: RwLock::new(topics),
@@ -89,6 +113,10 @@ impl Broker {
             shutdown_signal: Notify::new(),
         });
         tokio::spawn(topics::retention_loop(Arc::downgrade(&broker)));
+        let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
+        for topic in topics {
+            tokio::spawn(delays::delay_loop(Arc::downgrade(&broker), topic));
+        }
         Ok(broker)
     }
 
@@ -102,6 +130,7 @@ impl Broker {
         let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
         for topic in &topics {
             topic.on_commit.notify_waiters();
+            topic.delay_wake.notify_one();
         }
         let partitions: Vec<PartitionHandle> = topics
             .iter()

@@ -1,23 +1,43 @@
-//! Producing: validate the whole batch, route each message to its partition, hand each
-//! partition's share to its writer as one batch, answer in request order.
+//! Producing: validate the whole batch, answer repeated client ids from the dedup index, put
+//! delayed messages on the schedule, route the rest to their partitions (one batch per
+//! partition writer), and answer in request order.
+
+use std::collections::HashMap;
 
 use futures_util::future::try_join_all;
 
-use super::{AckMode, Broker, Durability, NewMessage, ProduceOutcome, Produced};
+use super::{AckMode, Broker, Delay, Durability, NewMessage, ProduceOutcome, Produced, Topic};
 use crate::clock::now_ms;
 use crate::config::FsyncPolicy;
+use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
 use crate::limits::{
-    MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_KEY_BYTES, MAX_TAG_LEN, MAX_TAGS,
+    MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES, MAX_TAG_LEN,
+    MAX_TAGS,
 };
 use crate::message::Record;
+use crate::schedule::Scheduled;
+use crate::subscription::config::valid_tag;
+use crate::telemetry;
+
+/// Where each message of a batch ended up, before offsets are known.
+enum Placement {
+    /// Appended: the `index`-th record of its partition's share.
+    Appended { partition: u32, index: u64 },
+    /// On the schedule.
+    Delayed { partition: u32, due_ms: u64 },
+    /// A repeat of an id produced before.
+    Duplicate(FirstResult),
+}
 
 impl Broker {
     /// Stores a batch of 1..=1000 messages. Every message is checked before any is written, so
-    /// bad input changes nothing. With `AckMode::None` the reply comes once the batch is queued
-    /// and carries no offsets. If one partition's writer refuses its share (overload) after
-    /// another partition took its own, the error is returned and the taken share stays stored:
-    /// producers retry, and consumers see such a message at least once.
+    /// bad input changes nothing. A message with a client `id` seen within the topic's dedup
+    /// window is not stored again: its entry repeats the first result, marked `duplicate`.
+    /// Delayed messages go on the schedule and get no offset until due. With `AckMode::None`
+    /// the reply comes once the batch is queued and carries no offsets. If one partition's
+    /// writer refuses its share (overload) after another took its own, the error is returned
+    /// and the taken share stays stored: producers retry, consumers see it at least once.
     pub async fn produce(
         &self,
         topic: &str,
@@ -36,79 +56,219 @@ impl Broker {
                 ),
             ));
         }
+        let now = now_ms();
         for message in &messages {
-            validate(message, config.max_message_bytes)?;
+            validate(
+                message,
+                config.max_message_bytes,
+                now,
+                self.config.max_delay_ms,
+            )?;
         }
-        let timestamp_ms = now_ms();
-        let partitions = open.partitions.len();
-        let mut shares: Vec<Vec<Record>> = vec![Vec::new(); partitions];
-        let mut placed = Vec::with_capacity(messages.len());
+        // Ids are checked and recorded under the topic's dedup turn, so two concurrent
+        // produces of one id cannot both store it.
+        let _dedup_turn = match messages.iter().any(|m| m.id.is_some()) {
+            true => Some(open.dedup_turn.lock().await),
+            false => None,
+        };
+        let mut shares: Vec<Vec<Record>> = vec![Vec::new(); open.partitions.len()];
+        let mut scheduled = Vec::new();
+        let mut placements: Vec<(Placement, bool)> = Vec::with_capacity(messages.len());
+        let mut ids = Vec::with_capacity(messages.len());
+        let mut first_in_batch: HashMap<String, usize> = HashMap::new();
+        let mut remember = Vec::with_capacity(messages.len());
         for message in messages {
+            let client_id = message.id.clone();
+            if let Some(id) = &client_id {
+                let placement = match open.dedup.lookup(id, now, config.dedup_window_ms)? {
+                    Some(first) => Some(Placement::Duplicate(first)),
+                    None => first_in_batch
+                        .get(id)
+                        .map(|earlier| placements[*earlier].0.repeated()),
+                };
+                if let Some(placement) = placement {
+                    placements.push((placement, true));
+                    ids.push(id.clone());
+                    remember.push(false);
+                    continue;
+                }
+                first_in_batch.insert(id.clone(), placements.len());
+            }
+            remember.push(client_id.is_some());
             let partition = open
                 .partitioner
                 .choose(message.key.as_deref(), config.partitions);
-            let id = uuid::Uuid::now_v7().simple().to_string();
-            let share = &mut shares[partition as usize];
-            placed.push((id.clone(), partition, share.len() as u64));
-            share.push(Record {
-                id,
-                timestamp_ms,
+            let due_ms = message.delay.map(|d| due(d, now)).filter(|due| *due > now);
+            let record = Record {
+                id: client_id.unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string()),
+                timestamp_ms: now,
                 key: message.key,
                 value: message.value,
                 binary: message.binary,
                 headers: message.headers,
                 tags: message.tags,
-            });
+            };
+            ids.push(record.id.clone());
+            match due_ms {
+                Some(due_ms) => {
+                    placements.push((Placement::Delayed { partition, due_ms }, false));
+                    scheduled.push(Scheduled {
+                        due_ms,
+                        seq: self.metadata.new_uid()?,
+                        partition,
+                        record,
+                    });
+                }
+                None => {
+                    let share = &mut shares[partition as usize];
+                    placements.push((
+                        Placement::Appended {
+                            partition,
+                            index: share.len() as u64,
+                        },
+                        false,
+                    ));
+                    share.push(record);
+                }
+            }
         }
-        let routed = (0u32..).zip(shares).filter(|(_, share)| !share.is_empty());
+        if !scheduled.is_empty() {
+            self.schedule(&open, &scheduled)?;
+        }
+        let stored_bytes: usize = shares
+            .iter()
+            .flatten()
+            .chain(scheduled.iter().map(|s| &s.record))
+            .map(|r| r.value.len())
+            .sum();
+        let (bases, durability) = self.append_shares(&open, shares, ack).await?;
+        let produced: Vec<Produced> = ids
+            .into_iter()
+            .zip(placements)
+            .map(|(id, placement)| produced(id, placement, &bases))
+            .collect();
+        let firsts: Vec<(&str, FirstResult)> = produced
+            .iter()
+            .zip(remember)
+            .filter(|(_, remember)| *remember)
+            .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
+            .collect();
+        if !firsts.is_empty() {
+            open.dedup.record(&firsts)?;
+        }
+        let stored: Vec<&Produced> = produced.iter().filter(|p| !p.duplicate).collect();
+        telemetry::produced(topic, stored.len(), stored_bytes);
+        if !scheduled.is_empty() || !firsts.is_empty() {
+            self.persist().await?;
+        }
+        Ok(ProduceOutcome {
+            messages: produced,
+            durability,
+        })
+    }
+
+    /// Appends each partition's share as one batch; returns each partition's base offset
+    /// (`None` when not waited for) and what the answer proves.
+    pub(super) async fn append_shares(
+        &self,
+        open: &Topic,
+        shares: Vec<Vec<Record>>,
+        ack: AckMode,
+    ) -> Result<(Vec<Option<u64>>, Durability)> {
+        let mut bases = vec![None; shares.len()];
+        let routed: Vec<(u32, Vec<Record>)> = (0u32..)
+            .zip(shares)
+            .filter(|(_, share)| !share.is_empty())
+            .collect();
         if ack == AckMode::None {
             for (partition, share) in routed {
                 open.partitions[partition as usize].append_detached(share)?;
             }
-            let messages = placed
-                .into_iter()
-                .map(|(id, partition, _)| Produced {
-                    id,
-                    partition,
-                    offset: None,
-                })
-                .collect();
-            return Ok(ProduceOutcome {
-                messages,
-                durability: Durability::None,
-            });
+            return Ok((bases, Durability::None));
         }
-        let appends = routed.map(|(partition, share)| {
+        let wrote_any = !routed.is_empty();
+        let appends = routed.into_iter().map(|(partition, share)| {
             let log = open.partitions[partition as usize].clone();
             async move { log.append(share).await.map(|result| (partition, result)) }
         });
-        let mut base_offsets = vec![0; partitions];
         let mut all_fsynced = true;
         for (partition, result) in try_join_all(appends).await? {
-            base_offsets[partition as usize] = result.base_offset;
+            bases[partition as usize] = Some(result.base_offset);
             all_fsynced &= result.fsynced;
         }
-        let messages = placed
-            .into_iter()
-            .map(|(id, partition, index)| Produced {
-                id,
-                partition,
-                offset: Some(base_offsets[partition as usize] + index),
-            })
-            .collect();
-        let durability = if all_fsynced || self.config.log.fsync == FsyncPolicy::Always {
-            Durability::LeaderFsynced
-        } else {
-            Durability::LeaderWritten
-        };
-        Ok(ProduceOutcome {
-            messages,
-            durability,
-        })
+        let durability =
+            if (wrote_any && all_fsynced) || self.config.log.fsync == FsyncPolicy::Always {
+                Durability::LeaderFsynced
+            } else {
+                Durability::LeaderWritten
+            };
+        Ok((bases, durability))
     }
 }
 
-fn validate(message: &NewMessage, max_message_bytes: usize) -> Result<()> {
+impl Placement {
+    /// The placement of a later message of the batch with the same id: the same, as a repeat.
+    fn repeated(&self) -> Placement {
+        match *self {
+            Placement::Appended { partition, index } => Placement::Appended { partition, index },
+            Placement::Delayed { partition, due_ms } => Placement::Delayed { partition, due_ms },
+            Placement::Duplicate(first) => Placement::Duplicate(first),
+        }
+    }
+}
+
+fn produced(
+    id: String,
+    (placement, duplicate): (Placement, bool),
+    bases: &[Option<u64>],
+) -> Produced {
+    match placement {
+        Placement::Appended { partition, index } => Produced {
+            id,
+            partition,
+            offset: bases[partition as usize].map(|base| base + index),
+            deliver_at_ms: None,
+            duplicate,
+        },
+        Placement::Delayed { partition, due_ms } => Produced {
+            id,
+            partition,
+            offset: None,
+            deliver_at_ms: Some(due_ms),
+            duplicate,
+        },
+        Placement::Duplicate(first) => Produced {
+            id,
+            partition: first.partition,
+            offset: first.offset,
+            deliver_at_ms: first.deliver_at_ms,
+            duplicate: true,
+        },
+    }
+}
+
+fn first_result(produced: &Produced, now: u64) -> FirstResult {
+    FirstResult {
+        produced_ms: now,
+        partition: produced.partition,
+        offset: produced.offset,
+        deliver_at_ms: produced.deliver_at_ms,
+    }
+}
+
+fn due(delay: Delay, now: u64) -> u64 {
+    match delay {
+        Delay::AfterMs(ms) => now.saturating_add(ms),
+        Delay::AtMs(at) => at,
+    }
+}
+
+fn validate(
+    message: &NewMessage,
+    max_message_bytes: usize,
+    now: u64,
+    max_delay_ms: u64,
+) -> Result<()> {
     if message.value.len() > max_message_bytes {
         return Err(BrokerError::MessageTooLarge {
             size: message.value.len(),
@@ -121,6 +281,28 @@ fn validate(message: &NewMessage, max_message_bytes: usize) -> Result<()> {
         return Err(BrokerError::invalid(
             "key",
             format!("must be 1 to {MAX_KEY_BYTES} bytes, got {}", key.len()),
+        ));
+    }
+    if let Some(id) = &message.id
+        && !valid_id(id)
+    {
+        return Err(BrokerError::invalid(
+            "id",
+            format!(
+                "must be 1 to {MAX_ID_BYTES} printable ASCII characters without spaces or '/', got {id:?}"
+            ),
+        ));
+    }
+    if let Some(delay) = message.delay
+        && due(delay, now).saturating_sub(now) > max_delay_ms
+    {
+        let field = match delay {
+            Delay::AfterMs(_) => "delay_ms",
+            Delay::AtMs(_) => "deliver_at_ms",
+        };
+        return Err(BrokerError::invalid(
+            field,
+            format!("at most {max_delay_ms} ms ahead"),
         ));
     }
     let header_bytes: usize = message.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
@@ -148,10 +330,10 @@ fn validate(message: &NewMessage, max_message_bytes: usize) -> Result<()> {
     Ok(())
 }
 
-fn valid_tag(tag: &str) -> bool {
-    !tag.is_empty()
-        && tag.len() <= MAX_TAG_LEN
-        && tag
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/'))
+/// Message ids travel in URL paths (`DELETE /v1/topics/{topic}/messages/{id}`): printable
+/// ASCII without spaces or slashes.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
+        && id.bytes().all(|b| b.is_ascii_graphic() && b != b'/')
 }

@@ -82,17 +82,25 @@ impl Broker {
         subscription: &Subscription,
     ) -> Result<SubscriptionInfo> {
         let now = now_ms();
-        let mut stats = SubscriptionStats::default();
+        let mut stats = SubscriptionStats {
+            delayed: topic.scheduled.load(std::sync::atomic::Ordering::SeqCst),
+            ..SubscriptionStats::default()
+        };
         for (partition, log) in topic.partitions.iter().enumerate() {
             let end = log.end_offset();
             let (counts, cursor) =
                 subscription.inspect(partition, |t| (t.counts(now, end), t.cursor()));
             stats.in_flight += counts.in_flight;
             stats.waiting_retry += counts.waiting_retry;
-            stats.backlog += counts.undelivered + counts.in_flight + counts.waiting_retry;
+            stats.backlog += counts.undelivered
+                + counts.in_flight
+                + counts.waiting_retry
+                + counts.dead_lettering;
             stats.delivered += cursor.delivered;
             stats.redelivered += cursor.redelivered;
             stats.acked += cursor.acked;
+            stats.filtered += cursor.filtered;
+            stats.dead_lettered += cursor.dead_lettered;
             if let Some(offset) = counts.oldest_unacked {
                 let age = publish_time(log, offset)
                     .await?

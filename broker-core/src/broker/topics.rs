@@ -25,8 +25,9 @@ impl Broker {
             let indexes = (0..config.partitions)
                 .map(|p| self.metadata.index_tree(config.uid, p))
                 .collect::<Result<Vec<_>>>()?;
+            let trees = self.metadata.topic_trees(config.uid)?;
             blocking(move || {
-                metadata::open_topic_files(&dir, indexes, &broker_config, metadata_config)
+                metadata::open_topic_files(&dir, indexes, trees, &broker_config, metadata_config)
             })
             .await?
         };
@@ -34,6 +35,7 @@ impl Broker {
         self.persist().await?;
         let topic = Arc::new(topic);
         write(&self.topics).insert(config.name.clone(), topic.clone());
+        tokio::spawn(super::delays::delay_loop(self.me.clone(), topic.clone()));
         tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
         Ok(self.info(&topic))
     }
@@ -79,6 +81,7 @@ impl Broker {
         write(&self.topics).remove(topic);
         open.deleted.store(true, Ordering::SeqCst);
         open.on_commit.notify_waiters();
+        open.delay_wake.notify_one();
         let dir = self.metadata.topic_dir(&config);
         let partitions = open.partitions.clone();
         blocking(move || {
@@ -90,7 +93,7 @@ impl Broker {
         Ok(())
     }
 
-    fn info(&self, topic: &Topic) -> TopicInfo {
+    pub(super) fn info(&self, topic: &Topic) -> TopicInfo {
         let config = topic.config();
         let partitions = (0u32..)
             .zip(&topic.partitions)
@@ -129,6 +132,11 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
         drop(broker);
         for topic in topics {
             let config = topic.config();
+            let dedup = topic.dedup.clone();
+            let window = config.dedup_window_ms;
+            if let Err(error) = blocking(move || dedup.sweep(now_ms(), window)).await {
+                tracing::error!(%error, "sweeping expired message ids failed");
+            }
             if config.retention_ms.is_none() && config.retention_bytes.is_none() {
                 continue;
             }

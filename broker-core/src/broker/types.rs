@@ -18,6 +18,19 @@ pub struct NewMessage {
     pub headers: Vec<(String, String)>,
     /// Tags for subscription filters.
     pub tags: Vec<String>,
+    /// Client-chosen id: a repeat within the topic's dedup window is not stored again.
+    pub id: Option<String>,
+    /// Deliver later instead of now.
+    pub delay: Option<Delay>,
+}
+
+/// When a delayed message becomes deliverable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delay {
+    /// This many milliseconds after the produce.
+    AfterMs(u64),
+    /// At this Unix epoch millisecond (now or in the past: at once).
+    AtMs(u64),
 }
 
 /// When a produce is answered.
@@ -61,8 +74,14 @@ pub struct Produced {
     pub id: String,
     /// Its partition.
     pub partition: u32,
-    /// Its offset; `None` when the produce did not wait for the write (`ack=none`).
+    /// Its offset; `None` when the produce did not wait for the write (`ack=none`) or the
+    /// message is delayed.
     pub offset: Option<u64>,
+    /// When a delayed message becomes deliverable.
+    pub deliver_at_ms: Option<u64>,
+    /// The id was produced before within the dedup window: this is the first result, and
+    /// nothing was stored now.
+    pub duplicate: bool,
 }
 
 /// The reply to a produce: one entry per message, in request order.
@@ -75,7 +94,7 @@ pub struct ProduceOutcome {
 }
 
 /// A receive request, already range-checked by [`crate::Broker::receive`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct ReceiveRequest {
     /// At most this many messages (1..=1000).
     pub max_messages: usize,
@@ -83,6 +102,9 @@ pub struct ReceiveRequest {
     pub wait_ms: u64,
     /// Lease for these messages; `None` takes the subscription's `ack_timeout_ms`.
     pub ack_timeout_ms: Option<u64>,
+    /// Retry-safe receive: a repeat with the same id while the leases last returns the same
+    /// messages with the same receipts.
+    pub attempt_id: Option<String>,
 }
 
 /// One leased message handed to a consumer.
@@ -96,6 +118,8 @@ pub struct Delivery {
     pub delivery_attempt: u32,
     /// The message and its offset.
     pub message: StoredRecord,
+    /// The lease id inside the receipt (for retry-safe receives).
+    pub(crate) lease: u64,
 }
 
 /// Why one receipt of an ack, nack or extend failed.
@@ -132,6 +156,12 @@ pub struct SubscriptionStats {
     pub redelivered: u64,
     /// Messages acked.
     pub acked: u64,
+    /// Messages the filter skipped (counted as acked).
+    pub filtered: u64,
+    /// Messages moved to the dead-letter topic.
+    pub dead_lettered: u64,
+    /// Delayed messages of the topic not yet due.
+    pub delayed: u64,
 }
 
 /// A subscription's settings and stats.

@@ -162,6 +162,27 @@ impl DelayStore {
     }
 }
 
+impl DelayStore {
+    /// Finishes a move a crash interrupted: removes the scheduled messages whose ids are in
+    /// `appended` (they reached the log) and clears the marker. The others stay scheduled.
+    pub fn finish_interrupted_move(&self, appended: &[String]) -> Result<usize> {
+        let mut batch = sled::Batch::default();
+        let mut removed = 0;
+        for id in appended {
+            if let Some(at) = self.tree.get(id_key(id))? {
+                let mut key = vec![DUE];
+                key.extend_from_slice(&at);
+                batch.remove(key);
+                batch.remove(id_key(id));
+                removed += 1;
+            }
+        }
+        batch.remove(MOVE);
+        self.tree.apply_batch(batch)?;
+        Ok(removed)
+    }
+}
+
 fn due_key(due_ms: u64, seq: u64) -> [u8; 17] {
     let mut key = [DUE; 17];
     key[1..9].copy_from_slice(&due_ms.to_be_bytes());

@@ -1,6 +1,9 @@
 //! The writer thread of a partition and [`PartitionHandle`], the clonable handle on it.
 //!
-//! Producers hand batches over a bounded channel ([`WRITER_QUEUE_DEPTH`]). The writer, a
+//! Producers hand batches over a bounded channel ([`WRITER_QUEUE_DEPTH`]) and, so that the
+//! depth of big batches cannot pin gigabytes, within a budget of queued bytes
+//! ([`MAX_WRITER_QUEUED_BYTES`]): a batch that does not fit is refused at once with
+//! [`BrokerError::Overloaded`] (a batch alone in an empty queue always fits). The writer, a
 //! dedicated thread because file I/O blocks, takes whatever is queued as one group: each
 //! request becomes one batch frame, then one fsync for all of them as the policy asks, then
 //! the index and the new end offset are committed, `on_commit` wakes waiting readers, and each
@@ -12,6 +15,7 @@
 //! [`BrokerError::ShuttingDown`], lets the writer finish what is queued, fsyncs and joins.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,7 +29,7 @@ use super::partition_log::PartitionLog;
 use super::view::LogView;
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
-use crate::limits::{WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
+use crate::limits::{MAX_WRITER_QUEUED_BYTES, WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
 use crate::message::{Record, StoredRecord};
 
 /// The `Retry-After` a producer gets when the writer queue stays full: a full queue of
@@ -44,10 +48,61 @@ pub struct AppendResult {
     pub fsynced: bool,
 }
 
-/// One producer's batch, with where to send the answer (none for fire-and-forget).
+/// The `Retry-After` a producer gets when the partition's queued-bytes budget is spent: the
+/// writer drains [`MAX_WRITER_QUEUED_BYTES`] in well under a second at disk speed.
+pub const QUEUED_BYTES_RETRY_AFTER_MS: u64 = 1_000;
+
+/// One producer's batch, with where to send the answer (none for fire-and-forget), and its
+/// share of the queued-bytes budget, given back when the request is dropped (answered).
 struct AppendRequest {
     records: Vec<Record>,
     reply: Option<oneshot::Sender<Result<AppendResult>>>,
+    _queued: QueuedBytes,
+}
+
+/// Bytes of one request counted in a partition's queued-bytes budget; returned on drop.
+struct QueuedBytes {
+    budget: Arc<AtomicUsize>,
+    bytes: usize,
+}
+
+impl QueuedBytes {
+    /// Counts `bytes` in `budget` unless that would pass `limit` with other bytes queued.
+    fn reserve(budget: &Arc<AtomicUsize>, bytes: usize, limit: usize) -> Result<QueuedBytes> {
+        let mut queued = budget.load(Ordering::Acquire);
+        loop {
+            if queued > 0 && queued.saturating_add(bytes) > limit {
+                return Err(BrokerError::Overloaded {
+                    resource: "partition writer byte budget",
+                    retry_after_ms: QUEUED_BYTES_RETRY_AFTER_MS,
+                });
+            }
+            match budget.compare_exchange_weak(
+                queued,
+                queued + bytes,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Ok(QueuedBytes {
+                        budget: Arc::clone(budget),
+                        bytes,
+                    });
+                }
+                Err(now) => queued = now,
+            }
+        }
+    }
+}
+
+impl Drop for QueuedBytes {
+    fn drop(&mut self) {
+        self.budget.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+fn batch_bytes(records: &[Record]) -> usize {
+    records.iter().map(Record::approx_size).sum()
 }
 
 /// Clonable, `Send + Sync` handle on one partition's log.
@@ -59,6 +114,8 @@ pub struct PartitionHandle {
 struct HandleInner {
     view: Arc<LogView>,
     sender: RwLock<Option<mpsc::Sender<AppendRequest>>>,
+    queued_bytes: Arc<AtomicUsize>,
+    queued_bytes_limit: usize,
     stop: Arc<Notify>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -110,6 +167,8 @@ impl PartitionHandle {
             inner: Arc::new(HandleInner {
                 view,
                 sender: RwLock::new(Some(sender)),
+                queued_bytes: Arc::new(AtomicUsize::new(0)),
+                queued_bytes_limit: MAX_WRITER_QUEUED_BYTES,
                 stop,
                 thread: Mutex::new(Some(thread)),
             }),
@@ -117,15 +176,19 @@ impl PartitionHandle {
     }
 
     /// Appends one batch (all records get consecutive offsets, in order) and waits until it
-    /// is committed per the fsync policy. Waits at most [`WRITER_ENQUEUE_TIMEOUT_MS`] for
-    /// queue room, then [`BrokerError::Overloaded`]. After shutdown:
+    /// is committed per the fsync policy. Refused at once with [`BrokerError::Overloaded`]
+    /// when the partition's queued-bytes budget is spent; waits at most
+    /// [`WRITER_ENQUEUE_TIMEOUT_MS`] for queue room, then [`BrokerError::Overloaded`]. After
+    /// shutdown:
     /// [`BrokerError::ShuttingDown`]. Empty `records` is [`BrokerError::InvalidArgument`].
     pub async fn append(&self, records: Vec<Record>) -> Result<AppendResult> {
         let sender = self.sender(&records)?;
+        let queued = self.reserve(&records)?;
         let (reply, answer) = oneshot::channel();
         let request = AppendRequest {
             records,
             reply: Some(reply),
+            _queued: queued,
         };
         let timeout = Duration::from_millis(WRITER_ENQUEUE_TIMEOUT_MS);
         match sender.send_timeout(request, timeout).await {
@@ -141,14 +204,29 @@ impl PartitionHandle {
     /// is full; a later write failure is only logged.
     pub fn append_detached(&self, records: Vec<Record>) -> Result<()> {
         let sender = self.sender(&records)?;
+        let queued = self.reserve(&records)?;
         let request = AppendRequest {
             records,
             reply: None,
+            _queued: queued,
         };
         sender.try_send(request).map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
             TrySendError::Closed(_) => BrokerError::ShuttingDown,
         })
+    }
+
+    fn reserve(&self, records: &[Record]) -> Result<QueuedBytes> {
+        QueuedBytes::reserve(
+            &self.inner.queued_bytes,
+            batch_bytes(records),
+            self.inner.queued_bytes_limit,
+        )
+    }
+
+    /// Bytes queued for the writer and not yet answered.
+    pub fn queued_bytes(&self) -> usize {
+        self.inner.queued_bytes.load(Ordering::Acquire)
     }
 
     fn sender(&self, records: &[Record]) -> Result<mpsc::Sender<AppendRequest>> {
@@ -365,5 +443,28 @@ fn answer_producer(
         }
         (None, Err(e)) => tracing::warn!(error = %e, "a fire-and-forget append failed"),
         (None, Ok(_)) => {}
+    }
+}
+
+#[cfg(test)]
+mod queued_bytes_tests {
+    use super::*;
+
+    #[test]
+    fn the_queued_bytes_budget_is_checked_on_both_sides_and_freed_on_drop() {
+        let budget = Arc::new(AtomicUsize::new(0));
+        let first = QueuedBytes::reserve(&budget, 60, 100).expect("empty queue");
+        let second = QueuedBytes::reserve(&budget, 39, 100).expect("limit - 1");
+        let refused = QueuedBytes::reserve(&budget, 2, 100);
+        assert!(
+            matches!(refused, Err(BrokerError::Overloaded { .. })),
+            "limit + 1"
+        );
+        let exact = QueuedBytes::reserve(&budget, 1, 100).expect("exactly the limit");
+        drop((first, second, exact));
+        assert_eq!(budget.load(Ordering::Acquire), 0);
+        let alone = QueuedBytes::reserve(&budget, 500, 100).expect("alone always fits");
+        assert!(QueuedBytes::reserve(&budget, 1, 100).is_err());
+        drop(alone);
     }
 }

@@ -3,8 +3,47 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
-use crate::limits::{DEFAULT_ACK_TIMEOUT_MS, MAX_ACK_TIMEOUT_MS, MIN_ACK_TIMEOUT_MS};
+use crate::limits::{
+    DEFAULT_ACK_TIMEOUT_MS, DEFAULT_MAX_DELIVERIES, MAX_ACK_TIMEOUT_MS, MAX_MAX_DELIVERIES,
+    MAX_NAME_LEN, MAX_TAG_LEN, MAX_TAGS, MIN_ACK_TIMEOUT_MS,
+};
 use crate::names;
+
+/// The order in which a subscription delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Ordering {
+    /// Any order; as many messages in flight as consumers take (the default).
+    #[default]
+    None,
+    /// Per key, in publish order, one at a time: the next message of a key only after the
+    /// previous one is acked or dead-lettered. Messages of other keys flow meanwhile.
+    Key,
+}
+
+/// Which messages a subscription delivers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Filter {
+    /// Only messages carrying at least one of these tags; empty: every message.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl Filter {
+    /// Whether a message with these tags passes.
+    pub fn wants(&self, tags: &[String]) -> bool {
+        self.tags.is_empty() || tags.iter().any(|tag| self.tags.contains(tag))
+    }
+}
+
+/// Whether a tag is 1 to [`MAX_TAG_LEN`] characters of `A-Z a-z 0-9 . _ - : /`.
+pub fn valid_tag(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= MAX_TAG_LEN
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/'))
+}
 
 /// Where a new subscription starts reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -94,6 +133,14 @@ pub struct SubscriptionSpec {
     pub ack_timeout_ms: Option<u64>,
     /// Backoff between redeliveries.
     pub retry: Option<RetryPolicy>,
+    /// Deliveries before a message moves to the dead-letter topic (default 16).
+    pub max_deliveries: Option<u32>,
+    /// Name of the dead-letter topic (default `<topic>.<name>.dlq`, created on demand).
+    pub dead_letter_topic: Option<String>,
+    /// Which messages to deliver.
+    pub filter: Option<Filter>,
+    /// Delivery order.
+    pub ordering: Option<Ordering>,
 }
 
 /// A subscription's settings as stored.
@@ -109,10 +156,28 @@ pub struct SubscriptionConfig {
     pub ack_timeout_ms: u64,
     /// Backoff between redeliveries.
     pub retry: RetryPolicy,
+    /// Deliveries before a message moves to the dead-letter topic.
+    pub max_deliveries: u32,
+    /// The dead-letter topic.
+    pub dead_letter_topic: String,
+    /// Which messages to deliver.
+    pub filter: Filter,
+    /// Delivery order.
+    pub ordering: Ordering,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: u64,
     /// Unique id of this incarnation: receipts of a deleted and re-created subscription fail.
     pub uid: u64,
+}
+
+impl SubscriptionConfig {
+    /// What the lease tables act on.
+    pub fn table_policy(&self) -> crate::subscription::TablePolicy {
+        crate::subscription::TablePolicy {
+            ordered_by_key: self.ordering == Ordering::Key,
+            max_deliveries: self.max_deliveries,
+        }
+    }
 }
 
 /// Checks a lease duration against API.md's 1 s..=12 h.
@@ -142,12 +207,60 @@ impl SubscriptionSpec {
         )?;
         let retry = self.retry.unwrap_or_default();
         retry.validate()?;
+        let max_deliveries = self.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES);
+        if !(1..=MAX_MAX_DELIVERIES).contains(&max_deliveries) {
+            return Err(BrokerError::invalid(
+                "max_deliveries",
+                format!("must be 1 to {MAX_MAX_DELIVERIES}, got {max_deliveries}"),
+            ));
+        }
+        let dead_letter_topic = match self.dead_letter_topic {
+            Some(name) => name,
+            None => {
+                let name = format!("{topic}.{}.dlq", self.name);
+                if name.len() > MAX_NAME_LEN {
+                    return Err(BrokerError::invalid(
+                        "dead_letter_topic",
+                        format!(
+                            "the default name {name:?} is longer than {MAX_NAME_LEN}: give one"
+                        ),
+                    ));
+                }
+                name
+            }
+        };
+        names::validate("dead_letter_topic", &dead_letter_topic)?;
+        if dead_letter_topic == topic {
+            return Err(BrokerError::invalid(
+                "dead_letter_topic",
+                "must not be the topic itself",
+            ));
+        }
+        let filter = self.filter.unwrap_or_default();
+        if filter.tags.len() > MAX_TAGS {
+            return Err(BrokerError::invalid(
+                "filter.tags",
+                format!("at most {MAX_TAGS} tags, got {}", filter.tags.len()),
+            ));
+        }
+        if let Some(bad) = filter.tags.iter().find(|tag| !valid_tag(tag)) {
+            return Err(BrokerError::invalid(
+                "filter.tags",
+                format!(
+                    "tag {bad:?} is not 1 to {MAX_TAG_LEN} characters of A-Z a-z 0-9 . _ - : /"
+                ),
+            ));
+        }
         Ok(SubscriptionConfig {
             topic: topic.to_owned(),
             name: self.name,
             start: self.start.unwrap_or_default(),
             ack_timeout_ms,
             retry,
+            max_deliveries,
+            dead_letter_topic,
+            filter,
+            ordering: self.ordering.unwrap_or_default(),
             created_ms,
             uid,
         })

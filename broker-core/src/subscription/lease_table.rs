@@ -1,124 +1,42 @@
 //! The pure core of delivery bookkeeping for one subscription on one partition: which offsets
-//! are done, leased, or waiting out a retry backoff. It takes events and the time and returns
+//! are done, leased, waiting out a retry backoff, held back behind an earlier message of their
+//! key, or on their way to the dead-letter topic. It takes events and the time and returns
 //! decisions; it does no I/O. [`super::store`] persists what it reports as changed.
 //!
 //! State is bounded by the unacked window, not by history: offsets below `ack_floor` are done
-//! and forgotten, offsets at or past `next_offset` were never delivered, and only the window
+//! and forgotten, offsets at or past `next_offset` were never looked at, and only the window
 //! between them has entries, at most [`MAX_UNACKED_PER_PARTITION`] of them.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod types;
 
-use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub use types::{Candidate, Cursor, Entry, EntryState, Grant, Stale, TableCounts, TablePolicy};
 
 use crate::limits::MAX_UNACKED_PER_PARTITION;
 use crate::subscription::config::RetryPolicy;
 
-/// Where a subscription stands on one partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Cursor {
-    /// Every offset below this one is done (acked, or lost to retention).
-    pub ack_floor: u64,
-    /// The next offset never delivered yet.
-    pub next_offset: u64,
-    /// Deliveries made (first ones and redeliveries).
-    pub delivered: u64,
-    /// Redeliveries made.
-    pub redelivered: u64,
-    /// Messages acked.
-    pub acked: u64,
-}
-
-/// The state of one delivered, unacked offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum EntryState {
-    /// Leased to a consumer until `deadline_ms`, under the lease id `lease`.
-    InFlight {
-        /// When the lease ends.
-        deadline_ms: u64,
-        /// Random id of this delivery; receipts carry it.
-        lease: u64,
-    },
-    /// Waiting for redelivery at `due_ms`.
-    Waiting {
-        /// When it may be delivered again.
-        due_ms: u64,
-    },
-    /// Acked, but an older offset is not, so the floor cannot pass it yet.
-    Done,
-}
-
-/// One delivered, unacked offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    /// Deliveries made so far.
-    pub attempts: u32,
-    /// Its state.
-    pub state: EntryState,
-}
-
-impl Entry {
-    fn lease_deadline(&self) -> Option<u64> {
-        match self.state {
-            EntryState::InFlight { deadline_ms, .. } => Some(deadline_ms),
-            _ => None,
-        }
-    }
-
-    fn retry_due(&self) -> Option<u64> {
-        match self.state {
-            EntryState::Waiting { due_ms } => Some(due_ms),
-            _ => None,
-        }
-    }
-}
-
-/// One offset handed out by [`LeaseTable::grant`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// The offset to deliver.
-    pub offset: u64,
-    /// Which delivery this is (1 = first).
-    pub attempt: u32,
-    /// The lease id to put in the receipt.
-    pub lease: u64,
-}
-
-/// Why a settle (ack, nack, extend) was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stale {
-    /// The offset is not leased under that lease id, or the lease has ended.
-    NotLeased,
-}
-
-/// Counts of one table, for subscription stats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TableCounts {
-    /// Leased right now (expired leases not counted).
-    pub in_flight: u64,
-    /// Waiting for redelivery, including leases that have expired.
-    pub waiting_retry: u64,
-    /// Never delivered: `end_offset - next_offset`.
-    pub undelivered: u64,
-    /// Lowest offset not yet done, if any is unacked.
-    pub oldest_unacked: Option<u64>,
-}
-
 /// Delivery bookkeeping for one subscription on one partition.
 #[derive(Debug, Clone, Default)]
 pub struct LeaseTable {
+    policy: TablePolicy,
     cursor: Cursor,
     entries: BTreeMap<u64, Entry>,
     /// `(deadline, offset)` of every in-flight entry.
     lease_timers: BTreeSet<(u64, u64)>,
-    /// `(due time, offset)` of every entry waiting for redelivery.
+    /// `(due time, offset)` of every entry waiting for (re)delivery.
     retry_timers: BTreeSet<(u64, u64)>,
+    /// Ordered subscriptions: per key hash, the unsettled offsets; the first holds the turn.
+    key_queues: HashMap<u64, BTreeSet<u64>>,
+    /// Offsets waiting to be appended to the dead-letter topic.
+    dead_letters: BTreeSet<u64>,
     dirty_cursor: bool,
     dirty_entries: BTreeSet<u64>,
 }
 
 impl LeaseTable {
     /// A table starting at `offset` with nothing delivered.
-    pub fn starting_at(offset: u64) -> Self {
+    pub fn starting_at(offset: u64, policy: TablePolicy) -> Self {
         Self::restore(
             Cursor {
                 ack_floor: offset,
@@ -126,12 +44,14 @@ impl LeaseTable {
                 ..Cursor::default()
             },
             Vec::new(),
+            policy,
         )
     }
 
     /// Rebuilds a table from persisted state.
-    pub fn restore(cursor: Cursor, entries: Vec<(u64, Entry)>) -> Self {
+    pub fn restore(cursor: Cursor, entries: Vec<(u64, Entry)>, policy: TablePolicy) -> Self {
         let mut table = LeaseTable {
+            policy,
             cursor,
             ..LeaseTable::default()
         };
@@ -145,7 +65,8 @@ impl LeaseTable {
         for offset in cursor.ack_floor..cursor.next_offset {
             if !table.entries.contains_key(&offset) {
                 let entry = Entry {
-                    attempts: 1,
+                    attempts: 0,
+                    key_hash: None,
                     state: EntryState::Waiting { due_ms: 0 },
                 };
                 table.put(offset, entry);
@@ -163,22 +84,26 @@ impl LeaseTable {
         self.cursor
     }
 
-    /// Hands out up to `max` offsets: due redeliveries first (oldest due first), then fresh
-    /// offsets from `next_offset` up to the end of `log` (the partition's stored offsets),
-    /// leased until `now_ms + lease_ms`. Offsets below `log.start` (deleted by retention) are
-    /// skipped as done.
+    /// Hands out up to `max` offsets, leased until `now_ms + lease_ms`: due redeliveries first
+    /// (oldest due first), then the `fresh` candidates the caller peeked at the head of the log,
+    /// which must start at `next_offset` (earlier ones are ignored, as another receiver took
+    /// them). Fresh candidates the filter does not want are skipped as done; on ordered
+    /// subscriptions, one whose key has an unsettled earlier message is held back. Offsets
+    /// below `log_start` (deleted by retention) are dropped as done.
+    #[allow(clippy::too_many_arguments)]
     pub fn grant(
         &mut self,
         now_ms: u64,
         max: usize,
-        log: std::ops::Range<u64>,
+        log_start: u64,
+        fresh: &[Candidate],
         lease_ms: u64,
         retry: &RetryPolicy,
         mut new_lease: impl FnMut() -> u64,
     ) -> Vec<Grant> {
-        let end_offset = log.end;
-        self.skip_to(log.start);
+        self.skip_to(log_start);
         self.expire(now_ms, retry);
+        let deadline_ms = now_ms.saturating_add(lease_ms);
         let mut grants = Vec::new();
         while grants.len() < max {
             let Some(&(due, offset)) = self.retry_timers.first() else {
@@ -196,47 +121,68 @@ impl LeaseTable {
                 offset,
                 Entry {
                     attempts: attempt,
-                    state: EntryState::InFlight {
-                        deadline_ms: now_ms.saturating_add(lease_ms),
-                        lease,
-                    },
+                    state: EntryState::InFlight { deadline_ms, lease },
+                    ..entry
                 },
             );
-            self.cursor.delivered += 1;
-            if attempt > 1 {
-                self.cursor.redelivered += 1;
-            }
-            self.dirty_cursor = true;
+            self.count_delivery(attempt);
             grants.push(Grant {
                 offset,
                 attempt,
                 lease,
             });
         }
-        while grants.len() < max
-            && self.cursor.next_offset < end_offset
-            && self.entries.len() < MAX_UNACKED_PER_PARTITION
-        {
-            let offset = self.cursor.next_offset;
-            let lease = new_lease();
-            self.put(
-                offset,
-                Entry {
-                    attempts: 1,
-                    state: EntryState::InFlight {
-                        deadline_ms: now_ms.saturating_add(lease_ms),
-                        lease,
-                    },
-                },
-            );
+        let first_new = self.cursor.next_offset;
+        for candidate in fresh.iter().skip_while(|c| c.offset < first_new) {
+            if grants.len() >= max
+                || candidate.offset != self.cursor.next_offset
+                || self.entries.len() >= MAX_UNACKED_PER_PARTITION
+            {
+                break;
+            }
+            let offset = candidate.offset;
             self.cursor.next_offset += 1;
-            self.cursor.delivered += 1;
             self.dirty_cursor = true;
-            grants.push(Grant {
-                offset,
-                attempt: 1,
-                lease,
-            });
+            let key_hash = candidate.key_hash.filter(|_| self.policy.ordered_by_key);
+            if !candidate.wanted {
+                self.cursor.filtered += 1;
+                self.put(
+                    offset,
+                    Entry {
+                        attempts: 0,
+                        key_hash: None,
+                        state: EntryState::Done,
+                    },
+                );
+                self.advance_floor();
+            } else if key_hash
+                .is_some_and(|k| self.key_queues.get(&k).is_some_and(|q| !q.is_empty()))
+            {
+                self.put(
+                    offset,
+                    Entry {
+                        attempts: 0,
+                        key_hash,
+                        state: EntryState::Blocked,
+                    },
+                );
+            } else {
+                let lease = new_lease();
+                self.put(
+                    offset,
+                    Entry {
+                        attempts: 1,
+                        key_hash,
+                        state: EntryState::InFlight { deadline_ms, lease },
+                    },
+                );
+                self.count_delivery(1);
+                grants.push(Grant {
+                    offset,
+                    attempt: 1,
+                    lease,
+                });
+            }
         }
         self.check_invariants();
         grants
@@ -244,34 +190,51 @@ impl LeaseTable {
 
     /// Marks a leased offset done. Refused when the lease id differs or the lease has ended.
     pub fn ack(&mut self, offset: u64, lease: u64, now_ms: u64) -> Result<(), Stale> {
-        self.leased(offset, lease, now_ms)?;
-        self.put(
-            offset,
-            Entry {
-                attempts: self.entries.get(&offset).map_or(1, |e| e.attempts),
-                state: EntryState::Done,
-            },
-        );
+        let entry = self.leased(offset, lease, now_ms)?;
         self.cursor.acked += 1;
-        self.dirty_cursor = true;
-        self.advance_floor();
+        self.settle(offset, entry, now_ms);
         self.check_invariants();
         Ok(())
     }
 
-    /// Marks an offset done without a lease: a message that was not delivered anew because it
-    /// no longer exists (retention) or was skipped.
-    pub fn forget(&mut self, offset: u64) {
-        if let Some(entry) = self.entries.get(&offset).copied() {
-            self.put(
-                offset,
-                Entry {
-                    state: EntryState::Done,
-                    ..entry
-                },
-            );
-            self.advance_floor();
-        }
+    /// Ends a lease early: the offset is redelivered after `delay_ms`, or after the retry
+    /// backoff for its attempt count when `delay_ms` is `None`; or, out of deliveries, it is
+    /// dead-lettered.
+    pub fn nack(
+        &mut self,
+        offset: u64,
+        lease: u64,
+        now_ms: u64,
+        delay_ms: Option<u64>,
+        retry: &RetryPolicy,
+    ) -> Result<(), Stale> {
+        let entry = self.leased(offset, lease, now_ms)?;
+        let pause = delay_ms.unwrap_or_else(|| retry.backoff_ms(entry.attempts));
+        self.fail(offset, entry, now_ms.saturating_add(pause));
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Moves a lease's deadline to `now_ms + lease_ms`.
+    pub fn extend(
+        &mut self,
+        offset: u64,
+        lease: u64,
+        now_ms: u64,
+        lease_ms: u64,
+    ) -> Result<(), Stale> {
+        let entry = self.leased(offset, lease, now_ms)?;
+        let state = EntryState::InFlight {
+            deadline_ms: now_ms.saturating_add(lease_ms),
+            lease,
+        };
+        self.put(offset, Entry { state, ..entry });
+        Ok(())
+    }
+
+    /// Whether `lease` still holds `offset` at `now_ms`.
+    pub fn is_leased(&self, offset: u64, lease: u64, now_ms: u64) -> bool {
+        self.leased(offset, lease, now_ms).is_ok()
     }
 
     /// Takes back a grant that was never handed to a consumer (the reply ran out of room):
@@ -286,6 +249,7 @@ impl LeaseTable {
             Entry {
                 attempts,
                 state: EntryState::Waiting { due_ms: 0 },
+                ..entry
             },
         );
         self.cursor.delivered = self.cursor.delivered.saturating_sub(1);
@@ -295,51 +259,43 @@ impl LeaseTable {
         self.dirty_cursor = true;
     }
 
-    /// Ends a lease early: the offset is redelivered after `delay_ms`, or after the retry
-    /// backoff for its attempt count when `delay_ms` is `None`.
-    pub fn nack(
-        &mut self,
-        offset: u64,
-        lease: u64,
-        now_ms: u64,
-        delay_ms: Option<u64>,
-        retry: &RetryPolicy,
-    ) -> Result<(), Stale> {
-        let entry = self.leased(offset, lease, now_ms)?;
-        let pause = delay_ms.unwrap_or_else(|| retry.backoff_ms(entry.attempts));
-        self.put(
-            offset,
-            Entry {
-                attempts: entry.attempts,
-                state: EntryState::Waiting {
-                    due_ms: now_ms.saturating_add(pause),
-                },
-            },
-        );
-        self.check_invariants();
-        Ok(())
+    /// Marks a granted offset done without a delivery: its record no longer exists (retention).
+    pub fn forget(&mut self, offset: u64, now_ms: u64) {
+        if let Some(entry) = self.entries.get(&offset).copied() {
+            self.settle(offset, entry, now_ms);
+        }
     }
 
-    /// Moves a lease's deadline to `now_ms + lease_ms`.
-    pub fn extend(
-        &mut self,
-        offset: u64,
-        lease: u64,
-        now_ms: u64,
-        lease_ms: u64,
-    ) -> Result<(), Stale> {
-        let entry = self.leased(offset, lease, now_ms)?;
-        self.put(
-            offset,
-            Entry {
-                attempts: entry.attempts,
-                state: EntryState::InFlight {
-                    deadline_ms: now_ms.saturating_add(lease_ms),
-                    lease,
-                },
-            },
-        );
-        Ok(())
+    /// Offsets waiting to be appended to the dead-letter topic, with their attempt counts.
+    pub fn dead_letters(&self) -> Vec<(u64, u32)> {
+        self.dead_letters
+            .iter()
+            .filter_map(|offset| self.entries.get(offset).map(|e| (*offset, e.attempts)))
+            .collect()
+    }
+
+    /// Records that a dead letter was appended to the dead-letter topic.
+    pub fn finish_dead_letter(&mut self, offset: u64, now_ms: u64) {
+        if let Some(entry) = self.entries.get(&offset).copied()
+            && entry.state == EntryState::DeadLettering
+        {
+            self.cursor.dead_lettered += 1;
+            self.settle(offset, entry, now_ms);
+            self.check_invariants();
+        }
+    }
+
+    /// Moves the subscription to `offset` (seek): every lease, retry and held-back message of
+    /// the partition is dropped, and delivery restarts at `offset`.
+    pub fn reset(&mut self, offset: u64) {
+        let offsets: Vec<u64> = self.entries.keys().copied().collect();
+        for old in offsets {
+            self.remove(old);
+        }
+        self.cursor.ack_floor = offset;
+        self.cursor.next_offset = offset;
+        self.dirty_cursor = true;
+        self.check_invariants();
     }
 
     /// The earliest time something changes on its own (a lease ends or a retry falls due).
@@ -347,6 +303,16 @@ impl LeaseTable {
         let lease = self.lease_timers.first().map(|(time, _)| *time);
         let retry = self.retry_timers.first().map(|(time, _)| *time);
         lease.into_iter().chain(retry).min()
+    }
+
+    /// The next offset never looked at: where the caller peeks fresh candidates.
+    pub fn next_offset(&self) -> u64 {
+        self.cursor.next_offset
+    }
+
+    /// Whether the window has room for fresh candidates.
+    pub fn has_room(&self) -> bool {
+        self.entries.len() < MAX_UNACKED_PER_PARTITION
     }
 
     /// Counts for stats, as of `now_ms`.
@@ -360,9 +326,10 @@ impl LeaseTable {
                 EntryState::InFlight { deadline_ms, .. } if deadline_ms > now_ms => {
                     counts.in_flight += 1
                 }
-                EntryState::InFlight { .. } | EntryState::Waiting { .. } => {
-                    counts.waiting_retry += 1
+                EntryState::InFlight { .. } | EntryState::Waiting { .. } | EntryState::Blocked => {
+                    counts.waiting_retry += 1;
                 }
+                EntryState::DeadLettering => counts.dead_lettering += 1,
                 EntryState::Done => continue,
             }
             counts.oldest_unacked.get_or_insert(*offset);
@@ -378,7 +345,7 @@ impl LeaseTable {
         self.dirty_cursor = true;
     }
 
-    /// Takes the set of changes since the last call: whether the cursor changed, and each
+    /// Takes the set of changes since the last call: the cursor if it changed, and each
     /// changed offset with its entry (`None`: the entry is gone).
     pub fn take_changes(&mut self) -> (Option<Cursor>, Vec<(u64, Option<Entry>)>) {
         let cursor = std::mem::take(&mut self.dirty_cursor).then_some(self.cursor);
@@ -387,6 +354,54 @@ impl LeaseTable {
             .map(|offset| (offset, self.entries.get(&offset).copied()))
             .collect();
         (cursor, entries)
+    }
+
+    fn count_delivery(&mut self, attempt: u32) {
+        self.cursor.delivered += 1;
+        if attempt > 1 {
+            self.cursor.redelivered += 1;
+        }
+        self.dirty_cursor = true;
+    }
+
+    /// A delivery failed (nack or lease expiry): wait until `due_ms`, or dead-letter it.
+    fn fail(&mut self, offset: u64, entry: Entry, due_ms: u64) {
+        let state = if entry.attempts >= self.policy.max_deliveries {
+            EntryState::DeadLettering
+        } else {
+            EntryState::Waiting { due_ms }
+        };
+        self.put(offset, Entry { state, ..entry });
+    }
+
+    /// An offset is settled (acked, dead-lettered, forgotten): it is done, and on ordered
+    /// subscriptions the next message of its key gets its turn.
+    fn settle(&mut self, offset: u64, entry: Entry, now_ms: u64) {
+        // Settling always changes a counter (acked, dead_lettered) or the floor.
+        self.dirty_cursor = true;
+        self.put(
+            offset,
+            Entry {
+                state: EntryState::Done,
+                ..entry
+            },
+        );
+        if let Some(next) = entry
+            .key_hash
+            .and_then(|k| self.key_queues.get(&k))
+            .and_then(|q| q.first().copied())
+            && let Some(held) = self.entries.get(&next).copied()
+            && held.state == EntryState::Blocked
+        {
+            self.put(
+                next,
+                Entry {
+                    state: EntryState::Waiting { due_ms: now_ms },
+                    ..held
+                },
+            );
+        }
+        self.advance_floor();
     }
 
     /// Turns expired leases into waits of their backoff, counted from the lease's end.
@@ -398,14 +413,11 @@ impl LeaseTable {
             .filter_map(|(_, offset)| self.entries.get(offset).map(|e| (*offset, *e)))
             .collect();
         for (offset, entry) in expired {
-            if let EntryState::InFlight { deadline_ms, .. } = entry.state {
-                let due_ms = deadline_ms.saturating_add(retry.backoff_ms(entry.attempts));
-                self.put(
+            if let Some(deadline_ms) = entry.lease_deadline() {
+                self.fail(
                     offset,
-                    Entry {
-                        attempts: entry.attempts,
-                        state: EntryState::Waiting { due_ms },
-                    },
+                    entry,
+                    deadline_ms.saturating_add(retry.backoff_ms(entry.attempts)),
                 );
             }
         }
@@ -437,8 +449,12 @@ impl LeaseTable {
             .range(..start_offset)
             .map(|(o, _)| *o)
             .collect();
+        let any_lost = !lost.is_empty();
         for offset in lost {
             self.remove(offset);
+        }
+        if any_lost {
+            self.unblock_heads();
         }
         if self.cursor.ack_floor < start_offset {
             self.cursor.ack_floor = start_offset;
@@ -447,12 +463,30 @@ impl LeaseTable {
         self.advance_floor();
     }
 
+    /// Gives the turn to every held-back message that heads its key's queue (after the
+    /// messages ahead of it vanished without being settled).
+    fn unblock_heads(&mut self) {
+        let heads: Vec<(u64, Entry)> = self
+            .key_queues
+            .values()
+            .filter_map(|queue| queue.first())
+            .filter_map(|head| self.entries.get(head).map(|e| (*head, *e)))
+            .filter(|(_, entry)| entry.state == EntryState::Blocked)
+            .collect();
+        for (offset, entry) in heads {
+            self.put(
+                offset,
+                Entry {
+                    state: EntryState::Waiting { due_ms: 0 },
+                    ..entry
+                },
+            );
+        }
+    }
+
     fn advance_floor(&mut self) {
-        loop {
+        while self.cursor.ack_floor < self.cursor.next_offset {
             let floor = self.cursor.ack_floor;
-            if floor >= self.cursor.next_offset {
-                break;
-            }
             match self.entries.get(&floor) {
                 Some(Entry {
                     state: EntryState::Done,
@@ -467,7 +501,7 @@ impl LeaseTable {
 
     fn put(&mut self, offset: u64, entry: Entry) {
         if let Some(old) = self.entries.insert(offset, entry) {
-            self.unschedule(offset, &old);
+            self.unindex(offset, &old);
         }
         if let Some(time) = entry.lease_deadline() {
             self.lease_timers.insert((time, offset));
@@ -475,35 +509,44 @@ impl LeaseTable {
         if let Some(time) = entry.retry_due() {
             self.retry_timers.insert((time, offset));
         }
+        if let Some(key) = entry.key_hash.filter(|_| entry.holds_key()) {
+            self.key_queues.entry(key).or_default().insert(offset);
+        }
+        if entry.state == EntryState::DeadLettering {
+            self.dead_letters.insert(offset);
+        }
         self.dirty_entries.insert(offset);
     }
 
     fn remove(&mut self, offset: u64) {
         if let Some(old) = self.entries.remove(&offset) {
-            self.unschedule(offset, &old);
+            self.unindex(offset, &old);
         }
         self.dirty_entries.insert(offset);
     }
 
-    fn unschedule(&mut self, offset: u64, entry: &Entry) {
+    fn unindex(&mut self, offset: u64, entry: &Entry) {
         if let Some(time) = entry.lease_deadline() {
             self.lease_timers.remove(&(time, offset));
         }
         if let Some(time) = entry.retry_due() {
             self.retry_timers.remove(&(time, offset));
         }
+        if let Some(key) = entry.key_hash
+            && let Some(queue) = self.key_queues.get_mut(&key)
+        {
+            queue.remove(&offset);
+            if queue.is_empty() {
+                self.key_queues.remove(&key);
+            }
+        }
+        self.dead_letters.remove(&offset);
     }
 
     fn check_invariants(&self) {
         debug_assert!(
             self.cursor.ack_floor <= self.cursor.next_offset,
             "floor passed the cursor"
-        );
-        debug_assert!(
-            self.entries
-                .keys()
-                .all(|o| *o >= self.cursor.ack_floor && *o < self.cursor.next_offset),
-            "an entry lies outside the unacked window"
         );
         debug_assert_eq!(
             self.entries.len() as u64,
@@ -514,9 +557,19 @@ impl LeaseTable {
             self.lease_timers.len() + self.retry_timers.len(),
             self.entries
                 .values()
-                .filter(|e| e.state != EntryState::Done)
+                .filter(|e| matches!(
+                    e.state,
+                    EntryState::InFlight { .. } | EntryState::Waiting { .. }
+                ))
                 .count(),
             "timers out of step with entries"
+        );
+        debug_assert!(
+            self.key_queues.values().all(|queue| queue
+                .first()
+                .and_then(|head| self.entries.get(head))
+                .is_some_and(|head| head.state != EntryState::Blocked)),
+            "a key's turn is held by a blocked message"
         );
     }
 }

@@ -3,9 +3,10 @@
 //! sled batch, so a cursor never moves without the entries it implies.
 
 use crate::error::{BrokerError, Result};
-use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable};
+use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable, TablePolicy};
 
 const CURSOR_PREFIX: u8 = b'c';
+const REDRIVE_PREFIX: u8 = b'r';
 const ENTRY_PREFIX: u8 = b'e';
 
 /// The sled tree of one subscription's delivery state.
@@ -26,7 +27,7 @@ impl SubscriptionStore {
     }
 
     /// The stored table of `partition`, or `None` if the partition has no cursor yet.
-    pub fn load(&self, partition: u32) -> Result<Option<LeaseTable>> {
+    pub fn load(&self, partition: u32, policy: TablePolicy) -> Result<Option<LeaseTable>> {
         let Some(cursor) = self.tree.get(cursor_key(partition))? else {
             return Ok(None);
         };
@@ -42,7 +43,22 @@ impl SubscriptionStore {
             let entry = decode_entry(&value).ok_or_else(|| corrupt("entry", partition))?;
             entries.push((offset, entry));
         }
-        Ok(Some(LeaseTable::restore(cursor, entries)))
+        Ok(Some(LeaseTable::restore(cursor, entries, policy)))
+    }
+
+    /// Where redrive continues on a dead-letter partition (0 at first).
+    pub fn redrive_cursor(&self, partition: u32) -> Result<u64> {
+        match self.tree.get(redrive_key(partition))? {
+            Some(value) => u64_at(&value, 0).ok_or_else(|| corrupt("redrive cursor", partition)),
+            None => Ok(0),
+        }
+    }
+
+    /// Moves the redrive cursor of a dead-letter partition.
+    pub fn set_redrive_cursor(&self, partition: u32, offset: u64) -> Result<()> {
+        self.tree
+            .insert(redrive_key(partition), &offset.to_be_bytes())?;
+        Ok(())
     }
 
     /// Writes the changes a table reports, atomically.
@@ -81,6 +97,12 @@ fn cursor_key(partition: u32) -> [u8; 5] {
     key
 }
 
+fn redrive_key(partition: u32) -> [u8; 5] {
+    let mut key = [REDRIVE_PREFIX; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
+}
+
 fn entry_prefix(partition: u32) -> [u8; 5] {
     let mut key = [ENTRY_PREFIX; 5];
     key[1..].copy_from_slice(&partition.to_be_bytes());
@@ -94,15 +116,20 @@ fn entry_key(partition: u32, offset: u64) -> [u8; 13] {
     key
 }
 
-fn encode_cursor(cursor: &Cursor) -> [u8; 40] {
+const CURSOR_FIELDS: usize = 7;
+const ENTRY_BYTES: usize = 4 + 1 + 8 + 8 + 1 + 8;
+
+fn encode_cursor(cursor: &Cursor) -> [u8; CURSOR_FIELDS * 8] {
     let fields = [
         cursor.ack_floor,
         cursor.next_offset,
         cursor.delivered,
         cursor.redelivered,
         cursor.acked,
+        cursor.filtered,
+        cursor.dead_lettered,
     ];
-    let mut bytes = [0; 40];
+    let mut bytes = [0; CURSOR_FIELDS * 8];
     for (chunk, field) in bytes.chunks_exact_mut(8).zip(fields) {
         chunk.copy_from_slice(&field.to_be_bytes());
     }
@@ -110,43 +137,52 @@ fn encode_cursor(cursor: &Cursor) -> [u8; 40] {
 }
 
 fn decode_cursor(bytes: &[u8]) -> Option<Cursor> {
-    let field = |i: usize| {
-        bytes
-            .get(i * 8..i * 8 + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_be_bytes)
-    };
-    (bytes.len() == 40).then_some(())?;
+    if bytes.len() != CURSOR_FIELDS * 8 {
+        return None;
+    }
+    let field = |i: usize| u64_at(bytes, i * 8);
     Some(Cursor {
         ack_floor: field(0)?,
         next_offset: field(1)?,
         delivered: field(2)?,
         redelivered: field(3)?,
         acked: field(4)?,
+        filtered: field(5)?,
+        dead_lettered: field(6)?,
     })
 }
 
-fn encode_entry(entry: &Entry) -> [u8; 21] {
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    bytes
+        .get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_be_bytes)
+}
+
+fn encode_entry(entry: &Entry) -> [u8; ENTRY_BYTES] {
     let (tag, a, b) = match entry.state {
         EntryState::InFlight { deadline_ms, lease } => (1, deadline_ms, lease),
         EntryState::Waiting { due_ms } => (2, due_ms, 0),
         EntryState::Done => (3, 0, 0),
+        EntryState::Blocked => (4, 0, 0),
+        EntryState::DeadLettering => (5, 0, 0),
     };
-    let mut bytes = [0; 21];
+    let mut bytes = [0; ENTRY_BYTES];
     bytes[..4].copy_from_slice(&entry.attempts.to_be_bytes());
     bytes[4] = tag;
     bytes[5..13].copy_from_slice(&a.to_be_bytes());
-    bytes[13..].copy_from_slice(&b.to_be_bytes());
+    bytes[13..21].copy_from_slice(&b.to_be_bytes());
+    bytes[21] = u8::from(entry.key_hash.is_some());
+    bytes[22..].copy_from_slice(&entry.key_hash.unwrap_or(0).to_be_bytes());
     bytes
 }
 
 fn decode_entry(bytes: &[u8]) -> Option<Entry> {
-    if bytes.len() != 21 {
+    if bytes.len() != ENTRY_BYTES {
         return None;
     }
     let attempts = u32::from_be_bytes(bytes[..4].try_into().ok()?);
-    let a = u64::from_be_bytes(bytes[5..13].try_into().ok()?);
-    let b = u64::from_be_bytes(bytes[13..].try_into().ok()?);
+    let (a, b) = (u64_at(bytes, 5)?, u64_at(bytes, 13)?);
     let state = match bytes[4] {
         1 => EntryState::InFlight {
             deadline_ms: a,
@@ -154,24 +190,47 @@ fn decode_entry(bytes: &[u8]) -> Option<Entry> {
         },
         2 => EntryState::Waiting { due_ms: a },
         3 => EntryState::Done,
+        4 => EntryState::Blocked,
+        5 => EntryState::DeadLettering,
         _ => return None,
     };
-    Some(Entry { attempts, state })
+    let key_hash = match bytes[21] {
+        0 => None,
+        1 => Some(u64_at(bytes, 22)?),
+        _ => return None,
+    };
+    Some(Entry {
+        attempts,
+        key_hash,
+        state,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::subscription::config::RetryPolicy;
+    use crate::subscription::lease_table::Candidate;
 
     #[test]
     fn a_saved_table_loads_back_identically() {
         let db = sled::Config::new().temporary(true).open().expect("sled");
         let store = SubscriptionStore::new(db.open_tree("s").expect("tree"));
-        assert!(store.load(0).expect("load").is_none());
-        let mut table = LeaseTable::starting_at(5);
+        let policy = TablePolicy {
+            ordered_by_key: true,
+            max_deliveries: 3,
+        };
+        assert!(store.load(0, policy).expect("load").is_none());
+        let mut table = LeaseTable::starting_at(5, policy);
         let mut lease = 0;
-        let grants = table.grant(1_000, 3, 0..20, 500, &RetryPolicy::default(), || {
+        let fresh: Vec<Candidate> = (5..20)
+            .map(|offset| Candidate {
+                offset,
+                key_hash: Some(offset % 3),
+                wanted: offset != 6,
+            })
+            .collect();
+        let grants = table.grant(1_000, 3, 0, &fresh, 500, &RetryPolicy::default(), || {
             lease += 1;
             lease
         });
@@ -179,7 +238,7 @@ mod tests {
             .ack(grants[1].offset, grants[1].lease, 1_001)
             .expect("ack");
         store.save(0, &mut table).expect("save");
-        let loaded = store.load(0).expect("load").expect("present");
+        let loaded = store.load(0, policy).expect("load").expect("present");
         assert_eq!(loaded.cursor(), table.cursor());
         assert_eq!(loaded.counts(1_001, 20), table.counts(1_001, 20));
         assert_eq!(loaded.next_wake(), table.next_wake());

@@ -27,6 +27,10 @@ pub struct ReceiveBody {
     pub wait_ms: Option<u64>,
     /// Lease for these messages, 1000 to 43200000; `null` takes the subscription's.
     pub ack_timeout_ms: Option<u64>,
+    /// Retry-safe receive, 1 to 128 printable ASCII characters: a repeat with the same id
+    /// while the leases last returns the same messages with the same receipts, instead of
+    /// leasing new ones (SQS `ReceiveRequestAttemptId`).
+    pub attempt_id: Option<String>,
 }
 
 /// One leased message.
@@ -81,6 +85,9 @@ pub struct NackRequest {
     pub receipts: Vec<String>,
     /// Redeliver after this many milliseconds; `null` uses the retry backoff.
     pub delay_ms: Option<u64>,
+    /// Why processing failed (kept to its first 1024 characters): should this turn the
+    /// message into a dead letter, it carries the text in its `wharf-dlq-error` header.
+    pub error: Option<String>,
 }
 
 /// Receipts whose leases to extend.
@@ -168,6 +175,15 @@ fn failed(outcome: &mut SettleOutcome) -> Vec<FailedReceipt> {
 /// message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
 /// `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
 /// pending receive returns within a second with what it has.
+///
+/// A client that lost a reply repeats the receive with the same `attempt_id`: while the
+/// leases of that attempt last it gets the same messages with the same receipts (those
+/// already acked or expired left out); another attempt id gets other messages.
+///
+/// ```text
+/// curl -H 'content-type: application/json' localhost:8080/v1/topics/orders/subscriptions/billing/receive \
+///   -d '{"max_messages": 10, "wait_ms": 20000, "attempt_id": "worker-7-poll-1234"}'
+/// ```
 #[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/receive", tag = "consume",
     params(SubscriptionPath), request_body = Option<ReceiveBody>,
     responses(
@@ -191,6 +207,7 @@ pub async fn receive(
             max_messages,
             wait_ms,
             ack_timeout_ms: body.ack_timeout_ms,
+            attempt_id: body.attempt_id.clone(),
         };
         state.broker.receive(&path.topic, &path.sub, request)
     };
@@ -234,6 +251,14 @@ pub async fn ack(
 }
 
 /// Nack receipts: redeliver the messages after `delay_ms`, or after the retry backoff.
+///
+/// A nack counts as a failed delivery: after the subscription's `max_deliveries` the message
+/// moves to its dead-letter topic, with the nack's `error` text in `wharf-dlq-error`.
+///
+/// ```text
+/// curl -H 'content-type: application/json' localhost:8080/v1/topics/orders/subscriptions/billing/nack \
+///   -d '{"receipts": ["AQAAAAAAAAAB…"], "error": "payment service timed out"}'
+/// ```
 #[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions/{sub}/nack", tag = "consume",
     params(SubscriptionPath), request_body = NackRequest,
     responses(
@@ -252,7 +277,13 @@ pub async fn nack(
 ) -> Result<Json<NackResponse>, ApiError> {
     let mut outcome = state
         .broker
-        .nack(&path.topic, &path.sub, &request.receipts, request.delay_ms)
+        .nack(
+            &path.topic,
+            &path.sub,
+            &request.receipts,
+            request.delay_ms,
+            request.error.as_deref(),
+        )
         .await?;
     let failed = failed(&mut outcome);
     Ok(Json(NackResponse {

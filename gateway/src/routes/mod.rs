@@ -1,10 +1,14 @@
 //! HTTP handlers, one file per resource, and the path parameters they share.
 
 pub mod consume;
+pub mod dead_letters;
+pub mod delays;
 pub mod docs;
 pub mod health;
 pub mod partitions;
 pub mod produce;
+pub mod seek;
+pub mod stream;
 pub mod subscriptions;
 pub mod topics;
 

@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use broker_core::broker::{AckMode, NewMessage, ProduceOutcome};
+use broker_core::broker::{AckMode, Delay, NewMessage, ProduceOutcome};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -24,6 +24,8 @@ use crate::routes::TopicPath;
 pub const HEADER_PREFIX: &str = "x-wharf-header-";
 /// The reply header saying what the ack proves.
 pub const DURABILITY_HEADER: &str = "wharf-durability";
+/// The request header carrying a raw produce's client-chosen message id.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 /// When the reply is sent.
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
@@ -60,6 +62,10 @@ pub struct ProduceQuery {
     pub key: Option<String>,
     /// Raw bodies only: comma-separated tags, e.g. `a,b`.
     pub tags: Option<String>,
+    /// Raw bodies only: deliver this many milliseconds from now (up to one year).
+    pub delay_ms: Option<u64>,
+    /// Raw bodies only: deliver at this Unix epoch millisecond (now or past: at once).
+    pub deliver_at_ms: Option<u64>,
 }
 
 /// A batch of messages to produce.
@@ -70,7 +76,8 @@ pub struct ProduceRequest {
     pub messages: Vec<ProduceMessage>,
 }
 
-/// One message to produce: exactly one of `value` and `value_base64`.
+/// One message to produce: exactly one of `value` and `value_base64`, and at most one of
+/// `delay_ms` and `deliver_at_ms`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProduceMessage {
@@ -82,20 +89,37 @@ pub struct ProduceMessage {
     pub key: Option<String>,
     /// Application headers.
     pub headers: Option<BTreeMap<String, String>>,
-    /// Tags.
+    /// Tags, for subscription filters: at most 32, each 1 to 200 characters of
+    /// `A-Z a-z 0-9 . _ - : /`.
     pub tags: Option<Vec<String>>,
+    /// Client-chosen idempotency id, 1 to 200 printable ASCII characters without spaces or
+    /// `/`: a repeat within the topic's `dedup_window_ms` is not stored again, and its reply
+    /// entry repeats the first one with `duplicate: true`. Becomes the message id.
+    pub id: Option<String>,
+    /// Deliver this many milliseconds from now (up to one year).
+    pub delay_ms: Option<u64>,
+    /// Deliver at this Unix epoch millisecond (up to one year ahead; now or past: at once).
+    pub deliver_at_ms: Option<u64>,
 }
 
 /// Where one produced message went.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProducedMessage {
-    /// Server-assigned, opaque message id.
+    /// The message id: the client's `id` (or `Idempotency-Key`), else server-assigned and
+    /// opaque. A delayed message is cancelled by this id.
     pub id: String,
-    /// The partition it went to.
+    /// The partition it went (or, delayed, will go) to.
     pub partition: u32,
-    /// Its offset in the partition; absent with `ack=none`.
+    /// Its offset in the partition; absent with `ack=none` and for a delayed message (it has
+    /// none until it is due).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
+    /// When a delayed message becomes deliverable, Unix epoch milliseconds; `null` when it
+    /// was not delayed.
+    pub deliver_at_ms: Option<u64>,
+    /// `true` when the `id` was produced before within the dedup window: nothing was stored
+    /// now, and this entry repeats the first result.
+    pub duplicate: bool,
 }
 
 /// The reply to a produce, in request order.
@@ -110,10 +134,27 @@ pub struct ProduceResponse {
 /// With `Content-Type: application/json` (or a `+json` type) the body is a batch of 1 to
 /// 1000 messages. With any other Content-Type (or none) the raw body is ONE message: text
 /// when the type is `text/*`, `application/x-www-form-urlencoded` (what `curl -d` sends) or
-/// absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`
-/// and `X-Wharf-Header-<name>` request headers carry its key, tags and headers. The reply
+/// absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
+/// `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
+/// `X-Wharf-Header-<name>` request headers carry the rest. The reply
 /// header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
 /// `leader-fsynced`.
+///
+/// Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
+/// produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
+/// restarts) is not stored again; its reply entry repeats the first result (same partition
+/// and offset) with `"duplicate": true`.
+///
+/// Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
+/// delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
+/// subscription until due, and can be cancelled until then with
+/// `DELETE /v1/topics/{topic}/messages/{id}`.
+///
+/// ```text
+/// curl -H 'content-type: application/json' localhost:8080/v1/topics/orders/messages \
+///   -d '{"messages":[{"value":"hello","key":"c-1","tags":["eu"],"id":"order-42","delay_ms":60000}]}'
+/// curl -H 'Idempotency-Key: order-43' 'localhost:8080/v1/topics/orders/messages?delay_ms=5000&tags=eu' -d 'hello'
+/// ```
 #[utoipa::path(post, path = "/v1/topics/{topic}/messages", tag = "messages",
     params(TopicPath, ProduceQuery),
     request_body(description = "A JSON batch, or one raw message of any other type",
@@ -125,7 +166,7 @@ pub struct ProduceResponse {
         (status = 202, description = "Accepted (`ack=none`): queued, not yet written",
             body = ProduceResponse,
             headers(("Wharf-Durability" = String, description = "`none`"))),
-        (status = 400, description = "Malformed batch, bad value fields, bad query (`invalid_request`)",
+        (status = 400, description = "Malformed batch, bad value fields, bad query, a bad `id`, tag or delay, or both delay fields (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
@@ -145,10 +186,11 @@ pub async fn produce(
 ) -> Result<Response, ApiError> {
     let ack = query.ack.unwrap_or_default();
     let messages = if is_json_content_type(&headers) {
-        json_messages(&query, &body)?
+        json_messages(&query, &headers, &body)?
     } else {
         vec![raw_message(query, &headers, body)?]
     };
+    crate::edge::admit_topic_rate(&state, &path.topic, &messages)?;
     let outcome = state
         .broker
         .produce(&path.topic, messages, ack.into())
@@ -156,10 +198,23 @@ pub async fn produce(
     Ok(reply(ack, outcome))
 }
 
-fn json_messages(query: &ProduceQuery, body: &[u8]) -> Result<Vec<NewMessage>, ApiError> {
-    if query.key.is_some() || query.tags.is_some() {
+fn json_messages(
+    query: &ProduceQuery,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Vec<NewMessage>, ApiError> {
+    if query.key.is_some()
+        || query.tags.is_some()
+        || query.delay_ms.is_some()
+        || query.deliver_at_ms.is_some()
+    {
         return Err(ApiError::invalid(
-            "the key and tags query parameters apply to raw bodies only; put them in the JSON messages",
+            "the key, tags, delay_ms and deliver_at_ms query parameters apply to raw bodies only; put them in the JSON messages",
+        ));
+    }
+    if headers.contains_key(IDEMPOTENCY_KEY_HEADER) {
+        return Err(ApiError::invalid(
+            "the Idempotency-Key header applies to raw bodies only; give each JSON message an id",
         ));
     }
     let request: ProduceRequest = parse_json(body)?;
@@ -169,15 +224,29 @@ fn json_messages(query: &ProduceQuery, body: &[u8]) -> Result<Vec<NewMessage>, A
         .enumerate()
         .map(|(index, message)| {
             let (value, binary) = decode_value(index, message.value, message.value_base64)?;
+            let delay = delay(message.delay_ms, message.deliver_at_ms)
+                .map_err(|error| ApiError::invalid(format!("messages[{index}]: {error}")))?;
             Ok(NewMessage {
                 key: message.key,
                 value,
                 binary,
                 headers: message.headers.unwrap_or_default().into_iter().collect(),
                 tags: message.tags.unwrap_or_default(),
+                id: message.id,
+                delay,
             })
         })
         .collect()
+}
+
+/// The delay of a message from its two optional fields, at most one of which may be set.
+fn delay(delay_ms: Option<u64>, deliver_at_ms: Option<u64>) -> Result<Option<Delay>, &'static str> {
+    match (delay_ms, deliver_at_ms) {
+        (Some(_), Some(_)) => Err("give at most one of delay_ms and deliver_at_ms"),
+        (Some(ms), None) => Ok(Some(Delay::AfterMs(ms))),
+        (None, Some(at)) => Ok(Some(Delay::AtMs(at))),
+        (None, None) => Ok(None),
+    }
 }
 
 fn raw_message(
@@ -199,13 +268,28 @@ fn raw_message(
         .filter(|tag| !tag.is_empty())
         .map(str::to_owned)
         .collect();
+    let delay = delay(query.delay_ms, query.deliver_at_ms).map_err(ApiError::invalid)?;
     Ok(NewMessage {
         key: query.key,
         value: body,
         binary,
         headers: message_headers(headers)?,
         tags,
+        id: idempotency_key(headers)?,
+        delay,
     })
+}
+
+/// The `Idempotency-Key` request header, if any: the raw message's id.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    headers
+        .get(IDEMPOTENCY_KEY_HEADER)
+        .map(|value| {
+            value.to_str().map(str::to_owned).map_err(|_| {
+                ApiError::invalid("header Idempotency-Key: value is not visible ASCII")
+            })
+        })
+        .transpose()
 }
 
 fn message_headers(headers: &HeaderMap) -> Result<Vec<(String, String)>, ApiError> {
@@ -243,6 +327,8 @@ fn reply(ack: AckParam, outcome: ProduceOutcome) -> Response {
             id: produced.id,
             partition: produced.partition,
             offset: produced.offset,
+            deliver_at_ms: produced.deliver_at_ms,
+            duplicate: produced.duplicate,
         })
         .collect();
     let durability = (

@@ -1,10 +1,11 @@
-//! Subscriptions (consumer groups): create, list, describe with stats, delete.
+//! Subscriptions (consumer groups): create (with retries, dead letters, a tag filter and key
+//! order), list, describe with stats, delete.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use broker_core::broker::{SubscriptionInfo, SubscriptionStats};
-use broker_core::subscription::{RetryPolicy, StartPosition, SubscriptionSpec};
+use broker_core::subscription::{Filter, Ordering, RetryPolicy, StartPosition, SubscriptionSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -53,6 +54,59 @@ pub struct RetryRequest {
     pub multiplier: Option<f64>,
 }
 
+/// The order in which a subscription delivers.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderingParam {
+    /// Any order; as many messages in flight as consumers take (the default).
+    None,
+    /// Per key, in publish order, one at a time: the next message of a key is delivered only
+    /// after the previous one is acked or dead-lettered. Other keys flow meanwhile; messages
+    /// without a key are not ordered.
+    Key,
+}
+
+impl From<OrderingParam> for Ordering {
+    fn from(ordering: OrderingParam) -> Self {
+        match ordering {
+            OrderingParam::None => Ordering::None,
+            OrderingParam::Key => Ordering::Key,
+        }
+    }
+}
+
+impl From<Ordering> for OrderingParam {
+    fn from(ordering: Ordering) -> Self {
+        match ordering {
+            Ordering::None => OrderingParam::None,
+            Ordering::Key => OrderingParam::Key,
+        }
+    }
+}
+
+/// Which messages a subscription delivers.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilterBody {
+    /// Only messages carrying at least one of these tags (at most 32, each 1 to 200
+    /// characters of `A-Z a-z 0-9 . _ - : /`); empty or absent: every message. Messages
+    /// that do not pass count as acked (`stats.filtered`).
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+impl From<FilterBody> for Filter {
+    fn from(body: FilterBody) -> Self {
+        Filter { tags: body.tags }
+    }
+}
+
+impl From<Filter> for FilterBody {
+    fn from(filter: Filter) -> Self {
+        FilterBody { tags: filter.tags }
+    }
+}
+
 /// A subscription to create.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -65,6 +119,16 @@ pub struct CreateSubscriptionRequest {
     pub ack_timeout_ms: Option<u64>,
     /// Backoff between redeliveries.
     pub retry: Option<RetryRequest>,
+    /// Deliveries of a message before it moves to the dead-letter topic, 1 to 1000
+    /// (default 16).
+    pub max_deliveries: Option<u32>,
+    /// The dead-letter topic, an ordinary topic created on first use (default
+    /// `<topic>.<name>.dlq`).
+    pub dead_letter_topic: Option<String>,
+    /// Which messages to deliver (default: all).
+    pub filter: Option<FilterBody>,
+    /// Delivery order: `none` (default) or `key`.
+    pub ordering: Option<OrderingParam>,
 }
 
 /// Backoff between redeliveries: `initial × multiplier^(n-1)`, capped at `max`.
@@ -95,6 +159,12 @@ pub struct SubscriptionStatsView {
     pub redelivered: u64,
     /// Messages acked.
     pub acked: u64,
+    /// Messages the tag filter skipped (they count as acked).
+    pub filtered: u64,
+    /// Messages moved to the dead-letter topic after `max_deliveries` attempts.
+    pub dead_lettered: u64,
+    /// Delayed messages of the topic not yet due.
+    pub delayed: u64,
 }
 
 /// A subscription's settings and stats.
@@ -110,6 +180,14 @@ pub struct Subscription {
     pub ack_timeout_ms: u64,
     /// Backoff between redeliveries.
     pub retry: Retry,
+    /// Deliveries of a message before it moves to the dead-letter topic.
+    pub max_deliveries: u32,
+    /// The dead-letter topic.
+    pub dead_letter_topic: String,
+    /// Which messages it delivers.
+    pub filter: FilterBody,
+    /// Delivery order.
+    pub ordering: OrderingParam,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: u64,
     /// Stats at the time of the call.
@@ -133,6 +211,9 @@ impl From<SubscriptionStats> for SubscriptionStatsView {
             delivered: stats.delivered,
             redelivered: stats.redelivered,
             acked: stats.acked,
+            filtered: stats.filtered,
+            dead_lettered: stats.dead_lettered,
+            delayed: stats.delayed,
         }
     }
 }
@@ -150,6 +231,10 @@ impl From<SubscriptionInfo> for Subscription {
                 max_backoff_ms: config.retry.max_backoff_ms,
                 multiplier: config.retry.multiplier,
             },
+            max_deliveries: config.max_deliveries,
+            dead_letter_topic: config.dead_letter_topic,
+            filter: config.filter.into(),
+            ordering: config.ordering.into(),
             created_ms: config.created_ms,
             stats: info.stats.into(),
         }
@@ -170,6 +255,21 @@ impl From<RetryRequest> for RetryPolicy {
 }
 
 /// Create a subscription.
+///
+/// A received message not acked within its lease, or nacked, comes back with
+/// `delivery_attempt + 1` after the retry backoff; after `max_deliveries` attempts it moves to
+/// `dead_letter_topic` with `wharf-dlq-*` headers naming its origin (`topic`,
+/// `subscription`, `partition`, `offset`, `id`, `attempts`, `published-ms`, and `error`: the
+/// last nack's error text) and counts as `dead_lettered`. `filter.tags` delivers only
+/// messages with one of the tags. `ordering: "key"` delivers each key's messages in publish
+/// order, one at a time.
+///
+/// ```text
+/// curl -H 'content-type: application/json' localhost:8080/v1/topics/orders/subscriptions -d '{
+///   "name": "billing", "start": "earliest", "ack_timeout_ms": 30000, "max_deliveries": 5,
+///   "retry": {"initial_backoff_ms": 1000, "max_backoff_ms": 60000, "multiplier": 2.0},
+///   "dead_letter_topic": "orders.billing.dlq", "filter": {"tags": ["eu", "us"]}, "ordering": "key"}'
+/// ```
 #[utoipa::path(post, path = "/v1/topics/{topic}/subscriptions", tag = "subscriptions",
     params(TopicPath), request_body = CreateSubscriptionRequest,
     responses(
@@ -193,6 +293,10 @@ pub async fn create_subscription(
         start: request.start.map(Into::into),
         ack_timeout_ms: request.ack_timeout_ms,
         retry: request.retry.map(Into::into),
+        max_deliveries: request.max_deliveries,
+        dead_letter_topic: request.dead_letter_topic,
+        filter: request.filter.map(Into::into),
+        ordering: request.ordering.map(Into::into),
     };
     let info = state.broker.create_subscription(&path.topic, spec).await?;
     Ok((StatusCode::CREATED, Json(info.into())))
@@ -216,6 +320,14 @@ pub async fn list_subscriptions(
 }
 
 /// Describe a subscription: settings and stats.
+///
+/// Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+/// how many messages the tag filter skipped (`filtered`), how many became dead letters
+/// (`dead_lettered`) and how many delayed messages of the topic are not yet due (`delayed`).
+///
+/// ```text
+/// curl localhost:8080/v1/topics/orders/subscriptions/billing
+/// ```
 #[utoipa::path(get, path = "/v1/topics/{topic}/subscriptions/{sub}", tag = "subscriptions",
     params(SubscriptionPath),
     responses(

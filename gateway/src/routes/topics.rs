@@ -1,13 +1,15 @@
 //! Topics: create, list, describe, change and delete.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use broker_core::topic::{PartitionInfo, TopicInfo, TopicPatch, TopicSpec};
+use broker_core::topic::{PartitionInfo, RateLimit, TopicInfo, TopicPatch, TopicSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
+use crate::auth::Principal;
 use crate::extract::{JsonBody, PathParams};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
@@ -29,6 +31,40 @@ pub struct CreateTopicRequest {
     pub max_message_bytes: Option<usize>,
     /// Copies of each partition (a single node keeps 1).
     pub replication_factor: Option<u32>,
+    /// Produce rate limits, counted per message and per value byte (default: none).
+    pub rate_limit: Option<RateLimitBody>,
+    /// How long a client message `id` is remembered for deduplication, 0 to 604800000
+    /// milliseconds (7 days; default 600000, 10 minutes; 0 turns deduplication off).
+    pub dedup_window_ms: Option<u64>,
+}
+
+/// A topic's produce rate limits; an absent field is no limit. Over a limit, produces get
+/// 429 `rate_limited` with `Retry-After`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitBody {
+    /// Messages per second (a batch of n counts n).
+    pub messages_per_second: Option<u32>,
+    /// Message value bytes per second.
+    pub bytes_per_second: Option<u64>,
+}
+
+impl From<RateLimitBody> for RateLimit {
+    fn from(body: RateLimitBody) -> Self {
+        RateLimit {
+            messages_per_second: body.messages_per_second,
+            bytes_per_second: body.bytes_per_second,
+        }
+    }
+}
+
+impl From<RateLimit> for RateLimitBody {
+    fn from(limit: RateLimit) -> Self {
+        RateLimitBody {
+            messages_per_second: limit.messages_per_second,
+            bytes_per_second: limit.bytes_per_second,
+        }
+    }
 }
 
 /// A change to a topic's settings; absent fields stay as they are.
@@ -45,6 +81,10 @@ pub struct PatchTopicRequest {
     pub retention_bytes: Option<Option<u64>>,
     /// New largest message value, in bytes.
     pub max_message_bytes: Option<usize>,
+    /// New rate limits, replacing the old ones whole (`{}` removes every limit).
+    pub rate_limit: Option<RateLimitBody>,
+    /// New deduplication window for client message ids, 0 to 604800000 milliseconds.
+    pub dedup_window_ms: Option<u64>,
 }
 
 /// Tells a field sent as `null` (`Some(None)`) apart from a field left out (`None`).
@@ -86,6 +126,10 @@ pub struct Topic {
     pub max_message_bytes: usize,
     /// Copies of each partition.
     pub replication_factor: u32,
+    /// Produce rate limits.
+    pub rate_limit: RateLimitBody,
+    /// How long a client message `id` is remembered for deduplication, in milliseconds.
+    pub dedup_window_ms: u64,
     /// Creation time, Unix epoch milliseconds.
     pub created_ms: u64,
     /// Number of subscriptions on the topic.
@@ -123,6 +167,8 @@ impl From<TopicInfo> for Topic {
             retention_bytes: config.retention_bytes,
             max_message_bytes: config.max_message_bytes,
             replication_factor: config.replication_factor,
+            rate_limit: config.rate_limit.into(),
+            dedup_window_ms: config.dedup_window_ms,
             created_ms: config.created_ms,
             subscriptions: info.subscriptions,
             partition_stats: info.partitions.into_iter().map(Into::into).collect(),
@@ -131,6 +177,14 @@ impl From<TopicInfo> for Topic {
 }
 
 /// Create a topic.
+///
+/// `dedup_window_ms` is how long a client message `id` (or `Idempotency-Key`) is remembered:
+/// a repeat within it is answered `duplicate: true` and not stored again.
+///
+/// ```text
+/// curl -H 'content-type: application/json' localhost:8080/v1/topics \
+///   -d '{"name": "orders", "partitions": 3, "dedup_window_ms": 3600000}'
+/// ```
 #[utoipa::path(post, path = "/v1/topics", tag = "topics",
     request_body = CreateTopicRequest,
     responses(
@@ -155,20 +209,32 @@ pub async fn create_topic(
         retention_bytes: request.retention_bytes,
         max_message_bytes: request.max_message_bytes,
         replication_factor: request.replication_factor,
-        rate_limit: None,
+        rate_limit: request.rate_limit.map(Into::into),
+        dedup_window_ms: request.dedup_window_ms,
     };
     let info = state.broker.create_topic(spec).await?;
     Ok((StatusCode::CREATED, Json(info.into())))
 }
 
 /// List topics.
+///
+/// Only the topics the caller's token grants something on.
 #[utoipa::path(get, path = "/v1/topics", tag = "topics",
-    responses((status = 200, description = "All topics", body = TopicList)))]
-pub async fn list_topics(State(state): State<AppState>) -> Json<TopicList> {
+    responses((status = 200, description = "The topics the caller has a grant on", body = TopicList)))]
+pub async fn list_topics(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+) -> Json<TopicList> {
+    let visible = |info: &TopicInfo| {
+        principal
+            .as_ref()
+            .is_none_or(|Extension(principal)| principal.grants.allows_any(&info.config.name))
+    };
     let topics = state
         .broker
         .list_topics()
         .into_iter()
+        .filter(visible)
         .map(Into::into)
         .collect();
     Json(TopicList { topics })
@@ -190,7 +256,12 @@ pub async fn describe_topic(
     Ok(Json(state.broker.describe_topic(&path.topic)?.into()))
 }
 
-/// Change a topic's retention or message size limit.
+/// Change a topic's retention, limits or dedup window.
+///
+/// ```text
+/// curl -X PATCH -H 'content-type: application/json' localhost:8080/v1/topics/orders \
+///   -d '{"dedup_window_ms": 86400000}'
+/// ```
 #[utoipa::path(patch, path = "/v1/topics/{topic}", tag = "topics", params(TopicPath),
     request_body = PatchTopicRequest,
     responses(
@@ -211,7 +282,8 @@ pub async fn update_topic(
         retention_ms: request.retention_ms,
         retention_bytes: request.retention_bytes,
         max_message_bytes: request.max_message_bytes,
-        rate_limit: None,
+        rate_limit: request.rate_limit.map(Into::into),
+        dedup_window_ms: request.dedup_window_ms,
     };
     Ok(Json(
         state.broker.update_topic(&path.topic, patch).await?.into(),

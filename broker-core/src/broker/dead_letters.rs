@@ -1,0 +1,229 @@
+//! Dead letters: messages out of deliveries are appended to the subscription's dead-letter
+//! topic (created on demand) with headers naming their origin, then settled; `redrive` moves
+//! them back into the source topic, for this subscription only, each once.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::consume::REDRIVE_HEADER;
+use super::{AckMode, Broker, Topic, blocking, read};
+use crate::clock::now_ms;
+use crate::error::{BrokerError, Result};
+use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
+use crate::message::Record;
+use crate::subscription::{LeaseTable, Subscription};
+use crate::telemetry;
+use crate::topic::{TopicInfo, TopicSpec};
+
+/// Prefix of the headers a dead letter carries about its origin.
+pub const ORIGIN_PREFIX: &str = "wharf-dlq-";
+/// Most redriven messages per second when the request does not say: enough to drain a
+/// typical dead-letter topic in minutes without swamping consumers that just recovered.
+pub const DEFAULT_REDRIVE_PER_SECOND: u32 = 1_000;
+
+impl Broker {
+    /// Appends a partition's pending dead letters to the dead-letter topic and settles them.
+    pub(super) async fn move_dead_letters(
+        &self,
+        topic: &Arc<Topic>,
+        sub: &Arc<Subscription>,
+        partition: usize,
+    ) -> Result<()> {
+        if sub.inspect(partition, |t| t.dead_letters().is_empty()) {
+            return Ok(());
+        }
+        let _turn = sub.dead_letter_turn.lock().await;
+        let pending = sub.inspect(partition, LeaseTable::dead_letters);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let dlq = self.dead_letter_topic(topic, sub).await?;
+        let log = topic.partitions[partition].clone();
+        let mut records = Vec::with_capacity(pending.len());
+        let mut gone = Vec::new();
+        for (offset, attempts) in pending {
+            let reader = log.clone();
+            let found = blocking(move || reader.read(offset, 1, MAX_READ_BYTES)).await?;
+            match found.into_iter().next().filter(|r| r.offset == offset) {
+                Some(stored) => {
+                    let error = sub.take_last_error(partition, offset);
+                    records.push((
+                        offset,
+                        dead_letter(
+                            &topic.config().name,
+                            partition,
+                            sub,
+                            stored.record,
+                            offset,
+                            attempts,
+                            error,
+                        ),
+                    ));
+                }
+                None => gone.push(offset),
+            }
+        }
+        let mut shares: Vec<Vec<Record>> = vec![Vec::new(); dlq.partitions.len()];
+        for (_, record) in &records {
+            let target = dlq
+                .partitioner
+                .choose(record.key.as_deref(), dlq.config().partitions);
+            shares[target as usize].push(record.clone());
+        }
+        self.append_shares(&dlq, shares, AckMode::Leader).await?;
+        let now = now_ms();
+        sub.update(partition, |table| {
+            for (offset, _) in &records {
+                table.finish_dead_letter(*offset, now);
+            }
+            for offset in &gone {
+                table.forget(*offset, now);
+            }
+        })?;
+        tracing::info!(subscription = %sub.config.name, dead_letters = records.len(), "moved to the dead-letter topic");
+        telemetry::dead_lettered(&topic.config().name, &sub.config.name, records.len());
+        self.persist().await
+    }
+
+    /// The subscription's dead-letter topic, created like its source topic if missing.
+    async fn dead_letter_topic(&self, topic: &Topic, sub: &Subscription) -> Result<Arc<Topic>> {
+        let name = &sub.config.dead_letter_topic;
+        if let Ok(existing) = self.topic(name) {
+            return Ok(existing);
+        }
+        let source = topic.config();
+        let spec = TopicSpec {
+            name: name.clone(),
+            partitions: Some(source.partitions),
+            max_message_bytes: Some(source.max_message_bytes),
+            ..TopicSpec::default()
+        };
+        match self.create_topic(spec).await {
+            Ok(_) | Err(BrokerError::TopicExists { .. }) => self.topic(name),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Moves up to `max_messages` dead letters of a subscription back into its topic, at most
+    /// `per_second` a second, each once: the subscription keeps a cursor on its dead-letter
+    /// topic. Redriven messages carry [`REDRIVE_HEADER`], so only this subscription takes them.
+    pub async fn redrive(
+        &self,
+        topic: &str,
+        subscription: &str,
+        max_messages: Option<u64>,
+        per_second: Option<u32>,
+    ) -> Result<u64> {
+        self.check_running()?;
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        if per_second == Some(0) || max_messages == Some(0) {
+            return Err(BrokerError::invalid(
+                "messages_per_second",
+                "max_messages and messages_per_second must be positive",
+            ));
+        }
+        let Ok(dlq) = self.topic(&sub.config.dead_letter_topic) else {
+            return Ok(0);
+        };
+        let _turn = sub.redrive_turn.lock().await;
+        let per_second = u64::from(per_second.unwrap_or(DEFAULT_REDRIVE_PER_SECOND));
+        let limit = max_messages.unwrap_or(u64::MAX);
+        let started = tokio::time::Instant::now();
+        let mut moved = 0u64;
+        for (partition, log) in dlq.partitions.iter().enumerate() {
+            loop {
+                if moved >= limit || self.shutting_down.load(Ordering::SeqCst) {
+                    return Ok(moved);
+                }
+                let from = sub.redrive_cursor(partition)?.max(log.start_offset());
+                let take = (limit - moved)
+                    .min(per_second)
+                    .min(MAX_BATCH_MESSAGES as u64) as usize;
+                let reader = log.clone();
+                let batch = blocking(move || reader.read(from, take, MAX_READ_BYTES)).await?;
+                let Some(last) = batch.last().map(|r| r.offset) else {
+                    break;
+                };
+                let mut shares: Vec<Vec<Record>> = vec![Vec::new(); open.partitions.len()];
+                for stored in batch {
+                    let record = redriven(stored.record, &sub.config.name);
+                    let target = open
+                        .partitioner
+                        .choose(record.key.as_deref(), open.config().partitions);
+                    shares[target as usize].push(record);
+                    moved += 1;
+                }
+                self.append_shares(&open, shares, AckMode::Leader).await?;
+                sub.set_redrive_cursor(partition, last + 1)?;
+                self.persist().await?;
+                let allowed_at = started + Duration::from_millis(moved * 1000 / per_second);
+                tokio::time::sleep_until(allowed_at).await;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Info about a subscription's dead-letter topic, if it exists yet.
+    pub fn dead_letter_info(
+        &self,
+        sub_topic: &str,
+        subscription: &str,
+    ) -> Result<Option<TopicInfo>> {
+        let open = self.topic(sub_topic)?;
+        let sub = open.subscription(subscription)?;
+        let dlq = read(&self.topics)
+            .get(&sub.config.dead_letter_topic)
+            .cloned();
+        Ok(dlq.map(|t| self.info(&t)))
+    }
+}
+
+/// A dead letter: the message as it was, with headers naming its origin.
+fn dead_letter(
+    topic: &str,
+    partition: usize,
+    sub: &Subscription,
+    mut record: Record,
+    offset: u64,
+    attempts: u32,
+    error: Option<String>,
+) -> Record {
+    record
+        .headers
+        .retain(|(name, _)| !name.starts_with(ORIGIN_PREFIX) && name != REDRIVE_HEADER);
+    let origin = [
+        ("topic", topic.to_owned()),
+        ("subscription", sub.config.name.clone()),
+        ("partition", partition.to_string()),
+        ("offset", offset.to_string()),
+        ("id", record.id.clone()),
+        ("attempts", attempts.to_string()),
+        ("published-ms", record.timestamp_ms.to_string()),
+    ];
+    record.headers.extend(
+        origin
+            .into_iter()
+            .map(|(name, value)| (format!("{ORIGIN_PREFIX}{name}"), value)),
+    );
+    if let Some(error) = error {
+        record
+            .headers
+            .push((format!("{ORIGIN_PREFIX}error"), error));
+    }
+    record.timestamp_ms = now_ms();
+    record
+}
+
+/// A dead letter on its way back: origin headers dropped, addressed to one subscription.
+fn redriven(mut record: Record, subscription: &str) -> Record {
+    record
+        .headers
+        .retain(|(name, _)| !name.starts_with(ORIGIN_PREFIX) && name != REDRIVE_HEADER);
+    record
+        .headers
+        .push((REDRIVE_HEADER.to_owned(), subscription.to_owned()));
+    record.timestamp_ms = now_ms();
+    record
+}

@@ -1,0 +1,79 @@
+//! Seek: move a subscription to the start, the end, a point in time, or explicit offsets
+//! (message reset and replay). The leases of the partitions moved are dropped: their receipts
+//! stop working and their messages are delivered again from the new position.
+
+use std::collections::BTreeMap;
+
+use super::{Broker, blocking};
+use crate::error::{BrokerError, Result};
+
+/// Where a seek moves a subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeekTarget {
+    /// The oldest stored message of every partition.
+    Earliest,
+    /// The end of every partition: only messages published from now on.
+    Latest,
+    /// The first message of every partition published at or after this Unix epoch millisecond.
+    Timestamp(u64),
+    /// These offsets, for these partitions only (each within the partition's stored range).
+    Offsets(BTreeMap<u32, u64>),
+}
+
+impl Broker {
+    /// Moves a subscription; returns the new position of every partition it moved.
+    pub async fn seek(
+        &self,
+        topic: &str,
+        subscription: &str,
+        target: SeekTarget,
+    ) -> Result<BTreeMap<u32, u64>> {
+        self.check_running()?;
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        let partitions = open.config().partitions;
+        let mut positions = BTreeMap::new();
+        for (partition, log) in (0u32..).zip(&open.partitions) {
+            let (start, end) = (log.start_offset(), log.end_offset());
+            let position = match &target {
+                SeekTarget::Earliest => start,
+                SeekTarget::Latest => end,
+                SeekTarget::Timestamp(at) => {
+                    let (reader, at) = (log.clone(), *at);
+                    blocking(move || reader.offset_for_timestamp(at))
+                        .await?
+                        .clamp(start, end)
+                }
+                SeekTarget::Offsets(offsets) => match offsets.get(&partition) {
+                    Some(offset) if (start..=end).contains(offset) => *offset,
+                    Some(offset) => {
+                        return Err(BrokerError::invalid(
+                            "offsets",
+                            format!(
+                                "offset {offset} of partition {partition} is outside its stored range {start}..={end}"
+                            ),
+                        ));
+                    }
+                    None => continue,
+                },
+            };
+            positions.insert(partition, position);
+        }
+        if let SeekTarget::Offsets(offsets) = &target
+            && let Some(unknown) = offsets.keys().find(|p| **p >= partitions)
+        {
+            return Err(BrokerError::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition: *unknown,
+                partitions,
+            });
+        }
+        for (partition, position) in &positions {
+            sub.update(*partition as usize, |table| table.reset(*position))?;
+        }
+        sub.forget_attempts();
+        self.persist().await?;
+        open.on_commit.notify_waiters();
+        Ok(positions)
+    }
+}

@@ -1,0 +1,203 @@
+//! Idempotent produce: the first result of each client-chosen message id, kept for the topic's
+//! dedup window in one sled tree per topic, so a retried produce — also after a restart — is
+//! answered with the first result instead of being stored twice.
+//!
+//! Keys: `i` + id → first result; `t` + time + id → nothing, the expiry order. Expired entries
+//! are swept in bounded steps, so the window costs disk in proportion to the ids produced
+//! within it, and no memory.
+
+use crate::error::{BrokerError, Result};
+
+const ID: u8 = b'i';
+const TIME: u8 = b't';
+/// Most expired ids one sweep removes, so a sweep never holds the retention task for long.
+pub const MAX_SWEEP: usize = 10_000;
+
+/// Name of the sled tree of a topic incarnation's dedup index.
+pub fn tree_name(topic_uid: u64) -> String {
+    format!("ids/{topic_uid}")
+}
+
+/// What the first produce of an id was answered with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstResult {
+    /// When it was produced, Unix epoch milliseconds.
+    pub produced_ms: u64,
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset, if it had one then (not for delayed or fire-and-forget produces).
+    pub offset: Option<u64>,
+    /// When it is due, for a delayed message.
+    pub deliver_at_ms: Option<u64>,
+}
+
+/// The dedup index of one topic.
+#[derive(Debug, Clone)]
+pub struct DedupIndex {
+    tree: sled::Tree,
+}
+
+impl DedupIndex {
+    /// Wraps a topic's dedup tree.
+    pub fn new(tree: sled::Tree) -> Self {
+        DedupIndex { tree }
+    }
+
+    /// The first result of `id`, if it was produced less than `window_ms` before `now_ms`.
+    pub fn lookup(&self, id: &str, now_ms: u64, window_ms: u64) -> Result<Option<FirstResult>> {
+        let Some(value) = self.tree.get(key(ID, 0, id))? else {
+            return Ok(None);
+        };
+        let first = decode(&value)?;
+        Ok((first.produced_ms.saturating_add(window_ms) > now_ms).then_some(first))
+    }
+
+    /// Records first results, atomically.
+    pub fn record(&self, firsts: &[(&str, FirstResult)]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (id, first) in firsts {
+            batch.insert(key(ID, 0, id), &encode(first)[..]);
+            batch.insert(key(TIME, first.produced_ms, id), &[][..]);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Removes up to [`MAX_SWEEP`] ids produced `window_ms` or more before `now_ms`; returns
+    /// how many it removed.
+    pub fn sweep(&self, now_ms: u64, window_ms: u64) -> Result<usize> {
+        let horizon = now_ms.saturating_sub(window_ms);
+        let mut batch = sled::Batch::default();
+        let mut removed = 0;
+        for item in self.tree.scan_prefix([TIME]).take(MAX_SWEEP) {
+            let (time_key, _) = item?;
+            let produced = time_key
+                .get(1..9)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| corrupt("expiry key"))?;
+            if produced > horizon {
+                break;
+            }
+            let id = time_key.get(9..).ok_or_else(|| corrupt("expiry key"))?;
+            let mut id_key = vec![ID];
+            id_key.extend_from_slice(id);
+            // A later produce of the same id (after its window) has a newer time key: keep it.
+            if let Some(value) = self.tree.get(&id_key)?
+                && decode(&value)?.produced_ms == produced
+            {
+                batch.remove(id_key);
+            }
+            batch.remove(time_key);
+            removed += 1;
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(removed)
+    }
+}
+
+fn key(prefix: u8, time: u64, id: &str) -> Vec<u8> {
+    let mut key = vec![prefix];
+    if prefix == TIME {
+        key.extend_from_slice(&time.to_be_bytes());
+    }
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+const NONE: u64 = u64::MAX;
+
+fn encode(first: &FirstResult) -> [u8; 28] {
+    let mut bytes = [0; 28];
+    bytes[..8].copy_from_slice(&first.produced_ms.to_be_bytes());
+    bytes[8..12].copy_from_slice(&first.partition.to_be_bytes());
+    bytes[12..20].copy_from_slice(&first.offset.unwrap_or(NONE).to_be_bytes());
+    bytes[20..].copy_from_slice(&first.deliver_at_ms.unwrap_or(NONE).to_be_bytes());
+    bytes
+}
+
+fn decode(bytes: &[u8]) -> Result<FirstResult> {
+    let u64_at = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+    };
+    let partition = bytes
+        .get(8..12)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes);
+    match (bytes.len(), u64_at(0), partition, u64_at(12), u64_at(20)) {
+        (28, Some(produced_ms), Some(partition), Some(offset), Some(deliver_at)) => {
+            Ok(FirstResult {
+                produced_ms,
+                partition,
+                offset: (offset != NONE).then_some(offset),
+                deliver_at_ms: (deliver_at != NONE).then_some(deliver_at),
+            })
+        }
+        _ => Err(corrupt("entry")),
+    }
+}
+
+fn corrupt(what: &str) -> BrokerError {
+    BrokerError::Corrupt {
+        path: "metadata".into(),
+        position: 0,
+        reason: format!("undecodable {what} in the dedup index"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index() -> DedupIndex {
+        let db = sled::Config::new().temporary(true).open().expect("sled");
+        DedupIndex::new(db.open_tree("ids").expect("tree"))
+    }
+
+    fn first(produced_ms: u64) -> FirstResult {
+        FirstResult {
+            produced_ms,
+            partition: 2,
+            offset: Some(7),
+            deliver_at_ms: None,
+        }
+    }
+
+    #[test]
+    fn an_id_is_remembered_for_its_window_and_not_a_millisecond_longer() {
+        let index = index();
+        index.record(&[("a", first(1_000))]).expect("record");
+        assert_eq!(
+            index.lookup("a", 1_999, 1_000).expect("lookup"),
+            Some(first(1_000))
+        );
+        assert_eq!(index.lookup("a", 2_000, 1_000).expect("lookup"), None);
+        assert_eq!(index.lookup("b", 1_000, 1_000).expect("lookup"), None);
+    }
+
+    #[test]
+    fn a_sweep_removes_expired_ids_only() {
+        let index = index();
+        index
+            .record(&[("old", first(1_000)), ("new", first(5_000))])
+            .expect("record");
+        assert_eq!(index.sweep(6_000, 2_000).expect("sweep"), 1);
+        assert_eq!(index.lookup("old", 1_500, 1_000_000).expect("lookup"), None);
+        assert!(index.lookup("new", 6_000, 2_000).expect("lookup").is_some());
+    }
+
+    #[test]
+    fn a_result_without_an_offset_round_trips() {
+        let index = index();
+        let delayed = FirstResult {
+            offset: None,
+            deliver_at_ms: Some(9_000),
+            ..first(1_000)
+        };
+        index.record(&[("d", delayed)]).expect("record");
+        assert_eq!(index.lookup("d", 1_000, 10).expect("lookup"), Some(delayed));
+    }
+}

@@ -1,0 +1,141 @@
+//! The lease table's vocabulary: cursors, entries, grants and counts.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a subscription stands on one partition, with its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Cursor {
+    /// Every offset below this one is done (acked, skipped, dead-lettered, or lost to retention).
+    pub ack_floor: u64,
+    /// The next offset never looked at yet.
+    pub next_offset: u64,
+    /// Deliveries made (first ones and redeliveries).
+    pub delivered: u64,
+    /// Redeliveries made.
+    pub redelivered: u64,
+    /// Messages acked.
+    pub acked: u64,
+    /// Messages skipped by the subscription's filter (they count as acked).
+    pub filtered: u64,
+    /// Messages moved to the dead-letter topic.
+    pub dead_lettered: u64,
+}
+
+/// The state of one offset inside the unacked window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryState {
+    /// Leased to a consumer until `deadline_ms`, under the lease id `lease`.
+    InFlight {
+        /// When the lease ends.
+        deadline_ms: u64,
+        /// Random id of this delivery; receipts carry it.
+        lease: u64,
+    },
+    /// Waiting for (re)delivery at `due_ms`.
+    Waiting {
+        /// When it may be delivered.
+        due_ms: u64,
+    },
+    /// Ordered subscriptions: held back until the earlier message of its key is settled.
+    Blocked,
+    /// Out of deliveries: to be appended to the dead-letter topic, then done.
+    DeadLettering,
+    /// Settled, but an older offset is not, so the floor cannot pass it yet.
+    Done,
+}
+
+/// One offset inside the unacked window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Deliveries made so far.
+    pub attempts: u32,
+    /// Hash of the message key, for ordered subscriptions.
+    pub key_hash: Option<u64>,
+    /// Its state.
+    pub state: EntryState,
+}
+
+impl Entry {
+    pub(super) fn lease_deadline(&self) -> Option<u64> {
+        match self.state {
+            EntryState::InFlight { deadline_ms, .. } => Some(deadline_ms),
+            _ => None,
+        }
+    }
+
+    pub(super) fn retry_due(&self) -> Option<u64> {
+        match self.state {
+            EntryState::Waiting { due_ms } => Some(due_ms),
+            _ => None,
+        }
+    }
+
+    /// Whether the entry still holds its key's turn (ordered subscriptions): until it is
+    /// settled, and a dead letter is settled once it reached the dead-letter topic.
+    pub(super) fn holds_key(&self) -> bool {
+        self.state != EntryState::Done
+    }
+}
+
+/// A record at the head of the log that the table may hand out, as the caller peeked it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// Its offset.
+    pub offset: u64,
+    /// Hash of its key, if it has one.
+    pub key_hash: Option<u64>,
+    /// Whether the subscription's filter lets it through.
+    pub wanted: bool,
+}
+
+/// The subscription settings the table acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TablePolicy {
+    /// Messages of one key are delivered one at a time, in offset order.
+    pub ordered_by_key: bool,
+    /// Deliveries before a message is dead-lettered.
+    pub max_deliveries: u32,
+}
+
+impl Default for TablePolicy {
+    fn default() -> Self {
+        TablePolicy {
+            ordered_by_key: false,
+            max_deliveries: u32::MAX,
+        }
+    }
+}
+
+/// One offset handed out by [`super::LeaseTable::grant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The offset to deliver.
+    pub offset: u64,
+    /// Which delivery this is (1 = first).
+    pub attempt: u32,
+    /// The lease id to put in the receipt.
+    pub lease: u64,
+}
+
+/// Why a settle (ack, nack, extend) was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stale {
+    /// The offset is not leased under that lease id, or the lease has ended.
+    NotLeased,
+}
+
+/// Counts of one table, for subscription stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableCounts {
+    /// Leased right now (expired leases not counted).
+    pub in_flight: u64,
+    /// Waiting for redelivery, including leases that have expired and messages held back
+    /// behind an earlier one of their key.
+    pub waiting_retry: u64,
+    /// Never looked at: `end_offset - next_offset`.
+    pub undelivered: u64,
+    /// Being moved to the dead-letter topic.
+    pub dead_lettering: u64,
+    /// Lowest offset not yet settled, if any.
+    pub oldest_unacked: Option<u64>,
+}

@@ -1,0 +1,145 @@
+//! The accept loop, in place of `axum::serve` (which in axum 0.8 has no header-read timeout,
+//! so a slowloris client is never cut off). Per connection:
+//! - a slot of `max_connections`, or an immediate `503 overloaded` and close (never a hang in
+//!   the kernel backlog);
+//! - TCP keepalive (`tcp_keepalive_secs`) and `TCP_NODELAY`;
+//! - hyper's HTTP/1.1 with a timer: the request head must arrive within
+//!   `header_read_timeout_ms`, a timer that also runs while a keep-alive connection waits for
+//!   its next request, so it is the idle timeout too; at most `max_headers` headers and
+//!   `max_header_bytes` of head (past them hyper answers 431 and closes);
+//! - the peer address as [`ConnectInfo`] for the edge.
+//!
+//! On shutdown the loop stops accepting, asks every connection to close once its current
+//! request is answered, and waits for them at most the drain timeout.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+use crate::config::EdgeSettings;
+use crate::problem::ApiError;
+
+/// How long the refusal of a connection over `max_connections` may take to write: it is one
+/// small packet; a peer that does not read it is dropped.
+const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Pause after an accept error (out of file handles, say) before accepting again, so the
+/// loop does not spin while the condition lasts.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Serves `router` on `listener` until `shutdown` resolves, then drains for at most
+/// `drain_timeout`.
+pub async fn serve_connections(
+    listener: TcpListener,
+    router: Router,
+    edge: &EdgeSettings,
+    shutdown: impl Future<Output = ()>,
+    drain_timeout: Duration,
+) {
+    let slots = Arc::new(Semaphore::new(edge.max_connections));
+    let graceful = GracefulShutdown::new();
+    let builder = http1_builder(edge);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed; pausing");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        configure_socket(&stream, edge.tcp_keepalive);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let router = router.clone();
+            async move {
+                let response = router.oneshot(request.map(Body::new)).await;
+                Ok::<_, Infallible>(match response {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                })
+            }
+        });
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(drain_timeout) => {
+            tracing::warn!(
+                "connections still open {} ms after shutdown began; closing anyway",
+                drain_timeout.as_millis()
+            );
+        }
+    }
+}
+
+fn http1_builder(edge: &EdgeSettings) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(edge.header_read_timeout)
+        .keep_alive(true)
+        .max_headers(edge.max_headers)
+        .max_header_size(edge.max_header_bytes);
+    builder
+}
+
+fn configure_socket(stream: &TcpStream, keepalive: Option<Duration>) {
+    let _ = stream.set_nodelay(true);
+    if let Some(idle) = keepalive {
+        let settings = socket2::TcpKeepalive::new()
+            .with_time(idle)
+            .with_interval(idle.div_f64(6.0).max(Duration::from_secs(1)));
+        if let Err(error) = socket2::SockRef::from(stream).set_tcp_keepalive(&settings) {
+            tracing::debug!(%error, "cannot set TCP keepalive");
+        }
+    }
+}
+
+/// Answers a connection over `max_connections` with a 503 problem and closes it.
+async fn refuse(mut stream: TcpStream) {
+    let problem = ApiError::Overloaded {
+        resource: "the connection limit",
+    }
+    .problem();
+    let body = serde_json::to_vec(&problem).unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let write = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&body).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(REFUSAL_WRITE_TIMEOUT, write).await;
+}

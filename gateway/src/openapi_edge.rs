@@ -1,0 +1,86 @@
+//! What the edge adds to every operation of the OpenAPI document: the `bearer` (JWT)
+//! security scheme, required on every route but the probes (and, when so configured, the
+//! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, 429 `rate_limited`,
+//! 503 `overloaded`. Applied after the routes are collected, so new routes get it too.
+
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Components, OpenApi, Ref, RefOr, Response};
+
+use crate::auth::policy::{Rule, classify};
+use crate::problem::PROBLEM_JSON;
+
+/// The security scheme's name in the document.
+pub const BEARER: &str = "bearer";
+
+fn problem(description: &str) -> RefOr<Response> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("Problem")))
+        .build();
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(PROBLEM_JSON, content)
+            .build(),
+    )
+}
+
+/// Adds the scheme, the requirement and the edge's responses to `document`.
+pub fn document_edge(document: &mut OpenApi) {
+    let scheme = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .bearer_format("JWT")
+        .description(Some(
+            "A JWT signed by a configured key (HS256, RS256, ES256 or EdDSA, chosen by `kid`). \
+             Claims: `sub`, `exp` (required), `iss`/`aud` when configured, and `scope`: \
+             space-separated `produce:<glob>`, `consume:<glob>`, `admin:<glob>` grants.",
+        ))
+        .build();
+    document
+        .components
+        .get_or_insert_with(Components::new)
+        .add_security_scheme(BEARER, SecurityScheme::Http(scheme));
+    for (path, item) in document.paths.paths.iter_mut() {
+        let operations = [
+            ("GET", &mut item.get),
+            ("PUT", &mut item.put),
+            ("POST", &mut item.post),
+            ("DELETE", &mut item.delete),
+            ("PATCH", &mut item.patch),
+        ];
+        for (method, operation) in operations {
+            let Some(operation) = operation else { continue };
+            let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap_or_default();
+            let rule = classify(&method, path).rule;
+            if rule == Rule::Public {
+                continue;
+            }
+            operation.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+            let responses = &mut operation.responses.responses;
+            let mut add = |status: &str, description: &str| {
+                responses
+                    .entry(status.to_owned())
+                    .or_insert_with(|| problem(description));
+            };
+            add(
+                "401",
+                "No valid bearer token (`unauthorized`); see `WWW-Authenticate`",
+            );
+            if !matches!(rule, Rule::Docs | Rule::Metrics | Rule::Authenticated) {
+                add(
+                    "403",
+                    "The token's scope lacks the grant on the topic (`forbidden`)",
+                );
+            }
+            add(
+                "429",
+                "A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*`",
+            );
+            add(
+                "503",
+                "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`",
+            );
+        }
+    }
+}

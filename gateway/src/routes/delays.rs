@@ -1,0 +1,45 @@
+//! Delayed messages: cancelling one that is not yet due.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::app::AppState;
+use crate::extract::PathParams;
+use crate::problem::{ApiError, Problem};
+
+/// Path of one message of a topic.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MessagePath {
+    /// Topic name.
+    pub topic: String,
+    /// The message id from the produce reply (the client's `id` or `Idempotency-Key`, or the
+    /// server-assigned one).
+    pub id: String,
+}
+
+/// Cancel a delayed message that is not yet due.
+///
+/// The message is removed from the topic's schedule and is never delivered. Once it is due
+/// (it is then in its partition and has an offset), or if no delayed message of that id
+/// exists, the answer is 404 `message_not_found`; so a second cancel of the same id is 404.
+///
+/// ```text
+/// curl -X DELETE localhost:8080/v1/topics/orders/messages/order-42
+/// ```
+#[utoipa::path(delete, path = "/v1/topics/{topic}/messages/{id}", tag = "messages",
+    params(MessagePath),
+    responses(
+        (status = 204, description = "Cancelled: it will not be delivered"),
+        (status = 404, description = "No such topic (`topic_not_found`), or no delayed message of that id is still waiting (`message_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn cancel_delayed(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<MessagePath>,
+) -> Result<StatusCode, ApiError> {
+    state.broker.cancel_delayed(&path.topic, &path.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

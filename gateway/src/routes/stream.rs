@@ -1,0 +1,323 @@
+//! Server-Sent Events delivery: a subscription's messages pushed down one long response,
+//! acked through the ordinary `ack` route.
+//!
+//! A spawned [`StreamLoop`] owns the sending half of a bounded channel and the response body
+//! reads the other half. The loop leases messages with the broker's receive in waits of at
+//! most [`LONG_POLL_SLICE_MS`], never cancelled half-way (a receive may have leased messages
+//! before it returns). When the client goes away the body, and with it the receiving half, is
+//! dropped; the loop sees the closed channel between receives and ends. A client that stops
+//! reading fills the channel: the loop's send blocks, so it leases nothing more, and after
+//! [`SEND_TIMEOUT_MS`] it ends the stream. The stream's slot (`max_streams`) is taken and held
+//! by the [`edge`](crate::edge) for the life of the response.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, Sse};
+use broker_core::broker::{Delivery, ReceiveRequest};
+use broker_core::subscription::config::validate_ack_timeout;
+use futures_util::Stream;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use utoipa::IntoParams;
+
+use crate::app::AppState;
+use crate::extract::{PathParams, QueryParams};
+use crate::long_poll::LONG_POLL_SLICE_MS;
+use crate::problem::{ApiError, Problem};
+use crate::routes::SubscriptionPath;
+use crate::routes::consume::ReceivedMessage;
+
+/// Default `max_in_flight`: unacked messages one stream may hold. Ten keeps a consumer busy
+/// through an ack's round trip without leasing work that other consumers could take.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 10;
+/// Largest `max_in_flight`: one broker receive's worth of messages.
+pub const MAX_MAX_IN_FLIGHT: usize = broker_core::limits::MAX_RECEIVE_MESSAGES;
+/// Default `heartbeat_ms`: an idle stream sends a comment line this often, inside the 30 to 60
+/// s idle timeouts of common proxies and load balancers, and so that a vanished client is
+/// noticed (a write to its closed socket fails) within two heartbeats.
+pub const DEFAULT_HEARTBEAT_MS: u64 = 15_000;
+/// Shortest `heartbeat_ms`: below 100 ms heartbeats would cost more than the messages.
+pub const MIN_HEARTBEAT_MS: u64 = 100;
+/// Longest `heartbeat_ms`: past a minute most proxies have cut an idle connection.
+pub const MAX_HEARTBEAT_MS: u64 = 60_000;
+/// Events buffered between the loop and the response body. A few are enough to keep the
+/// socket busy; fewer mean a client that stops reading stops the leasing sooner.
+pub const STREAM_BUFFER_EVENTS: usize = 4;
+/// How long the loop waits for a client that is not reading before it ends the stream. Long
+/// enough for a slow network to drain one batch, short enough to free the slot and the leases.
+pub const SEND_TIMEOUT_MS: u64 = 30_000;
+/// Pause between checks of which in-flight messages were settled while the stream is full:
+/// acks show up within this long, and a full stream costs ten cheap lease lookups a second.
+pub const FULL_STREAM_POLL_MS: u64 = 100;
+
+/// Query parameters of a stream.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StreamQuery {
+    /// Unacked messages this stream may hold at once, 1 to 1000 (default 10).
+    pub max_in_flight: Option<usize>,
+    /// Lease of each message sent, 1000 to 43200000; absent: the subscription's.
+    pub ack_timeout_ms: Option<u64>,
+    /// Idle time after which a heartbeat comment is sent, 100 to 60000 (default 15000).
+    pub heartbeat_ms: Option<u64>,
+}
+
+/// The checked settings of one stream.
+#[derive(Debug, Clone, Copy)]
+struct StreamSettings {
+    max_in_flight: usize,
+    ack_timeout_ms: Option<u64>,
+    heartbeat: Duration,
+}
+
+impl StreamQuery {
+    fn settings(&self) -> Result<StreamSettings, ApiError> {
+        let max_in_flight = self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT);
+        if !(1..=MAX_MAX_IN_FLIGHT).contains(&max_in_flight) {
+            return Err(ApiError::invalid(format!(
+                "max_in_flight: must be 1 to {MAX_MAX_IN_FLIGHT}, got {max_in_flight}"
+            )));
+        }
+        let heartbeat_ms = self.heartbeat_ms.unwrap_or(DEFAULT_HEARTBEAT_MS);
+        if !(MIN_HEARTBEAT_MS..=MAX_HEARTBEAT_MS).contains(&heartbeat_ms) {
+            return Err(ApiError::invalid(format!(
+                "heartbeat_ms: must be {MIN_HEARTBEAT_MS} to {MAX_HEARTBEAT_MS}, got {heartbeat_ms}"
+            )));
+        }
+        let ack_timeout_ms = self
+            .ack_timeout_ms
+            .map(|ms| validate_ack_timeout("ack_timeout_ms", ms))
+            .transpose()?;
+        Ok(StreamSettings {
+            max_in_flight,
+            ack_timeout_ms,
+            heartbeat: Duration::from_millis(heartbeat_ms),
+        })
+    }
+}
+
+/// Stream messages (Server-Sent Events).
+///
+/// Delivers the subscription's messages as they arrive, as `text/event-stream`: each message
+/// is one event with `event: message`, `id:` its receipt, and `data:` the same JSON object a
+/// receive returns. Messages are leased exactly as by a receive; ack (or nack, extend) them
+/// with `POST …/ack` and the receipt. At most `max_in_flight` sent messages are unacked at
+/// once: when that many are, the stream sends nothing more until some are acked, nacked or
+/// their lease ends. An idle stream sends a comment line (`: heartbeat`) every
+/// `heartbeat_ms`. If the subscription or topic goes away, a final `event: error` carries a
+/// problem JSON (`subscription_not_found`, …) and the stream ends; when the server shuts
+/// down, the stream just ends (reconnect, to this node or another).
+///
+/// Reconnecting: delivery state lives in the subscription, not in the connection, so a new
+/// stream simply continues with the subscription's next messages. Messages an old stream
+/// sent and that were not acked stay leased to their receipts (which still ack them) until
+/// their lease ends, then are redelivered with `delivery_attempt + 1`, to this or any other
+/// consumer. A `Last-Event-ID` header (sent by `EventSource` on reconnect) is taken as the
+/// receipt of a message the client still holds: while its lease lasts it counts against the
+/// new stream's `max_in_flight`; it never replays or skips anything.
+///
+/// A client that stops reading is cut off after 30 s; leased messages it never got come back
+/// at once, those it got come back when their lease ends.
+///
+/// ```text
+/// curl -N 'localhost:8080/v1/topics/orders/subscriptions/billing/stream?max_in_flight=5'
+/// ```
+#[utoipa::path(get, path = "/v1/topics/{topic}/subscriptions/{sub}/stream", tag = "consume",
+    params(SubscriptionPath, StreamQuery,
+        ("Last-Event-ID" = Option<String>, Header,
+            description = "The receipt of the last event seen, on a reconnect")),
+    responses(
+        (status = 200, description = "An event stream of `message` events, heartbeat comments and a final `error` event",
+            content_type = "text/event-stream", body = String),
+        (status = 400, description = "A query parameter out of range (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "This client holds its share of streams (`rate_limited`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "Every stream slot is taken (`overloaded`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn stream(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<SubscriptionPath>,
+    QueryParams(query): QueryParams<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let settings = query.settings()?;
+    state
+        .broker
+        .describe_subscription(&path.topic, &path.sub)
+        .await?;
+    let in_flight = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let (sender, receiver) = mpsc::channel(STREAM_BUFFER_EVENTS);
+    let stream_loop = StreamLoop {
+        state,
+        topic: path.topic,
+        sub: path.sub,
+        settings,
+        sender,
+        in_flight,
+        last_sent: Instant::now(),
+    };
+    tokio::spawn(stream_loop.run());
+    let events = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let event = receiver.recv().await?;
+        Some((Ok(event), receiver))
+    });
+    Ok(Sse::new(events))
+}
+
+/// Why a stream ends.
+enum End {
+    /// The client went away or stopped reading, or the server drains: end quietly.
+    Quiet,
+    /// The broker refused: tell the client, then end.
+    Failed(ApiError),
+}
+
+/// The task behind one stream: leases, sends, and keeps count of what is unacked.
+struct StreamLoop {
+    state: AppState,
+    topic: String,
+    sub: String,
+    settings: StreamSettings,
+    sender: mpsc::Sender<Event>,
+    /// Receipts sent and maybe not yet settled.
+    in_flight: Vec<String>,
+    /// When the last event (message or heartbeat) was queued.
+    last_sent: Instant,
+}
+
+impl StreamLoop {
+    async fn run(mut self) {
+        if let Err(End::Failed(error)) = self.serve().await {
+            let problem = error.problem();
+            let event = Event::default()
+                .event("error")
+                .json_data(&problem)
+                .unwrap_or_else(|_| Event::default().event("error"));
+            let _ = self.send(event).await;
+        }
+    }
+
+    async fn serve(&mut self) -> Result<(), End> {
+        loop {
+            if self.sender.is_closed() || self.state.is_draining() {
+                return Err(End::Quiet);
+            }
+            if self.last_sent.elapsed() >= self.settings.heartbeat {
+                self.send(Event::default().comment("heartbeat")).await?;
+            }
+            let room = self.room()?;
+            let until_heartbeat = self
+                .settings
+                .heartbeat
+                .saturating_sub(self.last_sent.elapsed());
+            if room == 0 {
+                let pause = until_heartbeat.min(Duration::from_millis(FULL_STREAM_POLL_MS));
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            let wait = until_heartbeat.min(Duration::from_millis(LONG_POLL_SLICE_MS));
+            let deliveries = self.receive(room, wait).await?;
+            self.deliver(deliveries).await?;
+        }
+    }
+
+    /// Forgets in-flight receipts that were settled or expired; returns the room left.
+    fn room(&mut self) -> Result<usize, End> {
+        if !self.in_flight.is_empty() {
+            let leased = self
+                .state
+                .broker
+                .still_leased(&self.topic, &self.sub, &self.in_flight)
+                .map_err(|error| End::Failed(error.into()))?;
+            let mut leased = leased.into_iter();
+            self.in_flight.retain(|_| leased.next().unwrap_or_default());
+        }
+        Ok(self
+            .settings
+            .max_in_flight
+            .saturating_sub(self.in_flight.len()))
+    }
+
+    async fn receive(&self, room: usize, wait: Duration) -> Result<Vec<Delivery>, End> {
+        let request = ReceiveRequest {
+            max_messages: room,
+            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(LONG_POLL_SLICE_MS),
+            ack_timeout_ms: self.settings.ack_timeout_ms,
+            attempt_id: None,
+        };
+        self.state
+            .broker
+            .receive(&self.topic, &self.sub, request)
+            .await
+            .map_err(|error| End::Failed(error.into()))
+    }
+
+    /// Sends each delivery as an event; if the client is gone, hands the unsent ones back.
+    async fn deliver(&mut self, deliveries: Vec<Delivery>) -> Result<(), End> {
+        let mut pending = deliveries.into_iter();
+        while let Some(delivery) = pending.next() {
+            let receipt = delivery.receipt.clone();
+            let message = ReceivedMessage::from(delivery);
+            let event = Event::default()
+                .event("message")
+                .id(&receipt)
+                .json_data(&message);
+            let sent = match event {
+                Ok(event) => self.send(event).await,
+                Err(error) => {
+                    tracing::error!(%error, "a message could not be encoded for a stream");
+                    Err(End::Quiet)
+                }
+            };
+            if let Err(end) = sent {
+                let unsent = std::iter::once(receipt)
+                    .chain(pending.map(|delivery| delivery.receipt))
+                    .collect();
+                self.release(unsent).await;
+                return Err(end);
+            }
+            self.in_flight.push(receipt);
+        }
+        Ok(())
+    }
+
+    /// Queues one event, waiting at most [`SEND_TIMEOUT_MS`] for a client that is slow to
+    /// read.
+    async fn send(&mut self, event: Event) -> Result<(), End> {
+        let timeout = Duration::from_millis(SEND_TIMEOUT_MS);
+        match tokio::time::timeout(timeout, self.sender.send(event)).await {
+            Ok(Ok(())) => {
+                self.last_sent = Instant::now();
+                Ok(())
+            }
+            Ok(Err(_)) | Err(_) => Err(End::Quiet),
+        }
+    }
+
+    /// Ends the leases of messages that were leased but never sent, so they come back at once
+    /// instead of after their lease.
+    async fn release(&self, receipts: Vec<String>) {
+        let nacked = self
+            .state
+            .broker
+            .nack(&self.topic, &self.sub, &receipts, Some(0), None)
+            .await;
+        if let Err(error) = nacked {
+            tracing::warn!(%error, "could not release the unsent messages of a closed stream");
+        }
+    }
+}

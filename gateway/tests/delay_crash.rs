@@ -1,0 +1,295 @@
+//! Delayed messages across a `kill -9`: 10,000 messages due over 0–5 s, some cancelled, the
+//! server killed in the middle and restarted. None is received before it is due, none is lost,
+//! none is appended twice, cancelled ones never arrive. The lateness after due is printed (the
+//! precision target is measured here, not asserted: these machines are shared and noisy).
+
+#![allow(
+    clippy::print_stdout,
+    reason = "the test reports the lateness it measured"
+)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+const MESSAGES: usize = 10_000;
+const SPREAD_MS: u64 = 5_000;
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(data_dir: &Path) -> Server {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_wharf"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("wharf starts");
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !client
+            .get(format!("{}/readyz", server.base))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(Instant::now() < deadline, "wharf did not become ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: Value) -> Value {
+    let response = client.post(url).json(&body).send().await.expect("request");
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert!(status.is_success(), "POST {url} → {status}: {body}");
+    body
+}
+
+/// Receives and acks until `until` or until `expected` ids were seen; records when each id was
+/// first received. Stops quietly when the server goes away.
+async fn consume(base: &str, seen: &mut HashMap<String, u64>, expected: usize, until: Instant) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    while seen.len() < expected && Instant::now() < until {
+        let Ok(response) = client
+            .post(format!("{base}/v1/topics/d/subscriptions/s/receive"))
+            .json(&json!({"max_messages": 1000, "wait_ms": 500}))
+            .send()
+            .await
+        else {
+            return;
+        };
+        let Ok(reply) = response.json::<Value>().await else {
+            return;
+        };
+        let received_ms = now_ms();
+        let messages = reply["messages"].as_array().cloned().unwrap_or_default();
+        let receipts: Vec<Value> = messages.iter().map(|m| m["receipt"].clone()).collect();
+        for message in &messages {
+            let id = message["id"].as_str().expect("id").to_owned();
+            seen.entry(id).or_insert(received_ms);
+        }
+        if !receipts.is_empty() {
+            let acked = client
+                .post(format!("{base}/v1/topics/d/subscriptions/s/ack"))
+                .json(&json!({ "receipts": receipts }))
+                .send()
+                .await;
+            if acked.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_messages_survive_kill_9_never_early_never_twice() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let client = reqwest::Client::new();
+    let server = Server::start(data.path()).await;
+    let base = server.base.clone();
+    post(
+        &client,
+        &format!("{base}/v1/topics"),
+        json!({"name": "d", "partitions": 2}),
+    )
+    .await;
+    post(
+        &client,
+        &format!("{base}/v1/topics/d/subscriptions"),
+        json!({"name": "s", "start": "earliest", "ack_timeout_ms": 60000}),
+    )
+    .await;
+
+    // 10,000 messages due spread over 0–5 s, in batches of 500.
+    let mut due: HashMap<String, u64> = HashMap::new();
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for batch in 0..MESSAGES / 500 {
+        let messages: Vec<Value> = (0..500)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                json!({"value": format!("m{batch}-{i}"), "key": format!("k{}", i % 17), "delay_ms": state % SPREAD_MS})
+            })
+            .collect();
+        let sent_ms = now_ms();
+        let reply = post(
+            &client,
+            &format!("{base}/v1/topics/d/messages"),
+            json!({ "messages": messages }),
+        )
+        .await;
+        for entry in reply["messages"].as_array().expect("messages") {
+            let id = entry["id"].as_str().expect("id").to_owned();
+            // A delay of 0 is stored at once: it is due when it was sent.
+            let at = match entry["deliver_at_ms"].as_u64() {
+                Some(at) => at,
+                None => {
+                    assert!(
+                        entry["offset"].is_u64(),
+                        "neither deliver_at_ms nor offset: {entry}"
+                    );
+                    sent_ms
+                }
+            };
+            due.insert(id, at);
+        }
+    }
+    assert_eq!(due.len(), MESSAGES);
+
+    // Cancel 100 that are still well ahead.
+    let horizon = now_ms() + 2_500;
+    let cancelled: BTreeSet<String> = due
+        .iter()
+        .filter(|(_, at)| **at > horizon)
+        .map(|(id, _)| id.clone())
+        .take(100)
+        .collect();
+    for id in &cancelled {
+        let response = client
+            .delete(format!("{base}/v1/topics/d/messages/{id}"))
+            .send()
+            .await
+            .expect("cancel");
+        assert_eq!(response.status(), 204, "cancelling {id}");
+    }
+
+    // Consume for about a second and a half, then kill -9 in the middle of the deliveries.
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    consume(
+        &base,
+        &mut seen,
+        MESSAGES,
+        Instant::now() + Duration::from_millis(1_500),
+    )
+    .await;
+    let mut server = server;
+    server.child.kill().expect("SIGKILL");
+    server.child.wait().expect("reaped");
+    let before_crash = seen.len();
+    drop(server);
+
+    let server = Server::start(data.path()).await;
+    let expected = MESSAGES - cancelled.len();
+    consume(
+        &server.base,
+        &mut seen,
+        expected,
+        Instant::now() + Duration::from_secs(30),
+    )
+    .await;
+
+    // Every message not cancelled arrived, none early, no cancelled one at all.
+    let early: Vec<(&String, u64, u64)> = seen
+        .iter()
+        .filter_map(|(id, at)| due.get(id).filter(|d| at < *d).map(|d| (id, *at, *d)))
+        .take(5)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "received before due (id, received, due): {early:?}"
+    );
+    for id in &cancelled {
+        assert!(!seen.contains_key(id), "cancelled message {id} arrived");
+    }
+    assert_eq!(
+        seen.len(),
+        expected,
+        "{} of {expected} arrived ({before_crash} before the crash)",
+        seen.len()
+    );
+
+    // The log holds every delivered message exactly once.
+    let mut in_log: BTreeMap<String, usize> = BTreeMap::new();
+    for partition in 0..2 {
+        let mut offset = 0;
+        loop {
+            let url = format!(
+                "{}/v1/topics/d/partitions/{partition}/messages?offset={offset}&max=1000",
+                server.base
+            );
+            let page: Value = client
+                .get(&url)
+                .send()
+                .await
+                .expect("read")
+                .json()
+                .await
+                .expect("json");
+            let batch = page["messages"].as_array().expect("messages");
+            if batch.is_empty() {
+                break;
+            }
+            for message in batch {
+                *in_log
+                    .entry(message["id"].as_str().expect("id").to_owned())
+                    .or_default() += 1;
+            }
+            offset = page["next_offset"].as_u64().expect("next_offset");
+        }
+    }
+    let twice: Vec<&String> = in_log
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(id, _)| id)
+        .take(5)
+        .collect();
+    assert!(twice.is_empty(), "appended more than once: {twice:?}");
+    assert_eq!(in_log.len(), expected);
+
+    // Lateness of the messages that fell due while the server was up after the restart.
+    let mut late: Vec<u64> = seen
+        .iter()
+        .filter_map(|(id, at)| due.get(id).map(|d| at.saturating_sub(*d)))
+        .collect();
+    late.sort_unstable();
+    let pct = |p: f64| late[((late.len() as f64 * p) as usize).min(late.len() - 1)];
+    println!(
+        "delay lateness over {} messages (includes the restart gap): p50 {} ms, p99 {} ms, max {} ms",
+        late.len(),
+        pct(0.50),
+        pct(0.99),
+        pct(1.0)
+    );
+}

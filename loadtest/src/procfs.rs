@@ -1,0 +1,116 @@
+//! A server process's CPU time (`utime + stime` from `/proc/<pid>/stat`) and memory
+//! (`VmRSS`, `VmHWM` from `/proc/<pid>/status`). Linux only; elsewhere every reading is `None`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+/// Clock ticks per second of `/proc/<pid>/stat` times: `USER_HZ`, 100 on every Linux
+/// architecture Wharf targets (`getconf CLK_TCK`).
+pub const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU seconds (user + system) the process has used, `pid` `None` meaning this process.
+pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let stat = std::fs::read_to_string(proc_path(pid, "stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name and state.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / CLOCK_TICKS_PER_SECOND)
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in KiB.
+pub fn status_kib(pid: Option<u32>, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(proc_path(pid, "status")).ok()?;
+    status.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn proc_path(pid: Option<u32>, file: &str) -> String {
+    match pid {
+        Some(pid) => format!("/proc/{pid}/{file}"),
+        None => format!("/proc/self/{file}"),
+    }
+}
+
+/// What a server used during one measurement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerUsage {
+    /// CPU seconds (user + system) used during the measurement.
+    pub cpu_s: f64,
+    /// Largest `VmRSS` sampled during the measurement, KiB.
+    pub rss_peak_kib: u64,
+    /// `VmHWM` (peak resident set since the process started) at the end, KiB.
+    pub hwm_kib: u64,
+}
+
+/// Samples a process's resident memory every [`RSS_SAMPLE_INTERVAL`] until stopped, and
+/// its CPU time at the start and end.
+#[derive(Debug)]
+pub struct UsageProbe {
+    pid: u32,
+    cpu_at_start: f64,
+    stop: watch::Sender<bool>,
+    sampler: tokio::task::JoinHandle<u64>,
+}
+
+/// How often [`UsageProbe`] reads `VmRSS`: often enough to catch a burst that lasts a few
+/// hundred milliseconds, rare enough to cost nothing.
+pub const RSS_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+impl UsageProbe {
+    /// Starts probing `pid`.
+    pub fn start(pid: u32) -> UsageProbe {
+        let (stop, mut stopped) = watch::channel(false);
+        let sampler = tokio::spawn(async move {
+            let mut peak = 0;
+            loop {
+                peak = peak.max(status_kib(Some(pid), "VmRSS").unwrap_or(0));
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    () = tokio::time::sleep(RSS_SAMPLE_INTERVAL) => {}
+                }
+            }
+            peak.max(status_kib(Some(pid), "VmRSS").unwrap_or(0))
+        });
+        UsageProbe {
+            pid,
+            cpu_at_start: cpu_seconds(Some(pid)).unwrap_or(0.0),
+            stop,
+            sampler,
+        }
+    }
+
+    /// Stops probing and reports.
+    pub async fn finish(self) -> ServerUsage {
+        let cpu_at_end = cpu_seconds(Some(self.pid)).unwrap_or(self.cpu_at_start);
+        let _ = self.stop.send(true);
+        let rss_peak_kib = self.sampler.await.unwrap_or(0);
+        ServerUsage {
+            cpu_s: cpu_at_end - self.cpu_at_start,
+            rss_peak_kib,
+            hwm_kib: status_kib(Some(self.pid), "VmHWM").unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_cpu_time_and_memory() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        assert!(cpu_seconds(None).is_some());
+        assert!(status_kib(None, "VmRSS").unwrap_or(0) > 0);
+        assert!(status_kib(None, "VmHWM").unwrap_or(0) > 0);
+        assert_eq!(status_kib(None, "NoSuchField"), None);
+    }
+}

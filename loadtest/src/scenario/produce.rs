@@ -1,0 +1,112 @@
+//! `produce-1` (one 1 KiB message per request) and `produce-batch` (100 per request):
+//! closed-loop (each connection sends as soon as its last reply came) or open-loop (a fixed
+//! arrival rate, latency from the intended send time).
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::{
+    Budget, Load, Measurement, RunShape, ScenarioError, Tally, Usage, Window, create_topic,
+    join_tallies, unique_name,
+};
+use crate::client::Connection;
+use crate::pacing::Schedule;
+use crate::wire;
+
+/// What to produce and how.
+#[derive(Debug, Clone)]
+pub struct ProduceSpec {
+    /// The scenario's name in results.
+    pub scenario: String,
+    /// Messages per request.
+    pub batch: usize,
+    /// Partitions of the topic created for the run.
+    pub partitions: u32,
+    /// Connections.
+    pub connections: usize,
+    /// Requests per second across all connections (open loop); `None`: closed loop.
+    pub rate_per_s: Option<f64>,
+}
+
+/// Runs the scenario on a fresh topic.
+pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, ScenarioError> {
+    let topic = unique_name(&format!("{}-r{}", spec.scenario, load.round));
+    create_topic(load, &topic, spec.partitions).await?;
+    let body = wire::produce_body(spec.batch, wire::MESSAGE_BYTES);
+    let path = wire::messages_path(&topic);
+    let budget = Budget::new(load.max_requests);
+    let window = Window::after_warmup(load.warmup, load.duration);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..spec.connections)
+        .map(|index| {
+            let worker = Worker {
+                connection: load.connect(),
+                path: path.clone(),
+                body: body.clone(),
+                batch: spec.batch,
+                window,
+                budget: budget.clone(),
+                schedule: spec
+                    .rate_per_s
+                    .map(|rate| Schedule::new(started, rate, spec.connections, index)),
+            };
+            tokio::spawn(worker.run())
+        })
+        .collect();
+    tokio::time::sleep_until(window.measure_from).await;
+    let usage = Usage::start(load);
+    let tally = join_tallies(workers).await;
+    let elapsed = window.measure_from.elapsed();
+    let shape = RunShape {
+        scenario: spec.scenario.clone(),
+        mode: if spec.rate_per_s.is_some() {
+            "open"
+        } else {
+            "closed"
+        },
+        connections: spec.connections,
+        rate_per_s: spec.rate_per_s,
+    };
+    Ok(Measurement::from_tally(
+        load,
+        shape,
+        tally,
+        elapsed,
+        usage.finish().await,
+    ))
+}
+
+struct Worker {
+    connection: Connection,
+    path: String,
+    body: Bytes,
+    batch: usize,
+    window: Window,
+    budget: Budget,
+    schedule: Option<Schedule>,
+}
+
+impl Worker {
+    async fn run(mut self) -> Tally {
+        let mut tally = Tally::default();
+        loop {
+            let start = match &mut self.schedule {
+                Some(schedule) => schedule.next_send(),
+                None => Instant::now(),
+            };
+            if start >= self.window.deadline || !self.budget.take() {
+                break;
+            }
+            tokio::time::sleep_until(start).await;
+            let result = self.connection.post(&self.path, self.body.clone()).await;
+            if !self.window.measures(start) {
+                continue;
+            }
+            if tally.request(start.elapsed(), result).is_some() {
+                tally.messages += self.batch as u64;
+                tally.payload_bytes += (self.batch * wire::MESSAGE_BYTES) as u64;
+            }
+        }
+        tally
+    }
+}
