@@ -60,10 +60,11 @@ pub const DEFAULT_MAX_STREAMS: usize = 256;
 /// Default `max_streams_per_principal`: one client's share of [`DEFAULT_MAX_STREAMS`].
 pub const DEFAULT_MAX_STREAMS_PER_PRINCIPAL: usize = 16;
 /// Default `principal_requests_per_second`: requests one principal (token subject, or peer
-/// address when anonymous) may make per second; 0 is unlimited. 1000/s is far above what a
-/// well-behaved client needs with batching and long-polls, and stops one client's loop bug
-/// from taking the whole node.
-pub const DEFAULT_PRINCIPAL_REQUESTS_PER_SECOND: u32 = 1000;
+/// address when anonymous) may make per second; 0 is unlimited, the default. A node serves
+/// tens of thousands of single-message produces a second, and one service producing without
+/// batching legitimately uses most of that; a default cap would throttle it (and every
+/// benchmark from one loopback address). Operators who share a node among teams set it.
+pub const DEFAULT_PRINCIPAL_REQUESTS_PER_SECOND: u32 = 0;
 /// Default `rate_limit_burst_ms`: how much of a rate a quiet bucket saves up, in ms of that
 /// rate. One second is the usual token-bucket burst; shorter makes limits stricter.
 pub const DEFAULT_RATE_LIMIT_BURST_MS: u64 = 1_000;

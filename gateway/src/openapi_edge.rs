@@ -84,3 +84,30 @@ pub fn document_edge(document: &mut OpenApi) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::auth::policy::lookup;
+
+    #[test]
+    fn every_documented_operation_has_a_row_in_the_access_table() {
+        let document = serde_json::to_value(crate::openapi::document()).expect("json");
+        let paths = document["paths"].as_object().expect("paths");
+        let mut checked = 0;
+        for (path, item) in paths {
+            for method in ["get", "put", "post", "delete", "patch"] {
+                if item.get(method).is_none() {
+                    continue;
+                }
+                let method = axum::http::Method::from_bytes(method.to_uppercase().as_bytes())
+                    .expect("method");
+                assert!(
+                    lookup(&method, path).is_some(),
+                    "{method} {path} is routed but missing from auth::policy::ROUTES"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20);
+    }
+}

@@ -267,3 +267,33 @@ async fn topic_lists_show_only_topics_with_a_grant() {
     assert!(names(token("nobody", "")).await.is_empty());
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docs_exposure_is_configurable() {
+    let public = Harness::start_with(with_secret(EdgeRaw {
+        docs_public: Some("true".into()),
+        ..EdgeRaw::default()
+    }))
+    .await;
+    assert_eq!(public.get("/openapi.json").await.status(), 200);
+    assert_eq!(public.get("/docs").await.status(), 200);
+    expect_problem(public.get("/v1/topics").await, 401, "unauthorized").await;
+    public.stop().await;
+    let hidden = Harness::start_with(with_secret(EdgeRaw {
+        expose_docs: Some("false".into()),
+        ..EdgeRaw::default()
+    }))
+    .await;
+    let root = token("root", "admin:*");
+    for path in ["/openapi.json", "/docs"] {
+        let response = hidden
+            .client
+            .get(hidden.url(path))
+            .bearer_auth(&root)
+            .send()
+            .await
+            .expect("request");
+        expect_problem(response, 404, "route_not_found").await;
+    }
+    hidden.stop().await;
+}

@@ -12,12 +12,14 @@ use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES, MAX_READ_RECORDS};
 use crate::message::Record;
-use crate::schedule::{DelayStore, PendingMove, Scheduled};
+use crate::schedule::{DelayStore, Scheduled};
 use crate::storage::PartitionHandle;
 
-/// Most records a restart reads after an interrupted move to find what it had appended: the
-/// move's own batch plus what other producers appended alongside it before the crash.
-const MAX_RECOVERY_SCAN: usize = 100_000;
+/// Most records a restart reads per partition from the delay checkpoint: about a second of
+/// appends at a high produce rate, as the mover moves checkpoints every second.
+const MAX_RECOVERY_SCAN: usize = 1_000_000;
+/// How often an idle mover moves the checkpoints, bounding the restart's scan.
+const CHECKPOINT_EVERY_MS: u64 = 1_000;
 /// Pause after a failed move before trying again, so a full disk does not spin the task.
 const MOVE_RETRY_MS: u64 = 500;
 
@@ -48,8 +50,11 @@ impl Broker {
     }
 
     /// Moves every message due now into its partition, in due order, a batch per partition.
+    /// Nothing here waits on a metadata flush: see [`crate::schedule`] for why a crash
+    /// neither loses nor duplicates a message anyway.
     async fn move_due(&self, topic: &Topic) -> Result<()> {
-        let due = topic.delays.due(now_ms(), MAX_BATCH_MESSAGES)?;
+        let delays = topic.delays.clone();
+        let due = blocking(move || delays.due(now_ms(), MAX_BATCH_MESSAGES)).await?;
         let mut by_partition: BTreeMap<u32, Vec<Scheduled>> = BTreeMap::new();
         for message in due {
             by_partition
@@ -61,13 +66,7 @@ impl Broker {
             let Some(log) = topic.partitions.get(partition as usize) else {
                 continue;
             };
-            topic.delays.begin_move(PendingMove {
-                partition,
-                end_before: log.end_offset(),
-            })?;
-            // The marker must be on disk before the append can be, or a crash in between
-            // would leave appended messages that a restart schedules again.
-            self.metadata.flush().await?;
+            let end_before = log.end_offset();
             let visible_ms = now_ms();
             let records: Vec<Record> = group
                 .iter()
@@ -77,42 +76,63 @@ impl Broker {
                 })
                 .collect();
             log.append(records).await?;
-            topic.delays.finish_move(&group)?;
+            topic.delays.finish_move(&group, partition, end_before)?;
             topic
                 .scheduled
                 .fetch_sub(group.len() as u64, Ordering::SeqCst);
         }
-        self.persist().await
+        Ok(())
     }
 }
 
-/// Finishes a move that a crash interrupted, before the topic serves anything. Blocking.
-pub(super) fn recover_interrupted_move(
-    delays: &DelayStore,
-    partitions: &[PartitionHandle],
-) -> Result<()> {
-    let Some(pending) = delays.pending_move()? else {
+/// Moves a topic's checkpoints to the end of its partitions: called by the mover while no
+/// move is in progress, so a restart's scan stays short.
+fn checkpoint(topic: &Topic) -> Result<()> {
+    let ends: Vec<(u32, u64)> = (0u32..)
+        .zip(&topic.partitions)
+        .map(|(p, log)| (p, log.end_offset()))
+        .collect();
+    topic.delays.set_checkpoints(&ends)
+}
+
+/// Drops from the schedule the messages a crash left both appended and scheduled, before the
+/// topic serves anything: it reads each partition from its checkpoint to its end. Blocking.
+pub(super) fn recover_appended(delays: &DelayStore, partitions: &[PartitionHandle]) -> Result<()> {
+    if delays.is_empty()? {
         return Ok(());
-    };
-    let Some(log) = partitions.get(pending.partition as usize) else {
-        delays.finish_interrupted_move(&[])?;
-        return Ok(());
-    };
-    let mut appended = Vec::new();
-    let mut offset = pending.end_before;
-    while appended.len() < MAX_RECOVERY_SCAN {
-        let batch = log.read(offset, MAX_READ_RECORDS, MAX_READ_BYTES)?;
-        let Some(last) = batch.last() else { break };
-        offset = last.offset + 1;
-        appended.extend(batch.into_iter().map(|r| r.record.id));
     }
-    let removed = delays.finish_interrupted_move(&appended)?;
-    tracing::info!(
-        partition = pending.partition,
-        removed,
-        "finished a delayed-message move interrupted by a crash"
-    );
-    Ok(())
+    for (partition, log) in (0u32..).zip(partitions) {
+        let mut offset = delays.checkpoint(partition)?.max(log.start_offset());
+        let mut appended = Vec::new();
+        let mut scanned = 0;
+        while scanned < MAX_RECOVERY_SCAN {
+            let batch = log.read(offset, MAX_READ_RECORDS, MAX_READ_BYTES)?;
+            let Some(last) = batch.last() else { break };
+            offset = last.offset + 1;
+            scanned += batch.len();
+            appended.extend(batch.into_iter().map(|r| r.record.id));
+        }
+        if scanned >= MAX_RECOVERY_SCAN {
+            tracing::warn!(
+                partition,
+                scanned,
+                "the delayed-message recovery scan stopped at its bound"
+            );
+        }
+        let removed = delays.remove_appended(&appended)?;
+        if removed > 0 {
+            tracing::info!(
+                partition,
+                removed,
+                "dropped delayed messages a crash left both appended and scheduled"
+            );
+        }
+    }
+    let ends: Vec<(u32, u64)> = (0u32..)
+        .zip(partitions)
+        .map(|(p, log)| (p, log.end_offset()))
+        .collect();
+    delays.set_checkpoints(&ends)
 }
 
 /// Moves due messages of one topic until the topic is deleted or the broker shuts down.
@@ -133,25 +153,26 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
                 Ok(()) => continue,
                 Err(error) => {
                     tracing::error!(%error, "moving due delayed messages failed");
-                    Some(MOVE_RETRY_MS)
+                    MOVE_RETRY_MS
                 }
             },
-            Ok(Some(due)) => Some(due - now),
-            Ok(None) => None,
+            Ok(next) => {
+                if let Err(error) = checkpoint(&topic) {
+                    tracing::error!(%error, "moving the delay checkpoints failed");
+                }
+                next.map_or(CHECKPOINT_EVERY_MS, |due| {
+                    (due - now).min(CHECKPOINT_EVERY_MS)
+                })
+            }
             Err(error) => {
                 tracing::error!(%error, "reading the delay schedule failed");
-                Some(MOVE_RETRY_MS)
+                MOVE_RETRY_MS
             }
         };
         drop(live);
-        match pause {
-            Some(ms) => {
-                tokio::select! {
-                    () = &mut wake => {}
-                    () = tokio::time::sleep(Duration::from_millis(ms)) => {}
-                }
-            }
-            None => wake.await,
+        tokio::select! {
+            () = &mut wake => {}
+            () = tokio::time::sleep(Duration::from_millis(pause)) => {}
         }
     }
 }
@@ -183,7 +204,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_move_interrupted_after_its_append_is_finished_without_appending_again() {
+    async fn messages_appended_but_still_scheduled_are_dropped_from_the_schedule() {
         let dir = tempfile::tempdir().expect("dir");
         let db = sled::Config::new().temporary(true).open().expect("sled");
         let config = LogConfig {
@@ -201,6 +222,9 @@ mod tests {
             .await
             .expect("append");
         let delays = DelayStore::new(db.open_tree("delay").expect("tree"));
+        delays
+            .set_checkpoints(&[(0, log.end_offset())])
+            .expect("checkpoint");
         let (a, b, c) = (
             scheduled("a", 10, 1),
             scheduled("b", 10, 2),
@@ -209,12 +233,6 @@ mod tests {
         delays
             .schedule(&[a.clone(), b.clone(), c.clone()])
             .expect("schedule");
-        delays
-            .begin_move(PendingMove {
-                partition: 0,
-                end_before: log.end_offset(),
-            })
-            .expect("begin");
         // The crash came after the append and before the schedule was updated.
         log.append(vec![a.record.clone(), b.record.clone()])
             .await
@@ -222,12 +240,11 @@ mod tests {
 
         let partitions = vec![log.clone()];
         let recovered = delays.clone();
-        tokio::task::spawn_blocking(move || recover_interrupted_move(&recovered, &partitions))
+        tokio::task::spawn_blocking(move || recover_appended(&recovered, &partitions))
             .await
             .expect("join")
             .expect("recover");
 
-        assert_eq!(delays.pending_move().expect("marker"), None);
         let left: Vec<String> = delays
             .due(u64::MAX, 10)
             .expect("due")
@@ -239,12 +256,12 @@ mod tests {
             vec!["c"],
             "a and b reached the log and must not be scheduled again"
         );
-        assert_eq!(log.end_offset(), 3);
+        assert_eq!(delays.checkpoint(0).expect("checkpoint"), 3);
         log.shutdown();
     }
 
     #[tokio::test]
-    async fn a_move_interrupted_before_its_append_keeps_every_message_scheduled() {
+    async fn messages_below_the_checkpoint_are_not_looked_for() {
         let dir = tempfile::tempdir().expect("dir");
         let db = sled::Config::new().temporary(true).open().expect("sled");
         let config = LogConfig {
@@ -259,23 +276,23 @@ mod tests {
         )
         .expect("log");
         let delays = DelayStore::new(db.open_tree("delay").expect("tree"));
+        // An id reused after its earlier message was moved long ago: below the checkpoint.
+        log.append(vec![scheduled("a", 0, 0).record])
+            .await
+            .expect("append");
+        delays
+            .set_checkpoints(&[(0, log.end_offset())])
+            .expect("checkpoint");
         delays
             .schedule(&[scheduled("a", 10, 1), scheduled("b", 10, 2)])
             .expect("schedule");
-        delays
-            .begin_move(PendingMove {
-                partition: 0,
-                end_before: log.end_offset(),
-            })
-            .expect("begin");
         let partitions = vec![log.clone()];
         let recovered = delays.clone();
-        tokio::task::spawn_blocking(move || recover_interrupted_move(&recovered, &partitions))
+        tokio::task::spawn_blocking(move || recover_appended(&recovered, &partitions))
             .await
             .expect("join")
             .expect("recover");
         assert_eq!(delays.due(u64::MAX, 10).expect("due").len(), 2);
-        assert_eq!(delays.pending_move().expect("marker"), None);
         log.shutdown();
     }
 }

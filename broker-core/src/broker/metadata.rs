@@ -31,7 +31,7 @@ use crate::topic::TopicConfig;
 
 /// sled's page cache. Its default (1 GiB) would let the metadata store alone pass the node's
 /// memory budget; indexes and leases are small and read mostly near their tails.
-const METADATA_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+const METADATA_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The metadata store.
 #[derive(Debug)]
@@ -233,7 +233,7 @@ pub(super) fn open_topic_files(
             }
         }
     }
-    if let Err(error) = super::delays::recover_interrupted_move(&delays, &partitions) {
+    if let Err(error) = super::delays::recover_appended(&delays, &partitions) {
         partitions.iter().for_each(PartitionHandle::shutdown);
         return Err(error);
     }

@@ -5,12 +5,15 @@
 //! Keys of the tree:
 //! - `d` + due_ms + seq → partition + frame: the schedule, in due order;
 //! - `i` + message id → due_ms + seq: for cancelling by id;
-//! - `m` → partition + end offset before: the move in progress (see [`DelayStore::begin_move`]).
+//! - `c` + partition → offset: the move checkpoint of the partition.
 //!
-//! A due message is moved by: writing the move marker, appending to the partition, then
-//! removing the entries and the marker in one batch. After a crash in between, the marker
-//! says where to look in the log for what was already appended, so a restart neither loses
-//! nor duplicates a scheduled message.
+//! A due message is moved by appending it to its partition, then removing it from the
+//! schedule in one batch that also sets the partition's checkpoint to the end offset the
+//! append started from; an idle mover also moves the checkpoints to the end offsets. sled
+//! persists batches in order, so after a crash every message appended but still on the
+//! schedule lies at or past its partition's checkpoint: a restart reads that tail and drops
+//! what it finds from the schedule, so it neither loses nor duplicates a scheduled message,
+//! and no flush waits on the delivery path.
 
 use bytes::Bytes;
 
@@ -20,7 +23,7 @@ use crate::storage::codec;
 
 const DUE: u8 = b'd';
 const ID: u8 = b'i';
-const MOVE: &[u8] = b"m";
+const CHECKPOINT: u8 = b'c';
 
 /// Name of the sled tree of a topic incarnation's schedule.
 pub fn tree_name(topic_uid: u64) -> String {
@@ -38,16 +41,6 @@ pub struct Scheduled {
     pub partition: u32,
     /// The message.
     pub record: Record,
-}
-
-/// A move in progress: due messages being appended to `partition`, whose end offset was
-/// `end_before` when the move began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PendingMove {
-    /// The partition appended to.
-    pub partition: u32,
-    /// Its end offset before the append.
-    pub end_before: u64,
 }
 
 /// The schedule of one topic.
@@ -118,54 +111,53 @@ impl DelayStore {
         self.tree.scan_prefix([ID]).count()
     }
 
-    /// Records that `moved` messages are about to be appended to a partition whose end offset
-    /// is `end_before`.
-    pub fn begin_move(&self, pending: PendingMove) -> Result<()> {
-        let mut value = pending.partition.to_be_bytes().to_vec();
-        value.extend_from_slice(&pending.end_before.to_be_bytes());
-        self.tree.insert(MOVE, value)?;
-        Ok(())
-    }
-
-    /// The move a crash interrupted, if any.
-    pub fn pending_move(&self) -> Result<Option<PendingMove>> {
-        let Some(value) = self.tree.get(MOVE)? else {
-            return Ok(None);
-        };
-        let partition = value
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_be_bytes);
-        let end = value
-            .get(4..12)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_be_bytes);
-        match (partition, end) {
-            (Some(partition), Some(end_before)) => Ok(Some(PendingMove {
-                partition,
-                end_before,
-            })),
-            _ => Err(corrupt("move marker")),
-        }
-    }
-
-    /// Removes moved messages from the schedule and clears the move marker, atomically.
-    pub fn finish_move(&self, moved: &[Scheduled]) -> Result<()> {
+    /// Removes moved messages from the schedule and sets their partition's checkpoint to
+    /// `end_before`, the end offset their append started from, atomically.
+    pub fn finish_move(&self, moved: &[Scheduled], partition: u32, end_before: u64) -> Result<()> {
         let mut batch = sled::Batch::default();
         for message in moved {
             batch.remove(&due_key(message.due_ms, message.seq)[..]);
             batch.remove(id_key(&message.record.id));
         }
-        batch.remove(MOVE);
+        batch.insert(
+            &checkpoint_key(partition)[..],
+            &end_before.to_be_bytes()[..],
+        );
         self.tree.apply_batch(batch)?;
         Ok(())
     }
-}
 
-impl DelayStore {
-    /// Finishes a move a crash interrupted: removes the scheduled messages whose ids are in
-    /// `appended` (they reached the log) and clears the marker. The others stay scheduled.
-    pub fn finish_interrupted_move(&self, appended: &[String]) -> Result<usize> {
+    /// Moves checkpoints forward while no move is in progress: `(partition, end offset)`.
+    pub fn set_checkpoints(&self, ends: &[(u32, u64)]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (partition, end) in ends {
+            batch.insert(&checkpoint_key(*partition)[..], &end.to_be_bytes()[..]);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Where a restart starts looking for messages that were appended but are still on the
+    /// schedule (0 before the first checkpoint).
+    pub fn checkpoint(&self, partition: u32) -> Result<u64> {
+        match self.tree.get(checkpoint_key(partition))? {
+            Some(value) => value
+                .as_ref()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| corrupt("checkpoint")),
+            None => Ok(0),
+        }
+    }
+
+    /// Whether nothing is scheduled.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.tree.scan_prefix([DUE]).next().transpose()?.is_none())
+    }
+
+    /// Removes the scheduled messages whose ids are in `appended` (they reached the log before
+    /// a crash); returns how many it removed.
+    pub fn remove_appended(&self, appended: &[String]) -> Result<usize> {
         let mut batch = sled::Batch::default();
         let mut removed = 0;
         for id in appended {
@@ -177,10 +169,15 @@ impl DelayStore {
                 removed += 1;
             }
         }
-        batch.remove(MOVE);
         self.tree.apply_batch(batch)?;
         Ok(removed)
     }
+}
+
+fn checkpoint_key(partition: u32) -> [u8; 5] {
+    let mut key = [CHECKPOINT; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
 }
 
 fn due_key(due_ms: u64, seq: u64) -> [u8; 17] {
@@ -297,31 +294,30 @@ mod tests {
     }
 
     #[test]
-    fn a_finished_move_removes_the_messages_and_the_marker() {
+    fn a_finished_move_removes_the_messages_and_sets_the_checkpoint() {
         let store = store();
         store
             .schedule(&[message("a", 100, 1), message("b", 300, 2)])
             .expect("schedule");
+        assert_eq!(store.checkpoint(1).expect("checkpoint"), 0);
         let due = store.due(100, 10).expect("due");
-        store
-            .begin_move(PendingMove {
-                partition: 1,
-                end_before: 42,
-            })
-            .expect("begin");
-        assert_eq!(
-            store.pending_move().expect("marker"),
-            Some(PendingMove {
-                partition: 1,
-                end_before: 42
-            })
-        );
-        store.finish_move(&due).expect("finish");
-        assert_eq!(store.pending_move().expect("marker"), None);
+        store.finish_move(&due, 1, 42).expect("finish");
+        assert_eq!(store.checkpoint(1).expect("checkpoint"), 42);
         assert_eq!(store.next_due().expect("next"), Some(300));
         assert!(
             !store.cancel("a").expect("cancel"),
             "a moved message is no longer cancellable"
         );
+        store
+            .set_checkpoints(&[(1, 50), (2, 7)])
+            .expect("checkpoints");
+        assert_eq!(store.checkpoint(2).expect("checkpoint"), 7);
+        assert_eq!(
+            store
+                .remove_appended(&["b".into(), "zz".into()])
+                .expect("remove"),
+            1
+        );
+        assert!(store.is_empty().expect("empty"));
     }
 }

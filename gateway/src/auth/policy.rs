@@ -232,28 +232,33 @@ pub fn segments(path: &str) -> Vec<String> {
         .collect()
 }
 
+/// The row of [`ROUTES`] for a request, and the path's `{topic}`; `None` for unknown routes.
+pub fn lookup(method: &Method, path: &str) -> Option<(&'static RouteRule, Option<String>)> {
+    let segments = segments(path);
+    ROUTES
+        .iter()
+        .filter(|route| route.method == method.as_str())
+        .find_map(|route| match_pattern(route.pattern, &segments).map(|topic| (route, topic)))
+}
+
 /// Looks a request up in [`ROUTES`]; unknown routes need a valid token.
 pub fn classify(method: &Method, path: &str) -> RouteAccess {
-    let segments = segments(path);
-    for route in ROUTES {
-        if route.method != method.as_str() {
-            continue;
-        }
-        if let Some(topic) = match_pattern(route.pattern, &segments) {
-            return RouteAccess {
-                rule: route.rule,
-                load: route.load,
-                topic,
-            };
-        }
+    if let Some((route, topic)) = lookup(method, path) {
+        return RouteAccess {
+            rule: route.rule,
+            load: route.load,
+            topic,
+        };
     }
+    let segments = segments(path);
+    let topic = match segments.as_slice() {
+        [v1, topics, topic, ..] if v1 == "v1" && topics == "topics" => Some(topic.clone()),
+        _ => None,
+    };
     RouteAccess {
         rule: Rule::Authenticated,
         load: Load::Plain,
-        topic: segments
-            .get(2)
-            .filter(|_| segments.first().is_some_and(|s| s == "v1"))
-            .cloned(),
+        topic,
     }
 }
 

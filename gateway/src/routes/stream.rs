@@ -1,7 +1,7 @@
 //! Server-Sent Events delivery: a subscription's messages pushed down one long response,
 //! acked through the ordinary `ack` route.
 //!
-//! A spawned [`StreamLoop`] owns the sending half of a bounded channel and the response body
+//! A spawned `StreamLoop` owns the sending half of a bounded channel and the response body
 //! reads the other half. The loop leases messages with the broker's receive in waits of at
 //! most [`LONG_POLL_SLICE_MS`], never cancelled half-way (a receive may have leased messages
 //! before it returns). When the client goes away the body, and with it the receiving half, is
