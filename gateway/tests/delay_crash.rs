@@ -9,9 +9,6 @@
 )]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
@@ -19,55 +16,9 @@ use serde_json::{Value, json};
 const MESSAGES: usize = 10_000;
 const SPREAD_MS: u64 = 5_000;
 
-struct Server {
-    child: Child,
-    base: String,
-}
+mod child;
 
-impl Server {
-    async fn start(data_dir: &Path) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_wharf"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("wharf starts");
-        let server = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !client
-            .get(format!("{}/readyz", server.base))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            assert!(Instant::now() < deadline, "wharf did not become ready");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use child::Server;
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -204,11 +155,8 @@ async fn delayed_messages_survive_kill_9_never_early_never_twice() {
         Instant::now() + Duration::from_millis(1_500),
     )
     .await;
-    let mut server = server;
-    server.child.kill().expect("SIGKILL");
-    server.child.wait().expect("reaped");
+    server.kill_9();
     let before_crash = seen.len();
-    drop(server);
 
     let server = Server::start(data.path()).await;
     let expected = MESSAGES - cancelled.len();

@@ -264,6 +264,11 @@ impl Broker {
                 Settle::Extend { .. } => "extend",
             };
             telemetry::settled(topic, subscription, name, outcome.succeeded);
+            // On an ordered subscription an ack gives the next message of its key its turn:
+            // receivers waiting for work must look again.
+            if sub.config.ordering == crate::subscription::Ordering::Key {
+                open.on_commit.notify_waiters();
+            }
             self.persist().await?;
         }
         Ok(outcome)

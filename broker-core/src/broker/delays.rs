@@ -38,6 +38,15 @@ impl Broker {
     /// or if no such message was scheduled.
     pub async fn cancel_delayed(&self, topic: &str, id: &str) -> Result<()> {
         self.check_running()?;
+        if !super::produce::valid_id(id) {
+            return Err(BrokerError::invalid(
+                "id",
+                format!(
+                    "must be 1 to {} printable ASCII characters without spaces or '/'",
+                    crate::limits::MAX_ID_BYTES
+                ),
+            ));
+        }
         let open = self.topic(topic)?;
         if !open.delays.cancel(id)? {
             return Err(BrokerError::MessageNotFound {

@@ -19,6 +19,7 @@ pub mod types;
 
 pub use consume::{MAX_NACK_DELAY_MS, REDRIVE_HEADER};
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
+pub use produce::valid_id;
 pub use seek::SeekTarget;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,8 @@ pub struct Broker {
     shutdown_signal: Notify,
     /// This broker, for the background tasks it starts (they must not keep it alive).
     me: std::sync::Weak<Broker>,
+    /// The background tasks (retention, one delay mover per topic), stopped at shutdown.
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Broker {
@@ -111,11 +114,12 @@ impl Broker {
             admin: AsyncMutex::new(()),
             shutting_down: AtomicBool::new(false),
             shutdown_signal: Notify::new(),
+            tasks: std::sync::Mutex::new(Vec::new()),
         });
-        tokio::spawn(topics::retention_loop(Arc::downgrade(&broker)));
+        broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
         for topic in topics {
-            tokio::spawn(delays::delay_loop(Arc::downgrade(&broker), topic));
+            broker.spawn_task(delays::delay_loop(Arc::downgrade(&broker), topic));
         }
         Ok(broker)
     }
@@ -132,6 +136,18 @@ impl Broker {
             topic.on_commit.notify_waiters();
             topic.delay_wake.notify_one();
         }
+        // The background tasks hold topics (and so sled trees): they must be gone before the
+        // data folder can be opened again. Stopping one mid-move is safe (see `schedule`).
+        let tasks = std::mem::take(
+            &mut *self
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
         let partitions: Vec<PartitionHandle> = topics
             .iter()
             .flat_map(|t| t.partitions.iter().cloned())
@@ -143,6 +159,17 @@ impl Broker {
         if let Err(error) = self.metadata.flush().await {
             tracing::error!(%error, "flushing the metadata store at shutdown failed");
         }
+    }
+
+    /// Starts a background task that shutdown stops.
+    fn spawn_task(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task);
+        let mut tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
     }
 
     /// The fsync policy of every partition log.

@@ -35,7 +35,7 @@ impl Broker {
         self.persist().await?;
         let topic = Arc::new(topic);
         write(&self.topics).insert(config.name.clone(), topic.clone());
-        tokio::spawn(super::delays::delay_loop(self.me.clone(), topic.clone()));
+        self.spawn_task(super::delays::delay_loop(self.me.clone(), topic.clone()));
         tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
         Ok(self.info(&topic))
     }

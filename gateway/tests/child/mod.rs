@@ -1,0 +1,67 @@
+//! A real `wharf` process for crash tests: started on a free loopback port and a given data
+//! folder, waited for until ready, and killed with SIGKILL on request or when dropped.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `wharf serve` child process.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl Server {
+    /// Starts `wharf serve` on `data_dir` and waits (at most 30 s) until `/readyz` answers 200.
+    pub async fn start(data_dir: &Path) -> Server {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_wharf"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("wharf starts");
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = client.get(format!("{}/readyz", server.base)).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wharf did not become ready in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Kills the process with SIGKILL and reaps it.
+    pub fn kill_9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
