@@ -14,7 +14,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -26,10 +25,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use crate::config::EdgeSettings;
+use crate::edge::Edge;
 use crate::problem::ApiError;
 
 /// How long the refusal of a connection over `max_connections` may take to write: it is one
@@ -40,15 +39,16 @@ const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// Serves `router` on `listener` until `shutdown` resolves, then drains for at most
-/// `drain_timeout`.
+/// `drain_timeout`. Each connection holds one of `edge`'s connection slots.
 pub async fn serve_connections(
     listener: TcpListener,
     router: Router,
-    edge: &EdgeSettings,
+    edge: &Edge,
     shutdown: impl Future<Output = ()>,
     drain_timeout: Duration,
 ) {
-    let slots = Arc::new(Semaphore::new(edge.max_connections));
+    let slots = &edge.connections;
+    let edge = &edge.settings;
     let graceful = GracefulShutdown::new();
     let builder = http1_builder(edge);
     tokio::pin!(shutdown);
@@ -64,7 +64,8 @@ pub async fn serve_connections(
             },
             () = &mut shutdown => break,
         };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+        let Some(slot) = slots.try_acquire() else {
+            crate::metrics::connection_refused();
             tokio::spawn(refuse(stream));
             continue;
         };

@@ -1,6 +1,7 @@
 //! The router: [`app`] wires the documented routes, the problem+json fallbacks for unknown
 //! routes and methods, and the middleware every response passes through (request id, tracing,
-//! body limit, and the [`edge`](crate::edge): auth, rate limits, budgets, timeouts). [`AppState`] is what handlers share.
+//! body limit, request metrics ([`crate::metrics`]), and the [`edge`](crate::edge): auth, rate
+//! limits, budgets, timeouts). [`AppState`] is what handlers share.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +16,8 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::edge::{self, Edge};
-use crate::openapi;
 use crate::problem::ApiError;
+use crate::{metrics, openapi};
 
 /// What every handler shares: the broker, the HTTP limits, and the draining flag.
 #[derive(Clone)]
@@ -36,8 +37,10 @@ impl AppState {
         AppState::with_edge(broker, Edge::anonymous(max_body_bytes))
     }
 
-    /// State around an open broker with this edge.
+    /// State around an open broker with this edge. Installs the metrics recorder if no
+    /// server did yet, so `/metrics` works for an app built without [`crate::serve`].
     pub fn with_edge(broker: Arc<Broker>, edge: Edge) -> Self {
+        metrics::install();
         AppState {
             broker,
             max_body_bytes: edge.max_body_bytes,
@@ -67,6 +70,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone())
         .layer(axum::middleware::from_fn_with_state(state, edge::edge))
+        .layer(axum::middleware::from_fn(metrics::track_requests))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

@@ -132,7 +132,7 @@ edge_settings! {
     metrics_public => "WHARF_METRICS_PUBLIC",
     /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs [default: none].
     trusted_proxies => "WHARF_TRUSTED_PROXIES",
-    /// Requests per second per principal; 0 is unlimited [default: 1000].
+    /// Requests per second per principal; 0 (the default) is unlimited.
     principal_requests_per_second => "WHARF_PRINCIPAL_REQUESTS_PER_SECOND",
     /// Burst of every rate limit, in milliseconds of its rate [default: 1000].
     rate_limit_burst_ms => "WHARF_RATE_LIMIT_BURST_MS",

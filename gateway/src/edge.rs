@@ -34,7 +34,9 @@ use crate::auth::policy::{self, Load, Rule};
 use crate::auth::{Action, Authenticator, Principal};
 use crate::client_addr::client_address;
 use crate::config::EdgeSettings;
-use crate::limits::{ByteBudget, CapExceeded, CapPermit, ConcurrencyCap, LONG_POLL_MARGIN_MS};
+use crate::limits::{
+    ByteBudget, CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS,
+};
 use crate::problem::ApiError;
 use crate::rate_limit::{PrincipalRateLimits, RateLimited, TopicRateLimits};
 
@@ -55,6 +57,8 @@ pub struct Edge {
     pub produce_bytes: ByteBudget,
     /// Long-poll slots.
     pub long_polls: ConcurrencyCap,
+    /// Open-connection slots, taken by the accept loop ([`crate::accept`]).
+    pub connections: ConnectionSlots,
     /// SSE stream slots; a stream handler holds a [`crate::limits::StreamPermit`] from here
     /// (the edge takes it for `GET …/stream` routes).
     pub streams: ConcurrencyCap,
@@ -70,6 +74,7 @@ impl Edge {
             ),
             topics: TopicRateLimits::new(settings.rate_limit_burst_ms),
             produce_bytes: ByteBudget::new(settings.max_inflight_produce_bytes),
+            connections: ConnectionSlots::new(settings.max_connections),
             long_polls: ConcurrencyCap::new(settings.max_long_polls.0, settings.max_long_polls.1),
             streams: ConcurrencyCap::new(settings.max_streams.0, settings.max_streams.1),
             auth,

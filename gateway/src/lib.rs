@@ -9,7 +9,7 @@
 //!   [`Settings`].
 //! - [`routes`]: one file per resource: `health`, `topics`, `produce`, `delays` (cancel),
 //!   `subscriptions`, `consume`, `seek`, `dead_letters` (redrive), `stream` (SSE),
-//!   `partitions`, `docs`. Request and reply DTOs live beside their handlers.
+//!   `partitions`, `docs`, `metrics`. Request and reply DTOs live beside their handlers.
 //! - [`problem`]: [`ApiError`], its one `IntoResponse`, and the ONE mapping from
 //!   [`broker_core::BrokerError`] to status and `code`; [`codes`]: every stable code.
 //! - [`extract`]: JSON, path and query extractors whose rejections become problem+json.
@@ -19,6 +19,8 @@
 //!   `X-Forwarded-For`.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
 //!   limits, graceful shutdown.
+//! - [`metrics`]: the process's Prometheus recorder and the request counter/timer;
+//!   `routes::metrics` serves `GET /metrics` with gauges computed at scrape time.
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
@@ -39,6 +41,7 @@ pub mod edge;
 pub mod extract;
 pub mod limits;
 pub mod long_poll;
+pub mod metrics;
 pub mod openapi;
 pub mod openapi_edge;
 pub mod payload;

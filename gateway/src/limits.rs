@@ -1,6 +1,7 @@
 //! Every bound the gateway enforces at its edge, each with the reason for its number, and the
-//! RAII permits that hold them: [`ByteBudget`] (in-flight produce bytes) and
-//! [`ConcurrencyCap`] (long-polls, SSE streams: global and per principal).
+//! RAII permits that hold them: [`ByteBudget`] (in-flight produce bytes),
+//! [`ConnectionSlots`] (open connections) and [`ConcurrencyCap`] (long-polls, SSE streams:
+//! global and per principal).
 //!
 //! Each `DEFAULT_*` is the default of the setting of the same name (see [`crate::config`]);
 //! the broker's own bounds live in [`broker_core::limits`].
@@ -136,6 +137,36 @@ impl ByteBudget {
     }
 }
 
+/// The `max_connections` slots of the accept loop: [`ConnectionSlots::try_acquire`] takes one
+/// for a connection's life or refuses at once. Shared with `/metrics`, which reports
+/// [`ConnectionSlots::open`].
+#[derive(Debug, Clone)]
+pub struct ConnectionSlots {
+    semaphore: Arc<Semaphore>,
+    capacity: usize,
+}
+
+impl ConnectionSlots {
+    /// `capacity` slots.
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.min(Semaphore::MAX_PERMITS);
+        ConnectionSlots {
+            semaphore: Arc::new(Semaphore::new(capacity)),
+            capacity,
+        }
+    }
+
+    /// A slot for one connection, given back on drop; `None` when all are taken.
+    pub fn try_acquire(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.semaphore).try_acquire_owned().ok()
+    }
+
+    /// Connections holding a slot right now.
+    pub fn open(&self) -> usize {
+        self.capacity - self.semaphore.available_permits()
+    }
+}
+
 /// A cap on concurrent holders, global and per principal: long-polls, SSE streams.
 #[derive(Debug, Clone)]
 pub struct ConcurrencyCap {
@@ -244,6 +275,17 @@ mod tests {
         drop((first, last));
         assert_eq!(budget.available(), 100);
         assert!(budget.try_reserve(101).is_some(), "oversize runs alone");
+    }
+
+    #[test]
+    fn connection_slots_refuse_past_capacity_and_count_open_ones() {
+        let slots = ConnectionSlots::new(2);
+        let first = slots.try_acquire().expect("limit - 1");
+        let second = slots.try_acquire().expect("exactly the limit");
+        assert!(slots.try_acquire().is_none(), "limit + 1 refused");
+        assert_eq!(slots.open(), 2);
+        drop((first, second));
+        assert_eq!(slots.open(), 0);
     }
 
     #[test]

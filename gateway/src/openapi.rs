@@ -13,8 +13,8 @@ use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
-    consume, dead_letters, delays, docs, health, partitions, produce, seek, stream, subscriptions,
-    topics,
+    consume, dead_letters, delays, docs, health, metrics, partitions, produce, seek, stream,
+    subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -38,6 +38,7 @@ use crate::routes::{
                 seek and redrive it."),
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
+        (name = "metrics", description = "Prometheus metrics of the node."),
     ),
     components(schemas(Problem))
 )]
@@ -74,6 +75,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(health::readyz))
         .routes(routes!(docs::openapi_json))
         .routes(routes!(docs::docs_page))
+        .routes(routes!(metrics::metrics))
 }
 
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {

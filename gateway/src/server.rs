@@ -34,7 +34,8 @@ pub enum ServeError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// Opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
+/// Installs the metrics recorder (once per process, before the broker records anything),
+/// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
 /// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
 /// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
 /// left behind), then shuts the broker down.
@@ -43,6 +44,7 @@ pub async fn serve(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    crate::metrics::install();
     let broker = Broker::open(settings.broker_config())
         .await
         .map_err(ServeError::OpenBroker)?;
@@ -79,7 +81,7 @@ async fn serve_app(
         shutdown.await;
         draining.begin_draining();
     };
-    let edge = state.edge.settings.clone();
+    let edge = std::sync::Arc::clone(&state.edge);
     serve_connections(
         listener,
         app(state),

@@ -11,6 +11,7 @@
 //! - `wire`: the request bodies and reply shapes of Wharf's API that the scenarios use.
 //! - `scenario`: the scenarios (`produce`, `consume`, `e2e`, `backlog`) and the
 //!   [`scenario::Measurement`] each produces; `disk`: the append + fdatasync ceiling.
+//! - `server_metrics`: group-commit and fsync histograms read from Wharf's `/metrics`.
 //! - `procfs`: a server's CPU time and resident memory, read from `/proc`.
 //! - `ceiling`: the bare axum app (`wharf-ceiling`) answering the same requests without storage.
 //! - `report`: medians, ranges, ratios and targets, written as Markdown and JSON.
@@ -23,5 +24,6 @@ pub mod pacing;
 pub mod procfs;
 pub mod report;
 pub mod scenario;
+pub mod server_metrics;
 pub mod target;
 pub mod wire;

@@ -31,6 +31,7 @@ use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_WRITER_QUEUED_BYTES, WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
 use crate::message::{Record, StoredRecord};
+use crate::telemetry;
 
 /// The `Retry-After` a producer gets when the writer queue stays full: a full queue of
 /// [`WRITER_QUEUE_DEPTH`] batches drains within about a second at disk speed, and a shorter
@@ -372,13 +373,25 @@ impl PartitionWriter {
 
     fn fsync_now(&mut self) {
         self.fsync_deadline = None;
-        if let Err(e) = self.log.sync() {
+        if let Err(e) = self.sync_timed() {
             tracing::error!(error = %e, "partition fsync failed");
         }
     }
 
+    /// Fsyncs what is unsynced, recording the fsync's time when there was one to do.
+    fn sync_timed(&mut self) -> Result<()> {
+        if !self.log.is_unsynced() {
+            return self.log.sync();
+        }
+        let started = std::time::Instant::now();
+        let synced = self.log.sync();
+        telemetry::fsync(started.elapsed().as_secs_f64());
+        synced
+    }
+
     /// Writes `first` and whatever else is queued as one group commit, then answers each.
     fn commit_group(&mut self, first: AppendRequest) {
+        let queue_depth = 1 + self.receiver.len();
         let mut group = vec![first];
         while group.len() < WRITER_QUEUE_DEPTH {
             match self.receiver.try_recv() {
@@ -386,6 +399,8 @@ impl PartitionWriter {
                 Err(_) => break,
             }
         }
+        let bytes = group.iter().map(|r| batch_bytes(&r.records)).sum();
+        telemetry::group_commit(group.len(), bytes, queue_depth);
         let written: Vec<_> = group.iter().map(|r| self.log.append(&r.records)).collect();
         let committed = if written.iter().any(Result::is_ok) {
             self.flush_per_policy().and_then(|fsynced| {
@@ -416,7 +431,7 @@ impl PartitionWriter {
     /// Fsyncs as the policy asks after a group's writes; whether the group is now fsynced.
     fn flush_per_policy(&mut self) -> Result<bool> {
         match self.fsync {
-            FsyncPolicy::Always => self.log.sync().map(|()| true),
+            FsyncPolicy::Always => self.sync_timed().map(|()| true),
             FsyncPolicy::Never => Ok(false),
             FsyncPolicy::IntervalMs(ms) => {
                 let now = Instant::now();
@@ -427,7 +442,7 @@ impl PartitionWriter {
                     return Ok(false);
                 }
                 self.fsync_deadline = None;
-                self.log.sync().map(|()| true)
+                self.sync_timed().map(|()| true)
             }
         }
     }

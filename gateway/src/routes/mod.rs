@@ -5,6 +5,7 @@ pub mod dead_letters;
 pub mod delays;
 pub mod docs;
 pub mod health;
+pub mod metrics;
 pub mod partitions;
 pub mod produce;
 pub mod seek;

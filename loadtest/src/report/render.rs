@@ -86,7 +86,7 @@ fn rows(out: &mut String, rows: &[Row]) {
             row.metric,
             figure(row.wharf.as_ref()),
             if row.ceiling_not_applicable {
-                "ceiling-http (no delays)"
+                "ceiling-http (no storage, no delays)"
             } else {
                 row.against.as_deref().unwrap_or("–")
             },

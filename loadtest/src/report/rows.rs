@@ -127,6 +127,12 @@ fn rss_growth_mib(m: &Measurement) -> f64 {
 fn hwm_mib(m: &Measurement) -> f64 {
     named(m, "hwm_mib")
 }
+fn group_commit_requests_avg(m: &Measurement) -> f64 {
+    named(m, "group_commit_requests_avg")
+}
+fn fsync_ms_p50(m: &Measurement) -> f64 {
+    named(m, "fsync_ms_p50")
+}
 fn delayed_mismatch(m: &Measurement) -> f64 {
     (named(m, "delayed_reported") - named(m, "scheduled")).abs()
 }
@@ -171,7 +177,7 @@ pub struct Row {
     pub ceiling_cpu_cores: Option<f64>,
     /// Largest resident memory sampled in Wharf while measured, MiB.
     pub wharf_rss_peak_mib: Option<f64>,
-    /// The ceiling cannot run this scenario (it has no delays): its column reads "n/a".
+    /// The ceiling cannot run this scenario (no storage, no delays): its column reads "n/a".
     #[serde(default)]
     pub ceiling_not_applicable: bool,
 }
@@ -209,7 +215,7 @@ fn row_specs() -> Vec<RowSpec> {
         against,
         not_applicable: false,
     };
-    // Wharf only: the ceiling has no delays and no schedule.
+    // Wharf only: the ceiling has no storage, no delays and no schedule.
     let alone = |metric, higher_is_better, wharf| RowSpec {
         metric,
         higher_is_better,
@@ -259,6 +265,26 @@ fn row_specs() -> Vec<RowSpec> {
             false,
             side("produce-batch", w, p99_ms),
             Some(side("produce-batch", http, p99_ms)),
+        ),
+        alone(
+            "requests per group commit (avg, /metrics)",
+            true,
+            side("produce-1", w, group_commit_requests_avg),
+        ),
+        alone(
+            "fsync p50 ms (/metrics buckets)",
+            false,
+            side("produce-1", w, fsync_ms_p50),
+        ),
+        alone(
+            "requests per group commit (avg, /metrics)",
+            true,
+            side("produce-batch", w, group_commit_requests_avg),
+        ),
+        alone(
+            "fsync p50 ms (/metrics buckets)",
+            false,
+            side("produce-batch", w, fsync_ms_p50),
         ),
         spec(
             "msg/s",

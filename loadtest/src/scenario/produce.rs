@@ -1,6 +1,7 @@
 //! `produce-1` (one 1 KiB message per request) and `produce-batch` (100 per request):
 //! closed-loop (each connection sends as soon as its last reply came) or open-loop (a fixed
-//! arrival rate, latency from the intended send time).
+//! arrival rate, latency from the intended send time). The server's `/metrics`, scraped when
+//! measuring starts and ends, adds group-commit sizes and fsync times of the window.
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -11,6 +12,7 @@ use super::{
 };
 use crate::client::Connection;
 use crate::pacing::Schedule;
+use crate::server_metrics::{self, WriterFigures};
 use crate::wire;
 
 /// What to produce and how.
@@ -55,8 +57,11 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
         .collect();
     tokio::time::sleep_until(window.measure_from).await;
     let usage = Usage::start(load);
+    let mut scraper = load.connect();
+    let before = server_metrics::scrape(&mut scraper).await;
     let tally = join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
+    let after = server_metrics::scrape(&mut scraper).await;
     let shape = RunShape {
         scenario: spec.scenario.clone(),
         mode: if spec.rate_per_s.is_some() {
@@ -67,13 +72,29 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
         connections: spec.connections,
         rate_per_s: spec.rate_per_s,
     };
-    Ok(Measurement::from_tally(
-        load,
-        shape,
-        tally,
-        elapsed,
-        usage.finish().await,
-    ))
+    let mut measurement =
+        Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
+    add_writer_figures(&mut measurement, before.zip(after));
+    Ok(measurement)
+}
+
+/// Group-commit and fsync figures of the window, from two scrapes of the server's
+/// `/metrics`; a note says so when a Wharf server had none.
+fn add_writer_figures(measurement: &mut Measurement, scrapes: Option<(String, String)>) {
+    let figures = scrapes.and_then(|(before, after)| WriterFigures::between(&before, &after));
+    match figures {
+        Some(figures) => {
+            let named = figures.named().into_iter();
+            measurement
+                .figures
+                .extend(named.map(|(name, value)| (name.to_owned(), value)));
+            measurement.notes.push(figures.note());
+        }
+        None if measurement.target == "wharf" => measurement
+            .notes
+            .push("no group-commit figures: /metrics unreadable or no commit measured".to_owned()),
+        None => {}
+    }
 }
 
 struct Worker {

@@ -1,0 +1,205 @@
+//! Metrics: the process-wide Prometheus recorder behind the `metrics` facade, and the
+//! middleware that counts and times every request.
+//!
+//! What `/metrics` serves comes from two places:
+//! - the recorder ([`handle`]): the broker's counters and histograms
+//!   ([`broker_core::telemetry`]), the request counter and latency histogram recorded by
+//!   [`track_requests`], and refused connections;
+//! - gauges computed at scrape time from this server's own state (backlogs, open
+//!   connections, long-polls), written by [`crate::routes::metrics`].
+//!
+//! A process has one global recorder, installed by [`install`] before the first broker opens
+//! (later calls share it). Several servers in one process (tests) therefore share the
+//! recorder's series, while the scrape-time gauges are always their own.
+//!
+//! Labels are bounded: a request's `route` is its matched route template (never the raw path),
+//! `method` is one of the standard methods or `other`, and topic and subscription names are the
+//! broker's, bounded by what exists.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::Response;
+use broker_core::telemetry;
+use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Requests answered, per `method`, `route` (template) and `status`.
+pub const HTTP_REQUESTS: &str = "wharf_http_requests_total";
+/// Time from a request reaching the router to its response head, per `method`, `route` and
+/// `status`. Long-polls count their wait; a stream counts until its head is sent.
+pub const HTTP_REQUEST_SECONDS: &str = "wharf_http_request_duration_seconds";
+/// Connections refused at accept because `max_connections` were open.
+pub const CONNECTIONS_REFUSED: &str = "wharf_connections_refused_total";
+
+/// The `route` label of requests no route matched (404s and the like): one value, so probing
+/// random paths cannot grow the label set.
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+/// Buckets of request latencies and fsync times, in seconds: 0.5 ms (a cached read, an fsync
+/// on a fast NVMe disk) up to 10 s (a slow disk, a long-poll's wait lands in `+Inf`).
+pub const LATENCY_BUCKETS_SECONDS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Buckets of produce requests per group commit and of writer queue depths: powers of two up
+/// to the writer queue's depth ([`broker_core::limits::WRITER_QUEUE_DEPTH`], 256), the most
+/// one group can take.
+pub const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+/// Buckets of bytes per group commit: powers of four from 1 KiB to 64 MiB (a full queue of
+/// large batches).
+pub const BYTE_BUCKETS: &[f64] = &[
+    1024.0,
+    4096.0,
+    16384.0,
+    65536.0,
+    262_144.0,
+    1_048_576.0,
+    4_194_304.0,
+    16_777_216.0,
+    67_108_864.0,
+];
+/// How often the recorder's histogram samples are folded into their buckets between scrapes,
+/// so memory stays bounded when nobody scrapes.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the Prometheus recorder as the process's global recorder, once; later calls
+/// return the same handle. When another recorder is already installed (an embedding
+/// program's), the handle renders only what reaches it, and a warning says so.
+pub fn install() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let builder = builder().unwrap_or_else(|error| {
+            tracing::error!(%error, "metric buckets rejected; histograms become summaries");
+            PrometheusBuilder::new()
+        });
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        match metrics::set_global_recorder(recorder) {
+            Ok(()) => {
+                telemetry::describe();
+                describe();
+                spawn_upkeep(handle.clone());
+            }
+            Err(error) => tracing::warn!(%error, "another metrics recorder is installed"),
+        }
+        handle
+    })
+}
+
+/// The recorder's handle (installing it if needed).
+pub fn handle() -> &'static PrometheusHandle {
+    install()
+}
+
+fn builder() -> Result<PrometheusBuilder, BuildError> {
+    let full = |name: &str| Matcher::Full(name.to_owned());
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(full(HTTP_REQUEST_SECONDS), LATENCY_BUCKETS_SECONDS)?
+        .set_buckets_for_metric(full(telemetry::FSYNC_SECONDS), LATENCY_BUCKETS_SECONDS)?
+        .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_REQUESTS), COUNT_BUCKETS)?
+        .set_buckets_for_metric(full(telemetry::WRITER_QUEUE_DEPTH), COUNT_BUCKETS)?
+        .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_BYTES), BYTE_BUCKETS)
+}
+
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("wharf-metrics-upkeep".to_owned())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_INTERVAL);
+                handle.run_upkeep();
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the metrics upkeep thread");
+    }
+}
+
+fn describe() {
+    describe_counter!(
+        HTTP_REQUESTS,
+        Unit::Count,
+        "Requests answered, by method, route template and status."
+    );
+    describe_histogram!(
+        HTTP_REQUEST_SECONDS,
+        Unit::Seconds,
+        "Time to the response head, by method, route template and status."
+    );
+    describe_counter!(
+        CONNECTIONS_REFUSED,
+        Unit::Count,
+        "Connections refused at accept because max_connections were open."
+    );
+}
+
+/// Counts and times every request by method, matched route template and status (the
+/// outermost layer but the request id and tracing, so the edge's refusals count too).
+pub async fn track_requests(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or(UNMATCHED_ROUTE, MatchedPath::as_str)
+        .to_owned();
+    let method = method_label(request.method());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let labels = [
+        ("method", method.to_owned()),
+        ("route", route),
+        ("status", response.status().as_u16().to_string()),
+    ];
+    counter!(HTTP_REQUESTS, &labels).increment(1);
+    histogram!(HTTP_REQUEST_SECONDS, &labels).record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// The standard methods by name, anything else (extension methods) as `other`.
+fn method_label(method: &Method) -> &'static str {
+    static KNOWN: [Method; 7] = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::HEAD,
+        Method::OPTIONS,
+    ];
+    KNOWN
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", Method::as_str)
+}
+
+/// Counts one connection refused at accept.
+pub fn connection_refused() {
+    counter!(CONNECTIONS_REFUSED).increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_methods_share_one_label() {
+        assert_eq!(method_label(&Method::POST), "POST");
+        let odd = Method::from_bytes(b"BREW").expect("an extension method");
+        assert_eq!(method_label(&odd), "other");
+    }
+
+    #[test]
+    fn every_bucket_list_is_non_empty_and_increasing() {
+        for buckets in [LATENCY_BUCKETS_SECONDS, COUNT_BUCKETS, BYTE_BUCKETS] {
+            assert!(!buckets.is_empty());
+            assert!(buckets.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+        assert_eq!(
+            COUNT_BUCKETS.last().copied(),
+            Some(broker_core::limits::WRITER_QUEUE_DEPTH as f64)
+        );
+    }
+}
