@@ -6,8 +6,12 @@
 //! - `storage`: per-partition segment files of CRC-framed batches, the sled index, the
 //!   writer thread per partition ([`storage::PartitionHandle`]).
 //! - `topic`: topic specs, validation and the in-memory registry of open topics.
-//! - `subscription`: subscription specs, the pure lease table ([`subscription::LeaseTable`]),
-//!   MAC'd receipts, and their persistence in sled.
+//! - `subscription`: subscription specs, the pure lease table ([`subscription::LeaseTable`]:
+//!   leases, retries, key order, filters, dead letters), MAC'd receipts, attempt ids, and
+//!   their persistence in sled.
+//! - `schedule`: the on-disk schedule of delayed messages ([`schedule::DelayStore`]).
+//! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]).
+//! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `names`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared by all.
 //!
 //! The broker never depends on HTTP types.

@@ -212,8 +212,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn messages_appended_but_still_scheduled_are_dropped_from_the_schedule() {
+    /// A partition log in a temporary folder, with the sled database its index lives in.
+    fn open_log() -> (tempfile::TempDir, sled::Db, PartitionHandle) {
         let dir = tempfile::tempdir().expect("dir");
         let db = sled::Config::new().temporary(true).open().expect("sled");
         let config = LogConfig {
@@ -227,6 +227,21 @@ mod tests {
             Arc::new(tokio::sync::Notify::new()),
         )
         .expect("log");
+        (dir, db, log)
+    }
+
+    /// Runs the restart's recovery of the schedule against `log`.
+    async fn recover(delays: &DelayStore, log: &PartitionHandle) {
+        let (delays, partitions) = (delays.clone(), vec![log.clone()]);
+        tokio::task::spawn_blocking(move || recover_appended(&delays, &partitions))
+            .await
+            .expect("join")
+            .expect("recover");
+    }
+
+    #[tokio::test]
+    async fn messages_appended_but_still_scheduled_are_dropped_from_the_schedule() {
+        let (_dir, db, log) = open_log();
         log.append(vec![scheduled("before", 0, 0).record])
             .await
             .expect("append");
@@ -247,12 +262,7 @@ mod tests {
             .await
             .expect("append");
 
-        let partitions = vec![log.clone()];
-        let recovered = delays.clone();
-        tokio::task::spawn_blocking(move || recover_appended(&recovered, &partitions))
-            .await
-            .expect("join")
-            .expect("recover");
+        recover(&delays, &log).await;
 
         let left: Vec<String> = delays
             .due(u64::MAX, 10)
@@ -271,19 +281,7 @@ mod tests {
 
     #[tokio::test]
     async fn messages_below_the_checkpoint_are_not_looked_for() {
-        let dir = tempfile::tempdir().expect("dir");
-        let db = sled::Config::new().temporary(true).open().expect("sled");
-        let config = LogConfig {
-            fsync: FsyncPolicy::Never,
-            ..LogConfig::default()
-        };
-        let log = PartitionHandle::open(
-            dir.path().join("0"),
-            db.open_tree("log").expect("tree"),
-            config,
-            Arc::new(tokio::sync::Notify::new()),
-        )
-        .expect("log");
+        let (_dir, db, log) = open_log();
         let delays = DelayStore::new(db.open_tree("delay").expect("tree"));
         // An id reused after its earlier message was moved long ago: below the checkpoint.
         log.append(vec![scheduled("a", 0, 0).record])
@@ -295,12 +293,7 @@ mod tests {
         delays
             .schedule(&[scheduled("a", 10, 1), scheduled("b", 10, 2)])
             .expect("schedule");
-        let partitions = vec![log.clone()];
-        let recovered = delays.clone();
-        tokio::task::spawn_blocking(move || recover_appended(&recovered, &partitions))
-            .await
-            .expect("join")
-            .expect("recover");
+        recover(&delays, &log).await;
         assert_eq!(delays.due(u64::MAX, 10).expect("due").len(), 2);
         log.shutdown();
     }
