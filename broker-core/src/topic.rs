@@ -206,6 +206,8 @@ pub struct TopicInfo {
     pub partitions: Vec<PartitionInfo>,
     /// Number of subscriptions on the topic.
     pub subscriptions: usize,
+    /// Delayed messages on the topic's schedule, not yet due.
+    pub delayed: u64,
 }
 
 #[cfg(test)]

@@ -109,6 +109,7 @@ impl Broker {
             config,
             partitions,
             subscriptions: read(&topic.subscriptions).len(),
+            delayed: topic.scheduled.load(Ordering::SeqCst),
         }
     }
 }

@@ -140,13 +140,13 @@ async fn subscription_families(state: &AppState) -> Vec<Family> {
     );
     let mut delayed = Family::new(
         "wharf_topic_delayed_messages",
-        "Delayed messages not yet due (topics with a subscription).",
+        "Delayed messages not yet due.",
     );
+    for topic in state.broker.list_topics() {
+        delayed.push(vec![("topic", topic.config.name)], topic.delayed as f64);
+    }
     let (reported, omitted) = scraped_subscriptions(state).await;
     for (topic, subscriptions) in reported {
-        if let Some(first) = subscriptions.first() {
-            delayed.push(vec![("topic", topic.clone())], first.stats.delayed as f64);
-        }
         for info in subscriptions {
             let labels = vec![("topic", topic.clone()), ("subscription", info.config.name)];
             let stats = info.stats;

@@ -134,6 +134,8 @@ pub struct Topic {
     pub created_ms: u64,
     /// Number of subscriptions on the topic.
     pub subscriptions: usize,
+    /// Delayed messages on the topic's schedule, not yet due.
+    pub delayed: u64,
     /// Per partition, in partition order: offsets, size and leader.
     pub partition_stats: Vec<PartitionStats>,
 }
@@ -171,6 +173,7 @@ impl From<TopicInfo> for Topic {
             dedup_window_ms: config.dedup_window_ms,
             created_ms: config.created_ms,
             subscriptions: info.subscriptions,
+            delayed: info.delayed,
             partition_stats: info.partitions.into_iter().map(Into::into).collect(),
         }
     }
