@@ -77,42 +77,20 @@ async fn produce_until_killed(base: String, producer: usize, acked: Arc<Mutex<Ve
     }
 }
 
-/// Every message of a partition, by offset, read through the offset API.
-async fn read_partition(
-    client: &reqwest::Client,
-    base: &str,
-    partition: u64,
-) -> BTreeMap<u64, (String, String)> {
+/// Every message of a partition by offset, checking the offsets run without gaps from 0.
+async fn read_partition(server: &Server, partition: u32) -> BTreeMap<u64, (String, String)> {
     let mut messages = BTreeMap::new();
-    let mut offset = 0;
-    loop {
-        let url = format!(
-            "{base}/v1/topics/crash/partitions/{partition}/messages?offset={offset}&max=1000"
+    for (expected, message) in (0u64..).zip(server.read_partition("crash", partition).await) {
+        let at = message["offset"].as_u64().expect("offset");
+        assert_eq!(
+            at, expected,
+            "partition {partition} has a gap or reorder at {expected}"
         );
-        let page: Value = client
-            .get(&url)
-            .send()
-            .await
-            .expect("read")
-            .json()
-            .await
-            .expect("json");
-        let batch = page["messages"].as_array().expect("messages");
-        if batch.is_empty() {
-            return messages;
-        }
-        for message in batch {
-            let at = message["offset"].as_u64().expect("offset");
-            assert_eq!(
-                at, offset,
-                "partition {partition} has a gap or reorder at {offset}"
-            );
-            let id = message["id"].as_str().expect("id").to_owned();
-            let value = message["value"].as_str().expect("text value").to_owned();
-            messages.insert(at, (id, value));
-            offset += 1;
-        }
+        let id = message["id"].as_str().expect("id").to_owned();
+        let value = message["value"].as_str().expect("text value").to_owned();
+        messages.insert(at, (id, value));
     }
+    messages
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,8 +178,8 @@ async fn acknowledged_messages_survive_kill_9_and_the_subscription_resumes() {
     let base = server.base.clone();
     let mut log = BTreeMap::new();
     for partition in 0..3 {
-        for (offset, message) in read_partition(&client, &base, partition).await {
-            log.insert((partition, offset), message);
+        for (offset, message) in read_partition(&server, partition).await {
+            log.insert((u64::from(partition), offset), message);
         }
     }
     for acked in &produced {

@@ -191,30 +191,10 @@ async fn delayed_messages_survive_kill_9_never_early_never_twice() {
     // The log holds every delivered message exactly once.
     let mut in_log: BTreeMap<String, usize> = BTreeMap::new();
     for partition in 0..2 {
-        let mut offset = 0;
-        loop {
-            let url = format!(
-                "{}/v1/topics/d/partitions/{partition}/messages?offset={offset}&max=1000",
-                server.base
-            );
-            let page: Value = client
-                .get(&url)
-                .send()
-                .await
-                .expect("read")
-                .json()
-                .await
-                .expect("json");
-            let batch = page["messages"].as_array().expect("messages");
-            if batch.is_empty() {
-                break;
-            }
-            for message in batch {
-                *in_log
-                    .entry(message["id"].as_str().expect("id").to_owned())
-                    .or_default() += 1;
-            }
-            offset = page["next_offset"].as_u64().expect("next_offset");
+        for message in server.read_partition("d", partition).await {
+            *in_log
+                .entry(message["id"].as_str().expect("id").to_owned())
+                .or_default() += 1;
         }
     }
     let twice: Vec<&String> = in_log

@@ -94,8 +94,8 @@ impl Broker {
     }
 }
 
-/// Moves a topic's checkpoints to the end of its partitions: called by the mover while no
-/// move is in progress, so a restart's scan stays short.
+/// Moves a topic's checkpoints to the end of its partitions: called by the mover between
+/// moves (at most once a second), so a restart's scan stays short.
 fn checkpoint(topic: &Topic) -> Result<()> {
     let ends: Vec<(u32, u64)> = (0u32..)
         .zip(&topic.partitions)
@@ -146,6 +146,8 @@ pub(super) fn recover_appended(delays: &DelayStore, partitions: &[PartitionHandl
 
 /// Moves due messages of one topic until the topic is deleted or the broker shuts down.
 pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
+    let checkpoint_every = Duration::from_millis(CHECKPOINT_EVERY_MS);
+    let mut last_checkpoint: Option<tokio::time::Instant> = None;
     loop {
         let wake = topic.delay_wake.notified();
         tokio::pin!(wake);
@@ -153,6 +155,14 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
         let Some(live) = broker.upgrade() else { return };
         if live.shutting_down.load(Ordering::SeqCst) || topic.deleted.load(Ordering::SeqCst) {
             return;
+        }
+        // Between moves none is in progress, so the checkpoints may move; once a second is
+        // enough to bound the restart's scan, busy or idle.
+        if last_checkpoint.is_none_or(|at| at.elapsed() >= checkpoint_every) {
+            if let Err(error) = checkpoint(&topic) {
+                tracing::error!(%error, "moving the delay checkpoints failed");
+            }
+            last_checkpoint = Some(tokio::time::Instant::now());
         }
         let delays = topic.delays.clone();
         let next = blocking(move || delays.next_due()).await;
@@ -165,14 +175,9 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
                     MOVE_RETRY_MS
                 }
             },
-            Ok(next) => {
-                if let Err(error) = checkpoint(&topic) {
-                    tracing::error!(%error, "moving the delay checkpoints failed");
-                }
-                next.map_or(CHECKPOINT_EVERY_MS, |due| {
-                    (due - now).min(CHECKPOINT_EVERY_MS)
-                })
-            }
+            Ok(next) => next.map_or(CHECKPOINT_EVERY_MS, |due| {
+                (due - now).min(CHECKPOINT_EVERY_MS)
+            }),
             Err(error) => {
                 tracing::error!(%error, "reading the delay schedule failed");
                 MOVE_RETRY_MS

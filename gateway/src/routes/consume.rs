@@ -1,7 +1,5 @@
 //! Consuming through a subscription: long-poll receive, then ack, nack or extend by receipt.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::State;
 use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
@@ -13,9 +11,9 @@ use crate::app::AppState;
 use crate::codes;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::long_poll::long_poll;
-use crate::payload::{encode_value, headers_map};
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
+use crate::routes::partitions::LogMessage;
 
 /// A receive; every field is optional and an empty body is fine.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -33,33 +31,18 @@ pub struct ReceiveBody {
     pub attempt_id: Option<String>,
 }
 
-/// One leased message.
+/// One leased message: the record as an offset read returns it, with its delivery.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReceivedMessage {
     /// Acks, nacks or extends this delivery; valid until its lease ends.
     pub receipt: String,
-    /// The message id.
-    pub id: String,
     /// The partition it came from.
     pub partition: u32,
-    /// Its offset in the partition.
-    pub offset: u64,
-    /// Its key; `null` without one.
-    pub key: Option<String>,
-    /// A text payload (present when the message was produced as text).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    /// A binary payload, standard base64 (present when the message was produced as binary).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value_base64: Option<String>,
-    /// Application headers.
-    pub headers: BTreeMap<String, String>,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// Publish time, Unix epoch milliseconds.
-    pub publish_time_ms: u64,
     /// 1 for the first delivery, one more per redelivery.
     pub delivery_attempt: u32,
+    /// The record: offset, id, key, value or value_base64, headers, tags, publish time.
+    #[serde(flatten)]
+    pub message: LogMessage,
 }
 
 /// The messages received; empty when none arrived within `wait_ms`.
@@ -138,21 +121,11 @@ pub struct ExtendResponse {
 
 impl From<Delivery> for ReceivedMessage {
     fn from(delivery: Delivery) -> Self {
-        let stored = delivery.message;
-        let (value, value_base64) = encode_value(&stored.record);
-        let record = stored.record;
         ReceivedMessage {
             receipt: delivery.receipt,
-            id: record.id,
             partition: delivery.partition,
-            offset: stored.offset,
-            key: record.key,
-            value,
-            value_base64,
-            headers: headers_map(&record.headers),
-            tags: record.tags,
-            publish_time_ms: record.timestamp_ms,
             delivery_attempt: delivery.delivery_attempt,
+            message: delivery.message.into(),
         }
     }
 }

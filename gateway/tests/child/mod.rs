@@ -65,3 +65,32 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+impl Server {
+    /// Every message of a partition, in offset order, read through the offset API in pages.
+    pub async fn read_partition(&self, topic: &str, partition: u32) -> Vec<serde_json::Value> {
+        let client = reqwest::Client::new();
+        let mut messages = Vec::new();
+        let mut offset = 0;
+        loop {
+            let url = format!(
+                "{}/v1/topics/{topic}/partitions/{partition}/messages?offset={offset}&max=1000",
+                self.base
+            );
+            let page: serde_json::Value = client
+                .get(&url)
+                .send()
+                .await
+                .expect("read")
+                .json()
+                .await
+                .expect("json");
+            let batch = page["messages"].as_array().expect("messages");
+            if batch.is_empty() {
+                return messages;
+            }
+            messages.extend(batch.iter().cloned());
+            offset = page["next_offset"].as_u64().expect("next_offset");
+        }
+    }
+}
