@@ -102,7 +102,9 @@ struct Held {
 
 /// The edge middleware (see the module docs).
 pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match admit(&state, request).await {
+    let (parts, body) = request.into_parts();
+    let mut body = RequestBody::Unread(body);
+    match admit(&state, parts, &mut body).await {
         Ok((request, held, timeout)) => {
             let response = match timeout {
                 Some(limit) => match tokio::time::timeout(limit, next.run(request)).await {
@@ -116,8 +118,54 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
             };
             response.map(|body| Body::new(HoldingBody { body, _held: held }))
         }
-        Err(error) => error.into_response(),
+        Err(error) => refuse(error, body, state.edge.settings.body_read_timeout).await,
     }
+}
+
+/// How far the edge got with a request's body when it refused it.
+enum RequestBody {
+    /// Not touched: a small one is drained so the connection stays usable.
+    Unread(Body),
+    /// Read to its end.
+    Read,
+    /// Cut off part way (over the size limit, or too slow).
+    Cut,
+}
+
+impl RequestBody {
+    /// Takes the unread body (empty if it was already taken), leaving `then` in its place.
+    fn take(&mut self, then: RequestBody) -> Body {
+        match std::mem::replace(self, then) {
+            RequestBody::Unread(body) => body,
+            RequestBody::Read | RequestBody::Cut => Body::empty(),
+        }
+    }
+}
+
+/// The refusal's response. The client's connection may be reused only when its body has
+/// been read to the end; otherwise the response says `connection: close`, so that a client
+/// does not send its next request down a socket the server is about to close (a broken pipe
+/// mid-request instead of a reply).
+async fn refuse(error: ApiError, body: RequestBody, limit: Duration) -> Response {
+    let reusable = match body {
+        RequestBody::Read => true,
+        RequestBody::Cut => false,
+        RequestBody::Unread(body) => {
+            let small = body
+                .size_hint()
+                .upper()
+                .is_some_and(|bytes| bytes <= REFUSAL_DRAIN_BYTES);
+            small && discard_body(body, limit).await
+        }
+    };
+    let mut response = error.into_response();
+    if !reusable {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -126,14 +174,15 @@ fn millis(duration: Duration) -> u64 {
 
 async fn admit(
     state: &AppState,
-    request: Request,
+    parts: axum::http::request::Parts,
+    body: &mut RequestBody,
 ) -> Result<(Request, Held, Option<Duration>), ApiError> {
     let edge = &state.edge;
-    let access = policy::classify(request.method(), request.uri().path());
+    let access = policy::classify(&parts.method, parts.uri.path());
     if access.rule == Rule::Docs && !edge.settings.expose_docs {
         return Err(ApiError::RouteNotFound {
-            method: request.method().to_string(),
-            path: request.uri().path().to_owned(),
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_owned(),
         });
     }
     let open = match access.rule {
@@ -142,26 +191,27 @@ async fn admit(
         Rule::Metrics => edge.settings.metrics_public,
         _ => false,
     };
-    let peer = request
-        .extensions()
+    let peer = parts
+        .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
     let principal = if !edge.auth.enabled() {
         Principal::anonymous()
     } else if open {
+        let unread = body.take(RequestBody::Read);
         return Ok((
-            request,
+            Request::from_parts(parts, unread),
             Held::default(),
             Some(edge.settings.request_timeout),
         ));
     } else {
-        let authorization = request.headers().get(header::AUTHORIZATION);
+        let authorization = parts.headers.get(header::AUTHORIZATION);
         edge.auth
             .authenticate(authorization.map(|value| value.as_bytes()))?
     };
     if access.rule != Rule::Public {
         let key = if principal.anonymous {
-            let client = client_address(peer, request.headers(), &edge.settings.trusted_proxies);
+            let client = client_address(peer, &parts.headers, &edge.settings.trusted_proxies);
             format!("ip:{client}")
         } else {
             format!("sub:{}", principal.subject)
@@ -170,7 +220,7 @@ async fn admit(
     }
     let mut held = Held::default();
     if access.load == Load::Produce {
-        let bytes = content_length(request.headers()).unwrap_or(edge.max_body_bytes as u64);
+        let bytes = content_length(&parts.headers).unwrap_or(edge.max_body_bytes as u64);
         if bytes > edge.max_body_bytes as u64 {
             return Err(ApiError::BodyTooLarge);
         }
@@ -180,9 +230,6 @@ async fn admit(
         {
             Some(permit) => held._bytes = Some(permit),
             None => {
-                if bytes <= REFUSAL_DRAIN_BYTES {
-                    discard_body(request.into_body(), edge.settings.body_read_timeout).await;
-                }
                 return Err(ApiError::Overloaded {
                     resource: "the in-flight produce byte budget",
                 });
@@ -190,9 +237,10 @@ async fn admit(
         }
     }
     authorize(&principal, &access, &[])?;
-    let (parts, body) = request.into_parts();
     let body = if has_body(&parts.method) {
-        read_body(body, edge).await?
+        let bytes = read_body(body.take(RequestBody::Cut), edge).await?;
+        *body = RequestBody::Read;
+        bytes
     } else {
         Bytes::new()
     };
@@ -232,16 +280,24 @@ fn has_body(method: &Method) -> bool {
     [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
 }
 
-/// Largest declared body a refused produce still reads (and drops, frame by frame, never
-/// holding more than one frame): the client gets its 503 on a connection it can reuse
-/// instead of a broken pipe mid-upload. Larger bodies are cut off with the connection.
+/// Largest declared body a refused request still reads (and drops, frame by frame, never
+/// holding more than one frame): the client gets its 4xx/503 on a connection it can reuse.
+/// Larger bodies, or bodies of unknown length, are cut off with the connection.
 pub const REFUSAL_DRAIN_BYTES: u64 = 64 * 1024;
 
-/// Reads and drops a body, frame by frame, for at most `limit`.
-async fn discard_body(body: Body, limit: Duration) {
+/// Reads and drops a body, frame by frame, for at most `limit`; whether it reached the end.
+async fn discard_body(body: Body, limit: Duration) -> bool {
     let mut body = body;
-    let drain = async { while let Some(Ok(_)) = body.frame().await {} };
-    let _ = tokio::time::timeout(limit, drain).await;
+    let drain = async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => {}
+                Some(Err(_)) => return false,
+                None => return true,
+            }
+        }
+    };
+    tokio::time::timeout(limit, drain).await.unwrap_or(false)
 }
 
 /// Reads the whole body within `max_body_bytes` and `body_read_timeout`.

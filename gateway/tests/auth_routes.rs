@@ -172,6 +172,9 @@ async fn every_route_needs_exactly_its_grant() {
             let response = request.send().await.expect("request");
             let status = response.status().as_u16();
             let case = format!("{method} {path} as {who}");
+            // A refusal before the body is read drains a small body: the connection stays
+            // usable (no `connection: close`).
+            assert_eq!(response.headers().get("connection"), None, "{case}");
             match scope {
                 None => {
                     expect_problem(response, 401, "unauthorized").await;

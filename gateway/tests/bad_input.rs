@@ -503,12 +503,14 @@ async fn body_limit_accepts_the_limit_and_refuses_one_more() {
         .expect("patch");
     json_of(response, 200).await;
     json_of(produce_raw(&harness, vec![7; MAX_BODY]).await, 200).await;
-    expect_problem(
-        produce_raw(&harness, vec![7; MAX_BODY + 1]).await,
-        413,
-        "message_too_large",
-    )
-    .await;
+    let refused = produce_raw(&harness, vec![7; MAX_BODY + 1]).await;
+    // The server refuses before reading the upload; it must say it closes the connection,
+    // or the client's next request goes down a dead socket (a broken pipe, not a reply).
+    assert_eq!(
+        refused.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    expect_problem(refused, 413, "message_too_large").await;
     harness.stop().await;
 }
 
