@@ -206,6 +206,10 @@ struct DelayArgs {
     /// Bytes of each value.
     #[arg(long, default_value_t = 100)]
     value_bytes: usize,
+    /// Messages produced per second, paced a batch at a time; 0 produces as fast as the
+    /// producers can.
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
 }
 
 #[derive(Debug, Args)]
@@ -356,6 +360,7 @@ async fn run(command: Command) -> Result<(), String> {
                 max_messages: args.max_messages.clamp(1, 1000),
                 value_bytes: args.value_bytes.clamp(1, 1024 * 1024),
                 partitions: args.common.partitions,
+                rate_per_s: (args.rate > 0.0).then_some(args.rate),
             };
             emit(&args.common.out, scenario::delay(&load, &spec).await)
         }

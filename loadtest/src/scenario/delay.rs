@@ -22,6 +22,7 @@ use super::{
 };
 use crate::client::Connection;
 use crate::latency::Latencies;
+use crate::pacing::Schedule;
 use crate::wire::{self, ProduceReply, ReceiveReply};
 
 /// Long-poll `wait_ms` of each receive.
@@ -46,6 +47,9 @@ pub struct DelaySpec {
     pub value_bytes: usize,
     /// Partitions of the topic created for the run.
     pub partitions: u32,
+    /// Messages produced per second over all producers, paced open-loop a batch at a time;
+    /// `None` produces as fast as the producers can (a burst that saturates a small machine).
+    pub rate_per_s: Option<f64>,
 }
 
 /// Counts shared by producers and consumers.
@@ -99,8 +103,11 @@ pub async fn delay(load: &Load, spec: &DelaySpec) -> Result<Measurement, Scenari
         })
         .collect();
     let producers: Vec<_> = (0..spec.producers)
-        .map(|_| {
+        .map(|index| {
             let producer = Producer {
+                schedule: spec
+                    .rate_per_s
+                    .map(|rate| Schedule::new(started, rate / batch as f64, spec.producers, index)),
                 connection: load.connect(),
                 path: wire::messages_path(&topic),
                 delays: Arc::clone(&delays),
@@ -157,9 +164,13 @@ pub async fn delay(load: &Load, spec: &DelaySpec) -> Result<Measurement, Scenari
         .insert("lateness".to_owned(), lateness.histogram);
     let shape = RunShape {
         scenario: "delay".to_owned(),
-        mode: "closed",
+        mode: if spec.rate_per_s.is_some() {
+            "open"
+        } else {
+            "closed"
+        },
         connections: spec.producers,
-        rate_per_s: None,
+        rate_per_s: spec.rate_per_s,
     };
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
@@ -179,11 +190,15 @@ pub async fn delay(load: &Load, spec: &DelaySpec) -> Result<Measurement, Scenari
         .figures
         .extend(figures.map(|(name, value)| (name.to_owned(), value)));
     measurement.notes.push(format!(
-        "{produced} messages of {} bytes, delay_ms uniform over 1..={} ({} per request, {} producers, all produced in {produced_s:.2} s); {} long-polling consumers (max_messages {}, wait_ms {LONG_POLL_MS}); lateness = receive time (µs wall clock) − deliver_at_ms from the produce reply; {} received, {} early, {} duplicates",
+        "{produced} messages of {} bytes, delay_ms uniform over 1..={} ({} per request, {} producers, {}, all produced in {produced_s:.2} s); {} long-polling consumers (max_messages {}, wait_ms {LONG_POLL_MS}); lateness = receive time (µs wall clock) − deliver_at_ms from the produce reply; {} received, {} early, {} duplicates",
         spec.value_bytes,
         spec.spread_ms,
         batch,
         spec.producers,
+        spec.rate_per_s.map_or_else(
+            || "as fast as they could".to_owned(),
+            |rate| format!("paced at {rate} messages/s")
+        ),
         spec.consumers,
         spec.max_messages,
         lateness.received,
@@ -236,6 +251,8 @@ impl Lateness {
 }
 
 struct Producer {
+    /// Intended send times when paced.
+    schedule: Option<Schedule>,
     connection: Connection,
     path: String,
     delays: Arc<Vec<u64>>,
@@ -268,6 +285,9 @@ impl Producer {
                 })
                 .collect();
             let body = wire::delayed_produce_body(&messages, self.value_bytes);
+            if let Some(schedule) = &mut self.schedule {
+                tokio::time::sleep_until(schedule.next_send()).await;
+            }
             let start = Instant::now();
             let result = self.connection.post(&self.path, body).await;
             let Some(reply) = tally.request(start.elapsed(), result) else {
