@@ -56,6 +56,7 @@ fn batch(records: usize) -> Vec<Record> {
             key: None,
             value: value.clone(),
             binary: false,
+            scheduled: false,
             headers: Vec::new(),
             tags: Vec::new(),
         })

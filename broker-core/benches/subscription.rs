@@ -47,6 +47,7 @@ fn leases(c: &mut Criterion) {
                         offset,
                         key_hash: None,
                         wanted: true,
+                        not_before_ms: 0,
                     })
                     .collect();
                 let grants = table.grant(now, batch, 0, &fresh, 30_000, &retry, || {

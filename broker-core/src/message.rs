@@ -17,6 +17,10 @@ pub struct Record {
     /// Whether the producer sent the value as binary (base64 or octet-stream) rather than text;
     /// consumers get it back the same way.
     pub binary: bool,
+    /// It came off the delay schedule: `timestamp_ms` is the time it is due, and neither a
+    /// subscription nor an offset read hands it out before then (it is appended a little
+    /// ahead, see [`crate::broker::PRESTAGE_LEAD_MS`]).
+    pub scheduled: bool,
     /// Application headers, in the order given.
     pub headers: Vec<(String, String)>,
     /// Tags for subscription filters.

@@ -1,6 +1,7 @@
 //! The lease table against a simple model, over random sequences of grants, acks, nacks,
-//! extends, appends, time passing, dead-letter moves and restarts (a save and a restore through
-//! the store's change list), for plain, filtered and key-ordered subscriptions.
+//! extends, appends (some of delayed messages appended ahead of their due time), time passing,
+//! dead-letter moves and restarts (a save and a restore through the store's change list), for
+//! plain, filtered and key-ordered subscriptions.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,7 +12,12 @@ use proptest::prelude::*;
 #[derive(Debug, Clone)]
 enum Op {
     Append(u64),
-    Grant { max: usize, lease_ms: u64 },
+    /// Delayed messages in the log before they are due, due this many ms from now.
+    AppendDelayed(u64, u64),
+    Grant {
+        max: usize,
+        lease_ms: u64,
+    },
     Ack(usize),
     Nack(usize, Option<u64>),
     Extend(usize, u64),
@@ -24,6 +30,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (1u64..20).prop_map(Op::Append),
+        (1u64..5, 0u64..3_000).prop_map(|(n, ms)| Op::AppendDelayed(n, ms)),
         (1usize..8, 1u64..3_000).prop_map(|(max, lease_ms)| Op::Grant { max, lease_ms }),
         any::<usize>().prop_map(Op::Ack),
         (any::<usize>(), proptest::option::of(0u64..2_000)).prop_map(|(i, d)| Op::Nack(i, d)),
@@ -42,6 +49,7 @@ fn candidate(offset: u64, filtered: bool) -> Candidate {
         offset,
         key_hash: (!offset.is_multiple_of(5)).then_some(offset % 4),
         wanted: !(filtered && offset % 7 == 3),
+        not_before_ms: 0,
     }
 }
 
@@ -102,6 +110,8 @@ struct Run {
     end: u64,
     now: u64,
     next_lease: u64,
+    /// Due times of the delayed messages among the offsets.
+    not_before: HashMap<u64, u64>,
 }
 
 impl Run {
@@ -119,13 +129,17 @@ impl Run {
             end: 0,
             now: 1_000,
             next_lease: 0,
+            not_before: HashMap::new(),
         }
     }
 
     fn fresh(&self, max: usize) -> Vec<Candidate> {
         (self.table.next_offset()..self.end)
             .take(max)
-            .map(|o| candidate(o, self.filtered))
+            .map(|o| Candidate {
+                not_before_ms: self.not_before.get(&o).copied().unwrap_or(0),
+                ..candidate(o, self.filtered)
+            })
             .collect()
     }
 
@@ -152,6 +166,13 @@ impl Run {
                 c.wanted,
                 "offset {} granted though the filter skips it",
                 grant.offset
+            );
+            let due = self.not_before.get(&grant.offset).copied().unwrap_or(0);
+            assert!(
+                due <= self.now,
+                "offset {} delivered at {} before it was due at {due}",
+                grant.offset,
+                self.now
             );
             let m = *self.model.entry(grant.offset).or_default();
             assert!(
@@ -239,6 +260,12 @@ fn run(ops: Vec<Op>, policy: TablePolicy, filtered: bool) {
     for op in ops {
         match op {
             Op::Append(n) => r.end += n,
+            Op::AppendDelayed(n, ms) => {
+                for offset in r.end..r.end + n {
+                    r.not_before.insert(offset, r.now + ms);
+                }
+                r.end += n;
+            }
             Op::Grant { max, lease_ms } => outstanding.extend(r.grant(max, lease_ms)),
             Op::Ack(i) | Op::Nack(i, _) | Op::Extend(i, _) if !outstanding.is_empty() => {
                 let (offset, lease) = outstanding.remove(i % outstanding.len());
@@ -352,6 +379,7 @@ fn plain(offsets: std::ops::Range<u64>) -> Vec<Candidate> {
             offset,
             key_hash: None,
             wanted: true,
+            not_before_ms: 0,
         })
         .collect()
 }
@@ -474,6 +502,7 @@ fn an_ordered_key_waits_for_its_predecessor_while_other_keys_flow() {
             offset,
             key_hash: Some(key),
             wanted: true,
+            not_before_ms: 0,
         })
         .collect();
     let grants = table.grant(0, 10, 0, &fresh, 1_000, &retry, rand::random);

@@ -59,6 +59,7 @@ mod tests {
             key: None,
             value: Bytes::copy_from_slice(value),
             binary,
+            scheduled: false,
             headers: Vec::new(),
             tags: Vec::new(),
         }

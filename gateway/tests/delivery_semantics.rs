@@ -277,6 +277,47 @@ async fn a_delayed_message_arrives_when_due_and_not_before() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offset_read_does_not_show_a_delayed_message_before_it_is_due() {
+    let node = Node::start().await;
+    node.create_topic(json!({ "name": "timers", "partitions": 1 }))
+        .await;
+    let produced = node
+        .produce(
+            "timers",
+            vec![
+                json!({ "value": "first", "delay_ms": 300 }),
+                json!({ "value": "second", "delay_ms": 400 }),
+            ],
+        )
+        .await;
+    let due: Vec<u64> = produced
+        .iter()
+        .map(|p| p["deliver_at_ms"].as_u64().expect("deliver_at_ms"))
+        .collect();
+    // The mover appends each message shortly before it is due; a waiting read wakes on that
+    // append and must still hold each message back until its own due time.
+    let mut next = 0;
+    for (value, due) in ["first", "second"].into_iter().zip(due) {
+        let read = node
+            .client
+            .get(node.url(&format!(
+                "/v1/topics/timers/partitions/0/messages?offset={next}&wait_ms=5000"
+            )))
+            .send()
+            .await
+            .expect("read");
+        let arrived = now_ms();
+        let read = json_of(read, 200).await;
+        let messages = read["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 1, "{read}");
+        assert_eq!(messages[0]["value"], value);
+        assert!(arrived >= due, "{value} read at {arrived}, due at {due}");
+        next = read["next_offset"].as_u64().expect("next_offset");
+    }
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_delayed_message_never_arrives_and_cancelling_twice_is_not_found() {
     let node = Node::start().await;
     node.create_topic(json!({ "name": "reminders" })).await;

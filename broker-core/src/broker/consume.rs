@@ -515,6 +515,11 @@ fn candidate(sub: &Subscription, record: &StoredRecord) -> Candidate {
         offset: record.offset,
         key_hash: record.record.key.as_deref().map(key_hash64),
         wanted: !redriven_for_another && sub.config.filter.wants(&record.record.tags),
+        not_before_ms: if record.record.scheduled {
+            record.record.timestamp_ms
+        } else {
+            0
+        },
     }
 }
 

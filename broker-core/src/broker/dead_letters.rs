@@ -213,6 +213,7 @@ fn dead_letter(
             .push((format!("{ORIGIN_PREFIX}error"), error));
     }
     record.timestamp_ms = now_ms();
+    record.scheduled = false;
     record
 }
 
@@ -225,5 +226,6 @@ fn redriven(mut record: Record, subscription: &str) -> Record {
         .headers
         .push((REDRIVE_HEADER.to_owned(), subscription.to_owned()));
     record.timestamp_ms = now_ms();
+    record.scheduled = false;
     record
 }

@@ -1,6 +1,12 @@
 //! Delayed messages: scheduling, cancelling, and the task per topic that moves due messages
 //! from the on-disk schedule into their partitions, never early and without loss or
 //! duplication across crashes (see [`crate::schedule`]).
+//!
+//! A message is moved up to [`PRESTAGE_LEAD_MS`] before it is due, stamped with its due time
+//! and marked [`Record::scheduled`]; subscriptions and offset reads hold it back until then
+//! (see [`crate::subscription::LeaseTable::grant`]). So the schedule read, the append and its
+//! fsync happen ahead of time, and at the due time only a timer in the waiting receive has to
+//! fire: under load, those steps stalled for 5 to 15 ms and made the delivery that late.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -22,16 +28,30 @@ const MAX_RECOVERY_SCAN: usize = 1_000_000;
 const CHECKPOINT_EVERY_MS: u64 = 1_000;
 /// Pause after a failed move before trying again, so a full disk does not spin the task.
 const MOVE_RETRY_MS: u64 = 500;
+/// How long before its due time a delayed message is appended to its partition: longer than
+/// the mover's stalls under load (schedule reads and appends took up to ~15 ms, measured),
+/// short enough that the window where a cancel is too late stays small.
+pub const PRESTAGE_LEAD_MS: u64 = 50;
 
 impl Broker {
-    /// Puts messages on a topic's schedule and wakes its delay task if one is due sooner.
-    pub(super) fn schedule(&self, topic: &Topic, messages: &[Scheduled]) -> Result<()> {
-        topic.delays.schedule(messages)?;
+    /// Puts messages on a topic's schedule (off the async workers: a batch is up to a thousand
+    /// sled inserts with payloads) and wakes its delay task if it would otherwise move one too
+    /// late. Gives the messages back.
+    pub(super) async fn schedule(
+        &self,
+        topic: &Topic,
+        messages: Vec<Scheduled>,
+    ) -> Result<Vec<Scheduled>> {
+        let delays = topic.delays.clone();
+        let messages = blocking(move || delays.schedule(&messages).map(|()| messages)).await?;
         topic
             .scheduled
             .fetch_add(messages.len() as u64, Ordering::SeqCst);
-        topic.delay_wake.notify_one();
-        Ok(())
+        let soonest = messages.iter().map(|m| m.due_ms).min().unwrap_or(u64::MAX);
+        if soonest.saturating_sub(PRESTAGE_LEAD_MS) < topic.delay_wake_at.load(Ordering::SeqCst) {
+            topic.delay_wake.notify_one();
+        }
+        Ok(messages)
     }
 
     /// Cancels a delayed message that is not yet due. `MessageNotFound` once it was delivered,
@@ -58,12 +78,14 @@ impl Broker {
         self.persist().await
     }
 
-    /// Moves every message due now into its partition, in due order, a batch per partition.
+    /// Moves every message due within [`PRESTAGE_LEAD_MS`] into its partition, in due order,
+    /// a batch per partition, each stamped with its due time (or now, if that has passed).
     /// Nothing here waits on a metadata flush: see [`crate::schedule`] for why a crash
     /// neither loses nor duplicates a message anyway.
     async fn move_due(&self, topic: &Topic) -> Result<()> {
         let delays = topic.delays.clone();
-        let due = blocking(move || delays.due(now_ms(), MAX_BATCH_MESSAGES)).await?;
+        let horizon = now_ms().saturating_add(PRESTAGE_LEAD_MS);
+        let due = blocking(move || delays.due(horizon, MAX_BATCH_MESSAGES)).await?;
         let mut by_partition: BTreeMap<u32, Vec<Scheduled>> = BTreeMap::new();
         for message in due {
             by_partition
@@ -76,11 +98,12 @@ impl Broker {
                 continue;
             };
             let end_before = log.end_offset();
-            let visible_ms = now_ms();
+            let now = now_ms();
             let records: Vec<Record> = group
                 .iter()
                 .map(|m| Record {
-                    timestamp_ms: visible_ms,
+                    timestamp_ms: m.due_ms.max(now),
+                    scheduled: true,
                     ..m.record.clone()
                 })
                 .collect();
@@ -164,19 +187,24 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
             }
             last_checkpoint = Some(tokio::time::Instant::now());
         }
+        // Awake until it sleeps: whatever is scheduled meanwhile notifies, and the enabled
+        // `wake` above keeps that notification for the select below.
+        topic.delay_wake_at.store(u64::MAX, Ordering::SeqCst);
         let delays = topic.delays.clone();
         let next = blocking(move || delays.next_due()).await;
         let now = now_ms();
         let pause = match next {
-            Ok(Some(due)) if due <= now => match live.move_due(&topic).await {
-                Ok(()) => continue,
-                Err(error) => {
-                    tracing::error!(%error, "moving due delayed messages failed");
-                    MOVE_RETRY_MS
+            Ok(Some(due)) if due <= now.saturating_add(PRESTAGE_LEAD_MS) => {
+                match live.move_due(&topic).await {
+                    Ok(()) => continue,
+                    Err(error) => {
+                        tracing::error!(%error, "moving due delayed messages failed");
+                        MOVE_RETRY_MS
+                    }
                 }
-            },
+            }
             Ok(next) => next.map_or(CHECKPOINT_EVERY_MS, |due| {
-                (due - now).min(CHECKPOINT_EVERY_MS)
+                (due - PRESTAGE_LEAD_MS - now).min(CHECKPOINT_EVERY_MS)
             }),
             Err(error) => {
                 tracing::error!(%error, "reading the delay schedule failed");
@@ -184,6 +212,9 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
             }
         };
         drop(live);
+        topic
+            .delay_wake_at
+            .store(now.saturating_add(pause), Ordering::SeqCst);
         tokio::select! {
             () = &mut wake => {}
             () = tokio::time::sleep(Duration::from_millis(pause)) => {}
@@ -211,6 +242,7 @@ mod tests {
                 key: None,
                 value: Bytes::from_static(b"v"),
                 binary: false,
+                scheduled: false,
                 headers: Vec::new(),
                 tags: Vec::new(),
             },

@@ -247,6 +247,7 @@ pub(super) fn open_topic_files(
         deleted: AtomicBool::new(false),
         delays,
         delay_wake: Notify::new(),
+        delay_wake_at: AtomicU64::new(u64::MAX),
         scheduled,
         dedup,
         dedup_turn: tokio::sync::Mutex::new(()),

@@ -19,6 +19,7 @@ pub mod types;
 
 pub use consume::{MAX_NACK_DELAY_MS, REDRIVE_HEADER};
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
+pub use delays::PRESTAGE_LEAD_MS;
 pub use produce::valid_id;
 pub use seek::SeekTarget;
 
@@ -55,6 +56,10 @@ struct Topic {
     /// Wakes the delay task: a message was scheduled (maybe sooner than it sleeps), or the
     /// topic or broker is going away.
     delay_wake: Notify,
+    /// The time the delay task means to wake at (ms since the epoch; `u64::MAX` while it is
+    /// awake): a produce wakes it only for a message it would otherwise move too late, so a
+    /// burst of schedules does not keep it reading the schedule over and over.
+    delay_wake_at: AtomicU64,
     /// Messages on the schedule.
     scheduled: AtomicU64,
     /// First results of client-chosen ids.

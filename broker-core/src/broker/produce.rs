@@ -105,6 +105,7 @@ impl Broker {
                 key: message.key,
                 value: message.value,
                 binary: message.binary,
+                scheduled: false,
                 headers: message.headers,
                 tags: message.tags,
             };
@@ -133,7 +134,7 @@ impl Broker {
             }
         }
         if !scheduled.is_empty() {
-            self.schedule(&open, &scheduled)?;
+            scheduled = self.schedule(&open, scheduled).await?;
         }
         let stored_bytes: usize = shares
             .iter()

@@ -4,12 +4,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{Broker, PartitionRead, blocking};
+use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS};
 
 impl Broker {
     /// Reads up to `max` records from `offset` (from the start of the log if `offset` is older),
-    /// waiting up to `wait_ms` for the first one when `offset` is the end of the log.
+    /// waiting up to `wait_ms` for the first one when `offset` is the end of the log. The read
+    /// stops before a delayed message that is in the log but not yet due.
     pub async fn read_partition(
         &self,
         topic: &str,
@@ -65,8 +67,27 @@ impl Broker {
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }
-        let reader = log.clone();
-        let messages = blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?;
+        let messages = loop {
+            let reader = log.clone();
+            let mut messages = blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?;
+            // A delayed message appended ahead of its due time is not shown before then, and
+            // neither is anything after it (offsets are read in order).
+            let now = now_ms();
+            let Some((hidden, due)) = messages
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.record.scheduled && r.record.timestamp_ms > now)
+                .map(|(at, r)| (at, r.record.timestamp_ms))
+            else {
+                break messages;
+            };
+            messages.truncate(hidden);
+            let visible_at = tokio::time::Instant::now() + Duration::from_millis(due - now);
+            if !messages.is_empty() || visible_at > deadline {
+                break messages;
+            }
+            tokio::time::sleep_until(visible_at).await;
+        };
         let start_offset = log.start_offset();
         let next_offset = messages
             .last()

@@ -92,6 +92,7 @@ impl Broker {
                 subscription.inspect(partition, |t| (t.counts(now, end), t.cursor()));
             stats.in_flight += counts.in_flight;
             stats.waiting_retry += counts.waiting_retry;
+            stats.delayed += counts.not_yet_due;
             stats.backlog += counts.undelivered
                 + counts.in_flight
                 + counts.waiting_retry

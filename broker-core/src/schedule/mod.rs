@@ -248,6 +248,7 @@ mod tests {
                 key: Some("k".into()),
                 value: Bytes::from_static(b"v"),
                 binary: false,
+                scheduled: false,
                 headers: vec![("h".into(), "v".into())],
                 tags: vec!["t".into()],
             },

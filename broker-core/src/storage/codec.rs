@@ -5,7 +5,7 @@
 //! frame  = body_len u32 | crc32c(body) u32 | body
 //! body   = magic u8 (=1) | base_offset u64 | record_count u32 | leader_epoch u64
 //!          | first_ts u64 | max_ts u64 | record{record_count}
-//! record = timestamp_ms u64 | flags u8 (bit 0: binary) | id: u16 len, bytes
+//! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled) | id: u16 len, bytes
 //!          | key: u8 present, [u32 len, bytes] | value: u32 len, bytes
 //!          | headers: u16 count, {u16 len, bytes, u32 len, bytes}
 //!          | tags: u16 count, {u16 len, bytes}
@@ -27,6 +27,7 @@ pub(crate) const PREFIX_LEN: usize = 8;
 /// Bytes of the fixed batch header at the start of the body.
 pub(crate) const BATCH_HEADER_LEN: usize = 1 + 8 + 4 + 8 + 8 + 8;
 const FLAG_BINARY: u8 = 1;
+const FLAG_SCHEDULED: u8 = 2;
 
 /// The fixed fields of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +181,9 @@ fn put_header(buf: &mut Vec<u8>, header: &BatchHeader) {
 
 fn put_record(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
     buf.extend_from_slice(&record.timestamp_ms.to_le_bytes());
-    buf.push(if record.binary { FLAG_BINARY } else { 0 });
+    let binary = if record.binary { FLAG_BINARY } else { 0 };
+    let scheduled = if record.scheduled { FLAG_SCHEDULED } else { 0 };
+    buf.push(binary | scheduled);
     put_u16_bytes(buf, record.id.as_bytes(), "id")?;
     match &record.key {
         Some(key) => {
@@ -302,7 +305,7 @@ fn decode_header(cursor: &mut Cursor) -> Result<BatchHeader, DecodeError> {
 fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
     let timestamp_ms = cursor.u64()?;
     let flags = cursor.u8()?;
-    if flags & !FLAG_BINARY != 0 {
+    if flags & !(FLAG_BINARY | FLAG_SCHEDULED) != 0 {
         return Err(DecodeError::BadFlags(flags));
     }
     let id_len = cursor.u16()?.into();
@@ -334,6 +337,7 @@ fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
         key,
         value,
         binary: flags & FLAG_BINARY != 0,
+        scheduled: flags & FLAG_SCHEDULED != 0,
         headers,
         tags,
     })

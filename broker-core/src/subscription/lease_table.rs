@@ -88,8 +88,10 @@ impl LeaseTable {
     /// (oldest due first), then the `fresh` candidates the caller peeked at the head of the log,
     /// which must start at `next_offset` (earlier ones are ignored, as another receiver took
     /// them). Fresh candidates the filter does not want are skipped as done; on ordered
-    /// subscriptions, one whose key has an unsettled earlier message is held back. Offsets
-    /// below `log_start` (deleted by retention) are dropped as done.
+    /// subscriptions, one whose key has an unsettled earlier message is held back; one not due
+    /// yet (`not_before_ms` after `now_ms`) waits for its time like a retry, keeping its key's
+    /// turn, while later offsets flow past it. Offsets below `log_start` (deleted by
+    /// retention) are dropped as done.
     #[allow(clippy::too_many_arguments)]
     pub fn grant(
         &mut self,
@@ -163,7 +165,20 @@ impl LeaseTable {
                     Entry {
                         attempts: 0,
                         key_hash,
-                        state: EntryState::Blocked,
+                        state: EntryState::Blocked {
+                            not_before_ms: candidate.not_before_ms,
+                        },
+                    },
+                );
+            } else if candidate.not_before_ms > now_ms {
+                self.put(
+                    offset,
+                    Entry {
+                        attempts: 0,
+                        key_hash,
+                        state: EntryState::Waiting {
+                            due_ms: candidate.not_before_ms,
+                        },
                     },
                 );
             } else {
@@ -326,7 +341,14 @@ impl LeaseTable {
                 EntryState::InFlight { deadline_ms, .. } if deadline_ms > now_ms => {
                     counts.in_flight += 1
                 }
-                EntryState::InFlight { .. } | EntryState::Waiting { .. } | EntryState::Blocked => {
+                // Never delivered and due later: a delayed message appended ahead of time.
+                EntryState::Waiting { due_ms } if entry.attempts == 0 && due_ms > now_ms => {
+                    counts.not_yet_due += 1;
+                    continue;
+                }
+                EntryState::InFlight { .. }
+                | EntryState::Waiting { .. }
+                | EntryState::Blocked { .. } => {
                     counts.waiting_retry += 1;
                 }
                 EntryState::DeadLettering => counts.dead_lettering += 1,
@@ -391,12 +413,14 @@ impl LeaseTable {
             .and_then(|k| self.key_queues.get(&k))
             .and_then(|q| q.first().copied())
             && let Some(held) = self.entries.get(&next).copied()
-            && held.state == EntryState::Blocked
+            && let EntryState::Blocked { not_before_ms } = held.state
         {
             self.put(
                 next,
                 Entry {
-                    state: EntryState::Waiting { due_ms: now_ms },
+                    state: EntryState::Waiting {
+                        due_ms: now_ms.max(not_before_ms),
+                    },
                     ..held
                 },
             );
@@ -466,18 +490,23 @@ impl LeaseTable {
     /// Gives the turn to every held-back message that heads its key's queue (after the
     /// messages ahead of it vanished without being settled).
     fn unblock_heads(&mut self) {
-        let heads: Vec<(u64, Entry)> = self
+        let heads: Vec<(u64, Entry, u64)> = self
             .key_queues
             .values()
             .filter_map(|queue| queue.first())
             .filter_map(|head| self.entries.get(head).map(|e| (*head, *e)))
-            .filter(|(_, entry)| entry.state == EntryState::Blocked)
+            .filter_map(|(offset, entry)| match entry.state {
+                EntryState::Blocked { not_before_ms } => Some((offset, entry, not_before_ms)),
+                _ => None,
+            })
             .collect();
-        for (offset, entry) in heads {
+        for (offset, entry, not_before_ms) in heads {
             self.put(
                 offset,
                 Entry {
-                    state: EntryState::Waiting { due_ms: 0 },
+                    state: EntryState::Waiting {
+                        due_ms: not_before_ms,
+                    },
                     ..entry
                 },
             );
@@ -568,7 +597,7 @@ impl LeaseTable {
             self.key_queues.values().all(|queue| queue
                 .first()
                 .and_then(|head| self.entries.get(head))
-                .is_some_and(|head| head.state != EntryState::Blocked)),
+                .is_some_and(|head| !matches!(head.state, EntryState::Blocked { .. }))),
             "a key's turn is held by a blocked message"
         );
     }

@@ -164,7 +164,7 @@ fn encode_entry(entry: &Entry) -> [u8; ENTRY_BYTES] {
         EntryState::InFlight { deadline_ms, lease } => (1, deadline_ms, lease),
         EntryState::Waiting { due_ms } => (2, due_ms, 0),
         EntryState::Done => (3, 0, 0),
-        EntryState::Blocked => (4, 0, 0),
+        EntryState::Blocked { not_before_ms } => (4, not_before_ms, 0),
         EntryState::DeadLettering => (5, 0, 0),
     };
     let mut bytes = [0; ENTRY_BYTES];
@@ -190,7 +190,7 @@ fn decode_entry(bytes: &[u8]) -> Option<Entry> {
         },
         2 => EntryState::Waiting { due_ms: a },
         3 => EntryState::Done,
-        4 => EntryState::Blocked,
+        4 => EntryState::Blocked { not_before_ms: a },
         5 => EntryState::DeadLettering,
         _ => return None,
     };
@@ -228,6 +228,7 @@ mod tests {
                 offset,
                 key_hash: Some(offset % 3),
                 wanted: offset != 6,
+                not_before_ms: 0,
             })
             .collect();
         let grants = table.grant(1_000, 3, 0, &fresh, 500, &RetryPolicy::default(), || {

@@ -19,6 +19,7 @@ pub fn record(n: u64, size: usize) -> Record {
         key: n.is_multiple_of(3).then(|| format!("key-{n}")),
         value: Bytes::from(vec![(n % 251) as u8; size]),
         binary: n.is_multiple_of(2),
+        scheduled: false,
         headers: vec![("n".into(), n.to_string())],
         tags: vec![format!("tag-{}", n % 5)],
     }

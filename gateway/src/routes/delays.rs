@@ -22,9 +22,11 @@ pub struct MessagePath {
 
 /// Cancel a delayed message that is not yet due.
 ///
-/// The message is removed from the topic's schedule and is never delivered. Once it is due
-/// (it is then in its partition and has an offset), or if no delayed message of that id
-/// exists, the answer is 404 `message_not_found`; so a second cancel of the same id is 404.
+/// The message is removed from the topic's schedule and is never delivered. A delayed
+/// message is appended to its partition up to 50 ms before it is due (held back from every
+/// subscription and offset read until then), so that its delivery does not wait on the
+/// append; from then on, or if no delayed message of that id exists, the answer is 404
+/// `message_not_found`, and so a second cancel of the same id is 404.
 ///
 /// ```text
 /// curl -X DELETE localhost:8080/v1/topics/orders/messages/order-42

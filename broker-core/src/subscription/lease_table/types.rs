@@ -36,8 +36,12 @@ pub enum EntryState {
         /// When it may be delivered.
         due_ms: u64,
     },
-    /// Ordered subscriptions: held back until the earlier message of its key is settled.
-    Blocked,
+    /// Ordered subscriptions: held back until the earlier message of its key is settled, and
+    /// then still until `not_before_ms` (a delayed message appended ahead of its due time).
+    Blocked {
+        /// Earliest delivery time (0: none).
+        not_before_ms: u64,
+    },
     /// Out of deliveries: to be appended to the dead-letter topic, then done.
     DeadLettering,
     /// Settled, but an older offset is not, so the floor cannot pass it yet.
@@ -86,6 +90,9 @@ pub struct Candidate {
     pub key_hash: Option<u64>,
     /// Whether the subscription's filter lets it through.
     pub wanted: bool,
+    /// Earliest delivery time: the due time of a delayed message appended ahead of it
+    /// ([`crate::message::Record::scheduled`]), 0 for any other.
+    pub not_before_ms: u64,
 }
 
 /// The subscription settings the table acts on.
@@ -130,12 +137,14 @@ pub struct TableCounts {
     /// Leased right now (expired leases not counted).
     pub in_flight: u64,
     /// Waiting for redelivery, including leases that have expired and messages held back
-    /// behind an earlier one of their key.
+    /// behind an earlier one of their key (but not delayed messages before they are due).
     pub waiting_retry: u64,
     /// Never looked at: `end_offset - next_offset`.
     pub undelivered: u64,
     /// Being moved to the dead-letter topic.
     pub dead_lettering: u64,
+    /// Delayed messages in the log ahead of their due time, not yet delivered.
+    pub not_yet_due: u64,
     /// Lowest offset not yet settled, if any.
     pub oldest_unacked: Option<u64>,
 }
