@@ -120,6 +120,10 @@ fn run(ops: Vec<Op>) {
                     "read from {from}"
                 );
                 assert!(read.iter().zip(from..).all(|(r, o)| r.offset == o));
+                // The tail cache, where it answers, answers exactly as the files do.
+                if let Some(cached) = handle.read_cached(from, max_records, max_bytes) {
+                    assert_eq!(cached, read, "cached read from {from}");
+                }
             }
             Op::Restart => {
                 handle.shutdown();

@@ -501,6 +501,9 @@ async fn read_range(
     max: usize,
     max_bytes: usize,
 ) -> Result<Vec<StoredRecord>> {
+    if let Some(records) = log.read_cached(from, max, max_bytes) {
+        return Ok(records);
+    }
     blocking(move || log.read(from, max, max_bytes)).await
 }
 
@@ -538,20 +541,42 @@ async fn read_granted(
             _ => runs.push((offset, 1)),
         }
     }
+    // From the tail cache when it holds every run (delayed messages at their due time,
+    // recent redeliveries), else everything from the files.
+    if let Some(records) = read_runs(&runs, max_bytes, |first, len, bytes| {
+        Ok(log.read_cached(first, len, bytes))
+    })? {
+        return Ok(records);
+    }
     blocking(move || {
-        let mut records = Vec::new();
-        let mut bytes = 0usize;
-        for (first, len) in runs {
-            if bytes >= max_bytes && !records.is_empty() {
-                break;
-            }
-            let batch = log.read(first, len, max_bytes.saturating_sub(bytes).max(1))?;
-            bytes += batch.iter().map(|r| r.record.value.len()).sum::<usize>();
-            records.extend(batch.into_iter().filter(|r| r.offset < first + len as u64));
-        }
-        Ok(records)
+        read_runs(&runs, max_bytes, |first, len, bytes| {
+            log.read(first, len, bytes).map(Some)
+        })
+        .map(Option::unwrap_or_default)
     })
     .await
+}
+
+/// Reads each `(first offset, length)` run with `read`, within `max_bytes` in all; `None` as
+/// soon as `read` has no answer for a run.
+fn read_runs(
+    runs: &[(u64, usize)],
+    max_bytes: usize,
+    mut read: impl FnMut(u64, usize, usize) -> Result<Option<Vec<StoredRecord>>>,
+) -> Result<Option<Vec<StoredRecord>>> {
+    let mut records = Vec::new();
+    let mut bytes = 0usize;
+    for &(first, len) in runs {
+        if bytes >= max_bytes && !records.is_empty() {
+            break;
+        }
+        let Some(batch) = read(first, len, max_bytes.saturating_sub(bytes).max(1))? else {
+            return Ok(None);
+        };
+        bytes += batch.iter().map(|r| r.record.value.len()).sum::<usize>();
+        records.extend(batch.into_iter().filter(|r| r.offset < first + len as u64));
+    }
+    Ok(Some(records))
 }
 
 fn remembered(delivery: &Delivery) -> Remembered {

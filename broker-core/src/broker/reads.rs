@@ -68,8 +68,13 @@ impl Broker {
             }
         }
         let messages = loop {
-            let reader = log.clone();
-            let mut messages = blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?;
+            let mut messages = match log.read_cached(offset, max, MAX_READ_BYTES) {
+                Some(messages) => messages,
+                None => {
+                    let reader = log.clone();
+                    blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?
+                }
+            };
             // A delayed message appended ahead of its due time is not shown before then, and
             // neither is anything after it (offsets are read in order).
             let now = now_ms();

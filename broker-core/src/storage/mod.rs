@@ -24,6 +24,7 @@ mod partition_log;
 mod recovery;
 mod retention;
 mod segment;
+mod tail;
 mod view;
 mod writer;
 

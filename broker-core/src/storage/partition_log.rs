@@ -124,8 +124,10 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Indexes every batch appended since the last commit and makes them visible to readers.
-    pub(crate) fn commit(&mut self) -> Result<()> {
+    /// Indexes every batch appended since the last commit and makes them visible to readers;
+    /// `batches` (those appended batches, with their records) go to the tail cache first, so
+    /// that the cache holds every offset it may serve as soon as readers can ask for it.
+    pub(crate) fn commit(&mut self, batches: Vec<(BatchHeader, Vec<Record>)>) -> Result<()> {
         self.check_usable()?;
         if self.staged.len() == 0 {
             return Ok(());
@@ -133,6 +135,10 @@ impl PartitionLog {
         if let Err(e) = self.view.index().apply(&mut self.staged) {
             self.failure = Some(format!("indexing failed: {e}"));
             return Err(e);
+        }
+        for (header, records) in batches {
+            self.view
+                .remember(header.base_offset, header.leader_epoch, records);
         }
         self.view.publish_end(self.next_offset);
         Ok(())

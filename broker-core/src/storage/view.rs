@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::codec::Batch;
 use super::index::LogIndex;
 use super::segment::Segment;
+use super::tail::TailCache;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
-use crate::message::StoredRecord;
+use crate::message::{Record, StoredRecord};
 
 /// Shared state of one partition's log.
 #[derive(Debug)]
@@ -27,6 +28,8 @@ pub(crate) struct LogView {
     end_offset: AtomicU64,
     /// Serialises retention runs; readers and the writer never take it.
     pub(super) retention: Mutex<()>,
+    /// The newest committed records, for readers at the head of the log.
+    tail: Mutex<TailCache>,
 }
 
 impl LogView {
@@ -46,7 +49,34 @@ impl LogView {
             start_offset: AtomicU64::new(start_offset),
             end_offset: AtomicU64::new(end_offset),
             retention: Mutex::new(()),
+            tail: Mutex::new(TailCache::default()),
         }
+    }
+
+    /// Keeps a batch in the tail cache; only the writer calls this, as it commits the batch
+    /// (readers get nothing at or past the end offset from it).
+    pub(crate) fn remember(&self, base_offset: u64, leader_epoch: u64, records: Vec<Record>) {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner()).push(
+            base_offset,
+            leader_epoch,
+            records,
+        );
+    }
+
+    /// What [`LogView::read`] would return, if the tail cache holds `max(from, start_offset)`;
+    /// `None` otherwise. Never blocks on I/O.
+    pub(crate) fn read_cached(
+        &self,
+        from: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Option<Vec<StoredRecord>> {
+        let from = from.max(self.start_offset());
+        let end = self.end_offset();
+        self.tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .read(from, end, max_records, max_bytes)
     }
 
     /// The partition's directory.

@@ -241,6 +241,17 @@ impl PartitionHandle {
         sender.clone().ok_or(BrokerError::ShuttingDown)
     }
 
+    /// [`PartitionHandle::read`] served from memory, when the newest records the writer keeps
+    /// hold `from`; `None` otherwise (then read the files). Does not block.
+    pub fn read_cached(
+        &self,
+        from: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Option<Vec<StoredRecord>> {
+        self.inner.view.read_cached(from, max_records, max_bytes)
+    }
+
     /// Reads committed records starting at `max(from, start_offset)`: at most `max_records`
     /// (and [`crate::limits::MAX_READ_RECORDS`]), stopping before a record whose value would
     /// take the gathered value bytes past `max_bytes` (and [`crate::limits::MAX_READ_BYTES`]),
@@ -403,8 +414,17 @@ impl PartitionWriter {
         telemetry::group_commit(group.len(), bytes, queue_depth);
         let written: Vec<_> = group.iter().map(|r| self.log.append(&r.records)).collect();
         let committed = if written.iter().any(Result::is_ok) {
+            // The written records move into the tail cache as they become visible.
+            let batches = group
+                .iter_mut()
+                .zip(&written)
+                .filter_map(|(request, written)| {
+                    let header = written.as_ref().ok()?;
+                    Some((*header, std::mem::take(&mut request.records)))
+                })
+                .collect();
             self.flush_per_policy().and_then(|fsynced| {
-                self.log.commit()?;
+                self.log.commit(batches)?;
                 self.on_commit.notify_waiters();
                 Ok(fsynced)
             })
