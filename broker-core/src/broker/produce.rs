@@ -134,7 +134,7 @@ impl Broker {
             }
         }
         if !scheduled.is_empty() {
-            scheduled = self.schedule(&open, scheduled).await?;
+            self.schedule(&open, &scheduled)?;
         }
         let stored_bytes: usize = shares
             .iter()
