@@ -8,21 +8,11 @@ mod edge_common;
 use std::time::{Duration, Instant};
 
 use common::{Harness, expect_problem};
-use edge_common::{status_of, token, with_secret};
+use edge_common::{status_of, token, with_secret, without_principal_limit};
 use gateway::config::{EdgeRaw, RawSettings};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-
-fn settings(edge: EdgeRaw) -> RawSettings {
-    RawSettings {
-        edge: EdgeRaw {
-            principal_requests_per_second: Some("0".into()),
-            ..edge
-        },
-        ..RawSettings::default()
-    }
-}
 
 /// Opens a raw produce of `length` declared bytes and sends only the head, so its bytes stay
 /// reserved until the stream is dropped.
@@ -37,7 +27,7 @@ async fn hold_produce(address: std::net::SocketAddr, length: usize) -> TcpStream
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_in_flight_byte_budget_answers_503_with_retry_after_at_once() {
-    let harness = Harness::start_with(settings(EdgeRaw {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
         max_inflight_produce_bytes: Some("1024".into()),
         ..EdgeRaw::default()
     }))
@@ -79,7 +69,7 @@ async fn a_spent_in_flight_byte_budget_answers_503_with_retry_after_at_once() {
 async fn raw_and_json_produce_bodies_are_limited_on_both_sides() {
     let harness = Harness::start_with(RawSettings {
         max_body_bytes: Some("1024".into()),
-        ..settings(EdgeRaw::default())
+        ..without_principal_limit(EdgeRaw::default())
     })
     .await;
     harness.create_topic(json!({"name": "t"})).await;

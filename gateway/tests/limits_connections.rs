@@ -8,24 +8,14 @@ mod edge_common;
 use std::time::{Duration, Instant};
 
 use common::Harness;
-use edge_common::{raw_exchange, status_of};
-use gateway::config::{EdgeRaw, RawSettings};
+use edge_common::{raw_exchange, status_of, without_principal_limit};
+use gateway::config::EdgeRaw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-fn settings(edge: EdgeRaw) -> RawSettings {
-    RawSettings {
-        edge: EdgeRaw {
-            principal_requests_per_second: Some("0".into()),
-            ..edge
-        },
-        ..RawSettings::default()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_connections_are_closed_at_the_header_timeout_while_others_are_served() {
-    let harness = Harness::start_with(settings(EdgeRaw {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
         header_read_timeout_ms: Some("1000".into()),
         ..EdgeRaw::default()
     }))
@@ -82,7 +72,7 @@ fn request_with_headers(count: usize, value_bytes: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_count_and_size_are_checked_on_both_sides() {
-    let harness = Harness::start_with(settings(EdgeRaw {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
         max_headers: Some("16".into()),
         max_header_bytes: Some("4096".into()),
         ..EdgeRaw::default()
@@ -121,7 +111,7 @@ async fn header_count_and_size_are_checked_on_both_sides() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_get_503_at_once() {
-    let harness = Harness::start_with(settings(EdgeRaw {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
         max_connections: Some("2".into()),
         ..EdgeRaw::default()
     }))
@@ -165,7 +155,7 @@ async fn connections_past_the_cap_get_503_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_slower_than_the_body_timeout_gets_408_and_a_prompt_one_succeeds() {
-    let harness = Harness::start_with(settings(EdgeRaw {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
         body_read_timeout_ms: Some("300".into()),
         ..EdgeRaw::default()
     }))

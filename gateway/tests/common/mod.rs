@@ -1,6 +1,7 @@
 //! A real server on 127.0.0.1:0 over a temporary data folder, and helpers to talk to it.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gateway::RunningServer;
@@ -15,7 +16,8 @@ pub struct Harness {
     pub server: RunningServer,
     /// A client without a request timeout beyond the default.
     pub client: Client,
-    _data: TempDir,
+    /// The data folder when the harness made it (a restartable node keeps its own).
+    _data: Option<TempDir>,
 }
 
 impl Harness {
@@ -27,9 +29,16 @@ impl Harness {
     /// A server with these settings (listen and data_dir are filled in).
     pub async fn start_with(raw: RawSettings) -> Harness {
         let data = tempfile::tempdir().expect("temp dir");
+        let mut harness = Harness::start_in(data.path(), raw).await;
+        harness._data = Some(data);
+        harness
+    }
+
+    /// A server with these settings on `data_dir`, which outlives it.
+    pub async fn start_in(data_dir: &Path, raw: RawSettings) -> Harness {
         let settings = RawSettings {
             listen: Some("127.0.0.1:0".into()),
-            data_dir: Some(data.path().to_owned()),
+            data_dir: Some(data_dir.to_owned()),
             ..raw
         }
         .freeze()
@@ -42,7 +51,7 @@ impl Harness {
         let harness = Harness {
             server,
             client,
-            _data: data,
+            _data: None,
         };
         harness.wait_until_ready().await;
         harness

@@ -44,6 +44,18 @@ pub fn with_secret(edge: EdgeRaw) -> RawSettings {
     }
 }
 
+/// Settings with these edge limits and the per-principal request limit off, so a test's own
+/// bursts are not throttled by it.
+pub fn without_principal_limit(edge: EdgeRaw) -> RawSettings {
+    RawSettings {
+        edge: EdgeRaw {
+            principal_requests_per_second: Some("0".into()),
+            ..edge
+        },
+        ..RawSettings::default()
+    }
+}
+
 /// Signs `claims` with `header` and `key`.
 pub fn sign(header: &Header, claims: &Value, key: &EncodingKey) -> String {
     jsonwebtoken::encode(header, claims, key).expect("encode")

@@ -1,56 +1,50 @@
 //! A server over a data folder that outlives it: stop it and start a new one on the same
-//! folder, as a restart. Helpers mirror `common::Harness`.
+//! folder, as a restart. A [`Node`] is a [`Harness`] (its helpers) that can be restarted, with
+//! a few more helpers.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+#[path = "../common/mod.rs"]
+mod common;
 
+use std::ops::Deref;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use common::{Harness, json_of};
 use gateway::config::RawSettings;
-use gateway::{ServeError, serve};
-use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-
-/// One run of the server: its address, its stop signal and its task.
-struct Running {
-    address: std::net::SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<(), ServeError>>,
-}
 
 /// A server that can be restarted on its data folder.
 pub struct Node {
-    server: Option<Running>,
-    /// The HTTP client.
-    pub client: Client,
+    harness: Option<Harness>,
     data: TempDir,
+}
+
+impl Deref for Node {
+    type Target = Harness;
+
+    fn deref(&self) -> &Harness {
+        self.harness.as_ref().expect("a running server")
+    }
 }
 
 impl Node {
     /// A server with default settings on a new temporary folder.
     pub async fn start() -> Node {
         let data = tempfile::tempdir().expect("temp dir");
-        let server = start_server(&data).await;
-        let client = Client::builder()
-            .timeout(Duration::from_secs(90))
-            .build()
-            .expect("client");
-        let mut node = Node {
-            server: Some(server),
-            client,
+        let harness = Harness::start_in(data.path(), RawSettings::default()).await;
+        Node {
+            harness: Some(harness),
             data,
-        };
-        node.wait_until_ready().await;
-        node
+        }
     }
 
-    /// Stops the server gracefully and starts a new one on the same folder (a new port).
+    /// Stops the server gracefully and starts a new one on the same folder (a new port). A
+    /// stopped server has released its data folder (the broker stops its background tasks at
+    /// shutdown), so the new one opens it at once.
     pub async fn restart(&mut self) {
         self.stop_server().await;
-        self.server = Some(start_server(&self.data).await);
-        self.wait_until_ready().await;
+        self.harness = Some(Harness::start_in(self.data.path(), RawSettings::default()).await);
     }
 
     /// Stops the server gracefully.
@@ -59,91 +53,14 @@ impl Node {
     }
 
     async fn stop_server(&mut self) {
-        if let Some(server) = self.server.take() {
-            let _ = server.stop.send(());
-            server
-                .task
-                .await
-                .expect("server task")
-                .expect("server stops cleanly");
+        if let Some(harness) = self.harness.take() {
+            harness.stop().await;
         }
-    }
-
-    /// Waits for `/readyz`. A stopped server has released its data folder (the broker stops
-    /// its background tasks at shutdown), so a restart must open it at once.
-    async fn wait_until_ready(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if self.server.as_ref().is_some_and(|s| s.task.is_finished()) {
-                let server = self.server.take().expect("server");
-                panic!("the server ended at start: {:?}", server.task.await);
-            }
-            let ready = self.client.get(self.url("/readyz")).send().await;
-            if ready.is_ok_and(|response| response.status() == StatusCode::OK) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "server not ready within 20 s");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// The URL of a path on the current server.
-    pub fn url(&self, path: &str) -> String {
-        let address = self.server.as_ref().expect("a running server").address;
-        format!("http://{address}{path}")
     }
 
     /// GET a path and return the JSON, asserting 200.
     pub async fn get_ok(&self, path: &str) -> Value {
-        let response = self
-            .client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request");
-        json_of(response, 200).await
-    }
-
-    /// POST a JSON body.
-    pub async fn post_json(&self, path: &str, body: &Value) -> Response {
-        self.client
-            .post(self.url(path))
-            .json(body)
-            .send()
-            .await
-            .expect("request")
-    }
-
-    /// POST a JSON body and return the reply's JSON, asserting the status.
-    pub async fn post_ok(&self, path: &str, body: &Value, status: u16) -> Value {
-        json_of(self.post_json(path, body).await, status).await
-    }
-
-    /// Creates a topic, asserting 201.
-    pub async fn create_topic(&self, body: Value) -> Value {
-        self.post_ok("/v1/topics", &body, 201).await
-    }
-
-    /// Creates a subscription, asserting 201.
-    pub async fn create_subscription(&self, topic: &str, body: Value) -> Value {
-        self.post_ok(&format!("/v1/topics/{topic}/subscriptions"), &body, 201)
-            .await
-    }
-
-    /// Produces a JSON batch, asserting 200; returns the `messages` array.
-    pub async fn produce(&self, topic: &str, messages: Vec<Value>) -> Vec<Value> {
-        let path = format!("/v1/topics/{topic}/messages");
-        let reply = self
-            .post_ok(&path, &json!({ "messages": messages }), 200)
-            .await;
-        reply["messages"].as_array().expect("messages").clone()
-    }
-
-    /// Receives, asserting 200; returns the `messages` array.
-    pub async fn receive(&self, topic: &str, sub: &str, body: Value) -> Vec<Value> {
-        let path = format!("/v1/topics/{topic}/subscriptions/{sub}/receive");
-        let reply = self.post_ok(&path, &body, 200).await;
-        reply["messages"].as_array().expect("messages").clone()
+        json_of(self.get(path).await, 200).await
     }
 
     /// Acks, asserting 200 and that every receipt took effect.
@@ -174,36 +91,6 @@ impl Node {
     pub async fn stored(&self, topic: &str) -> u64 {
         total_end_offset(&self.get_ok(&format!("/v1/topics/{topic}")).await)
     }
-}
-
-async fn start_server(data: &TempDir) -> Running {
-    let settings = RawSettings {
-        listen: Some("127.0.0.1:0".into()),
-        data_dir: Some(data.path().to_owned()),
-        ..RawSettings::default()
-    }
-    .freeze()
-    .expect("valid settings");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let shutdown = async move {
-        let _ = stopped.await;
-    };
-    let task = tokio::spawn(serve(listener, settings, shutdown));
-    Running {
-        address,
-        stop,
-        task,
-    }
-}
-
-/// Asserts the status and parses the JSON body.
-pub async fn json_of(response: Response, status: u16) -> Value {
-    let actual = response.status().as_u16();
-    let text = response.text().await.expect("body");
-    assert_eq!(actual, status, "unexpected status; body: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 /// The sum of the partition end offsets of a topic JSON.
