@@ -12,6 +12,7 @@
 //! - `schedule`: the on-disk schedule of delayed messages ([`schedule::DelayStore`]).
 //! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]).
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
+//! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared by all.
 //!
 //! The broker never depends on HTTP types.
@@ -22,6 +23,7 @@ pub mod config;
 pub mod dedup;
 pub mod error;
 pub mod limits;
+pub mod memory;
 pub mod message;
 pub mod names;
 pub mod partitioner;

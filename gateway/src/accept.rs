@@ -7,6 +7,8 @@
 //!   `header_read_timeout_ms`, a timer that also runs while a keep-alive connection waits for
 //!   its next request, so it is the idle timeout too; at most `max_headers` headers and
 //!   `max_header_bytes` of head (past them hyper answers 431 and closes);
+//! - a write timeout ([`WriteTimeout`], `write_timeout_ms`): a client that reads nothing of
+//!   a response for that long is disconnected and its answer dropped;
 //! - the peer address as [`ConnectInfo`] for the edge.
 //!
 //! On shutdown the loop stops accepting, asks every connection to close once its current
@@ -29,6 +31,7 @@ use tower::ServiceExt;
 
 use crate::config::EdgeSettings;
 use crate::edge::Edge;
+use crate::io_timeout::WriteTimeout;
 use crate::problem::ApiError;
 
 /// How long the refusal of a connection over `max_connections` may take to write: it is one
@@ -37,6 +40,26 @@ const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Pause after an accept error (out of file handles, say) before accepting again, so the
 /// loop does not spin while the condition lasts.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Connections the kernel may hold for the accept loop (capped by `net.core.somaxconn`). A
+/// thousand clients connecting at once (a fleet restarting, a load test) overflow a queue of
+/// 1,024 while the runtime is busy: the kernel then drops SYNs and resets some handshakes,
+/// which a client sees as a reset before its first request. Each queued connection costs
+/// the kernel a few hundred bytes, nothing in this process.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `address` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, so a restart does not wait
+/// for the old sockets' TIME_WAIT).
+pub fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
+}
 
 /// Serves `router` on `listener` until `shutdown` resolves, then drains for at most
 /// `drain_timeout`. Each connection holds one of `edge`'s connection slots.
@@ -82,6 +105,7 @@ pub async fn serve_connections(
                 })
             }
         });
+        let stream = WriteTimeout::new(stream, edge.write_timeout);
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(error) = connection.await {
@@ -109,8 +133,21 @@ fn http1_builder(edge: &EdgeSettings) -> http1::Builder {
         .header_read_timeout(edge.header_read_timeout)
         .keep_alive(true)
         .max_headers(edge.max_headers)
-        .max_header_size(edge.max_header_bytes);
+        .max_header_size(edge.max_header_bytes)
+        .max_buf_size(connection_buffer_bytes(edge.max_header_bytes));
     builder
+}
+
+/// Largest read buffer one connection keeps: room for the longest allowed request head
+/// (which must fit whole) and a body frame. Hyper's own default, about 400 KiB, lets each of
+/// 1,024 connections keep that much once one large body has streamed through it: 400 MiB
+/// held by idle buffers, outside any budget. Bodies are read in frames of at most this
+/// size instead; the kernel's socket buffers hold the rest until it is read.
+pub const MIN_CONNECTION_BUFFER_BYTES: usize = 16 * 1024;
+
+/// The read buffer limit for a given `max_header_bytes`.
+fn connection_buffer_bytes(max_header_bytes: usize) -> usize {
+    max_header_bytes.max(MIN_CONNECTION_BUFFER_BYTES) + MIN_CONNECTION_BUFFER_BYTES
 }
 
 fn configure_socket(stream: &TcpStream, keepalive: Option<Duration>) {

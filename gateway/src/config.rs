@@ -136,8 +136,8 @@ edge_settings! {
     principal_requests_per_second => "WHARF_PRINCIPAL_REQUESTS_PER_SECOND",
     /// Burst of every rate limit, in milliseconds of its rate [default: 1000].
     rate_limit_burst_ms => "WHARF_RATE_LIMIT_BURST_MS",
-    /// Produce request bytes in flight at once, all topics [default: 128 MiB].
-    max_inflight_produce_bytes => "WHARF_MAX_INFLIGHT_PRODUCE_BYTES",
+    /// Bytes that request bodies and answers may hold in memory at once [default: 128 MiB].
+    max_memory_bytes => "WHARF_MAX_MEMORY_BYTES",
     /// Open connections at once [default: 1024].
     max_connections => "WHARF_MAX_CONNECTIONS",
     /// Pending long-polls at once [default: 512].
@@ -154,6 +154,8 @@ edge_settings! {
     body_read_timeout_ms => "WHARF_BODY_READ_TIMEOUT_MS",
     /// Longest request end to end (long-polls: 60000 + 5000), ms [default: 30000].
     request_timeout_ms => "WHARF_REQUEST_TIMEOUT_MS",
+    /// Longest a response write may wait for a client that does not read, ms [default: 10000].
+    write_timeout_ms => "WHARF_WRITE_TIMEOUT_MS",
     /// TCP keepalive idle time of accepted sockets, s; 0 is off [default: 60].
     tcp_keepalive_secs => "WHARF_TCP_KEEPALIVE_SECS",
     /// Most headers in one request [default: 64].
@@ -389,8 +391,11 @@ pub struct EdgeSettings {
     pub max_headers: usize,
     /// Most bytes in a request line and its headers.
     pub max_header_bytes: usize,
-    /// Produce request bytes in flight at once.
-    pub max_inflight_produce_bytes: usize,
+    /// Bytes that request bodies and answers may hold in memory at once.
+    pub max_memory_bytes: usize,
+    /// Longest a response write may wait for the client to read; then the connection is
+    /// closed.
+    pub write_timeout: Duration,
     /// Pending long-polls at once, and per principal.
     pub max_long_polls: (usize, usize),
     /// Open SSE streams at once, and per principal.
@@ -420,7 +425,8 @@ impl Default for EdgeSettings {
             tcp_keepalive: Some(Duration::from_secs(DEFAULT_TCP_KEEPALIVE_SECS)),
             max_headers: DEFAULT_MAX_HEADERS,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
-            max_inflight_produce_bytes: DEFAULT_MAX_INFLIGHT_PRODUCE_BYTES,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            write_timeout: Duration::from_millis(DEFAULT_WRITE_TIMEOUT_MS),
             max_long_polls: (DEFAULT_MAX_LONG_POLLS, DEFAULT_MAX_LONG_POLLS_PER_PRINCIPAL),
             max_streams: (DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
             principal_requests_per_second: DEFAULT_PRINCIPAL_REQUESTS_PER_SECOND,
@@ -568,11 +574,16 @@ fn freeze_edge(
             DEFAULT_MAX_HEADER_BYTES,
             MIN_MAX_HEADER_BYTES..=1024 * 1024,
         )?,
-        max_inflight_produce_bytes: ranged(
-            "max_inflight_produce_bytes",
-            raw.max_inflight_produce_bytes,
-            DEFAULT_MAX_INFLIGHT_PRODUCE_BYTES,
-            1024..=(1 << 40),
+        max_memory_bytes: ranged(
+            "max_memory_bytes",
+            raw.max_memory_bytes,
+            DEFAULT_MAX_MEMORY_BYTES,
+            MIN_MAX_MEMORY_BYTES..=(1 << 40),
+        )?,
+        write_timeout: ms(
+            "write_timeout_ms",
+            raw.write_timeout_ms,
+            DEFAULT_WRITE_TIMEOUT_MS,
         )?,
         max_long_polls: (
             long_polls,

@@ -3,20 +3,22 @@
 //! 2. authenticates the bearer token into a [`Principal`] (401), unless the route is open;
 //! 3. applies the principal's request rate (429), keyed by subject, or by client address for
 //!    anonymous clients;
-//! 4. reads a body (POST/PUT/PATCH/DELETE) whole, within `max_body_bytes` (413) and
-//!    `body_read_timeout_ms` (408), after charging a produce's bytes to the in-flight budget
-//!    (503 `overloaded`, never a queue);
-//! 5. checks the grant the table asks for on the topic of the path or body (403);
-//! 6. takes a long-poll or stream slot (503 global, 429 per principal);
-//! 7. runs the handler under the request timeout (408), and holds every permit until the
-//!    response body has been sent.
+//! 4. checks the grant the table asks for on the topic of the path (403);
+//! 5. charges the body to the memory budget before reading a byte of it (its
+//!    `Content-Length`, or frame by frame when chunked: 503 `overloaded`, never a queue), then
+//!    reads it (POST/PUT/PATCH/DELETE) whole, within `max_body_bytes` (413) and
+//!    `body_read_timeout_ms` (408);
+//! 6. checks the grant on a topic named in the body (403);
+//! 7. takes a long-poll or stream slot (503 global, 429 per principal);
+//! 8. runs the handler under the request timeout (408), returns the body's charge when the
+//!    handler is done with it, charges the response body instead, and holds that charge and
+//!    every permit until the response body has been handed to the socket
+//!    ([`crate::memory::ChargedBody`]).
 //!
 //! Per-topic produce rates are checked by [`admit_topic_rate`], which the produce handler
 //! calls once it knows the batch's message and byte counts.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
@@ -26,16 +28,17 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use broker_core::broker::NewMessage;
 use broker_core::limits::MAX_WAIT_MS;
-use http_body::{Frame, SizeHint};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 
 use crate::app::AppState;
 use crate::auth::policy::{self, Load, Rule};
 use crate::auth::{Action, Authenticator, Principal};
 use crate::client_addr::client_address;
 use crate::config::EdgeSettings;
-use crate::limits::{
-    ByteBudget, CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS,
+use crate::limits::{CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS};
+use crate::memory::{
+    BodyCharge, ChargedBody, MemoryBudget, MemoryCharge, REQUEST_BYTES_HELD_PER_BODY_BYTE,
+    UNCHARGED_BODY_BYTES,
 };
 use crate::problem::ApiError;
 use crate::rate_limit::{PrincipalRateLimits, RateLimited, TopicRateLimits};
@@ -53,8 +56,8 @@ pub struct Edge {
     pub principals: PrincipalRateLimits,
     /// Per-topic produce rates.
     pub topics: TopicRateLimits,
-    /// Produce bytes in flight.
-    pub produce_bytes: ByteBudget,
+    /// Request bodies and answers held in memory.
+    pub memory: MemoryBudget,
     /// Long-poll slots.
     pub long_polls: ConcurrencyCap,
     /// Open-connection slots, taken by the accept loop ([`crate::accept`]).
@@ -73,7 +76,7 @@ impl Edge {
                 settings.rate_limit_burst_ms,
             ),
             topics: TopicRateLimits::new(settings.rate_limit_burst_ms),
-            produce_bytes: ByteBudget::new(settings.max_inflight_produce_bytes),
+            memory: MemoryBudget::new(settings.max_memory_bytes),
             connections: ConnectionSlots::new(settings.max_connections),
             long_polls: ConcurrencyCap::new(settings.max_long_polls.0, settings.max_long_polls.1),
             streams: ConcurrencyCap::new(settings.max_streams.0, settings.max_streams.1),
@@ -93,11 +96,12 @@ impl Edge {
     }
 }
 
-/// Whatever a request holds until its response body is sent.
+/// Whatever a request holds: its body's memory until the handler is done, its slot until
+/// the response body is sent.
 #[derive(Debug, Default)]
 struct Held {
-    _bytes: Option<crate::limits::BytePermit>,
-    _slot: Option<CapPermit>,
+    body: Option<BodyCharge>,
+    slot: Option<CapPermit>,
 }
 
 /// The edge middleware (see the module docs).
@@ -106,6 +110,7 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
     let mut body = RequestBody::Unread(body);
     match admit(&state, parts, &mut body).await {
         Ok((request, held, timeout)) => {
+            let Held { body, slot } = held;
             let response = match timeout {
                 Some(limit) => match tokio::time::timeout(limit, next.run(request)).await {
                     Ok(response) => response,
@@ -116,9 +121,18 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
                 },
                 None => next.run(request).await,
             };
-            response.map(|body| Body::new(HoldingBody { body, _held: held }))
+            drop(body);
+            // A body of known size is held whole until sent; a stream (SSE) holds one event
+            // at a time, bounded by its own in-flight cap.
+            let charge = response
+                .body()
+                .size_hint()
+                .exact()
+                .and_then(|bytes| usize::try_from(bytes).ok())
+                .map(|bytes| state.edge.memory.charge(bytes));
+            response.map(|body| Body::new(ChargedBody::new(body, charge, slot)))
         }
-        Err(error) => refuse(error, body, state.edge.settings.body_read_timeout).await,
+        Err(error) => refuse(error, body, &state.edge).await,
     }
 }
 
@@ -142,20 +156,21 @@ impl RequestBody {
     }
 }
 
-/// The refusal's response. The client's connection may be reused only when its body has
-/// been read to the end; otherwise the response says `connection: close`, so that a client
-/// does not send its next request down a socket the server is about to close (a broken pipe
-/// mid-request instead of a reply).
-async fn refuse(error: ApiError, body: RequestBody, limit: Duration) -> Response {
+/// The refusal's response. A body not read yet (or not to its end) is read and dropped, frame
+/// by frame, when it is within `max_body_bytes`: the client gets its 4xx/503 on a connection
+/// it can reuse, and the server never closes a socket with unread bytes in it (which makes
+/// the kernel reset the connection, and can destroy the refusal before the client reads
+/// it). Otherwise the response says `connection: close`, so that a client does not send its
+/// next request down a socket the server is about to close (a broken pipe mid-request
+/// instead of a reply).
+async fn refuse(error: ApiError, body: RequestBody, edge: &Edge) -> Response {
     let reusable = match body {
         RequestBody::Read => true,
         RequestBody::Cut => false,
         RequestBody::Unread(body) => {
-            let small = body
-                .size_hint()
-                .upper()
-                .is_some_and(|bytes| bytes <= REFUSAL_DRAIN_BYTES);
-            small && discard_body(body, limit).await
+            let max = edge.max_body_bytes as u64;
+            let within = body.size_hint().upper().is_none_or(|bytes| bytes <= max);
+            within && discard_body(body, max, edge.settings.body_read_timeout).await
         }
     };
     let mut response = error.into_response();
@@ -219,28 +234,33 @@ async fn admit(
         edge.principals.admit(&key)?;
     }
     let mut held = Held::default();
-    if access.load == Load::Produce {
-        let bytes = content_length(&parts.headers).unwrap_or(edge.max_body_bytes as u64);
-        if bytes > edge.max_body_bytes as u64 {
-            return Err(ApiError::BodyTooLarge);
-        }
-        match edge
-            .produce_bytes
-            .try_reserve(usize::try_from(bytes).unwrap_or(usize::MAX))
-        {
-            Some(permit) => held._bytes = Some(permit),
-            None => {
-                return Err(ApiError::Overloaded {
-                    resource: "the in-flight produce byte budget",
-                });
-            }
-        }
-    }
     authorize(&principal, &access, &[])?;
     let body = if has_body(&parts.method) {
-        let bytes = read_body(body.take(RequestBody::Cut), edge).await?;
-        *body = RequestBody::Read;
-        bytes
+        let declared = content_length(&parts.headers);
+        if declared.is_some_and(|bytes| bytes > edge.max_body_bytes as u64) {
+            return Err(ApiError::BodyTooLarge);
+        }
+        let declared = declared.map_or(0, |bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
+        let charge = edge
+            .memory
+            .try_charge(body_charge(declared, &edge.memory))
+            .ok_or(OVERLOADED_MEMORY)?;
+        let mut charge = charge;
+        let mut unread = body.take(RequestBody::Cut);
+        match read_body(&mut unread, edge, &mut charge, declared).await {
+            Ok(bytes) => {
+                *body = RequestBody::Read;
+                held.body = Some(BodyCharge::new(charge));
+                bytes
+            }
+            Err(error) => {
+                if matches!(error, ApiError::Overloaded { .. }) {
+                    // The rest of the body is still there to drain: the client gets its 503.
+                    *body = RequestBody::Unread(unread);
+                }
+                return Err(error);
+            }
+        }
     } else {
         Bytes::new()
     };
@@ -252,17 +272,20 @@ async fn admit(
         Load::LongPoll {
             only_with_wait_query,
         } if !only_with_wait_query || waits(parts.uri.query()) => {
-            held._slot = Some(take_slot(&edge.long_polls, &principal, "long-poll")?);
+            held.slot = Some(take_slot(&edge.long_polls, &principal, "long-poll")?);
             timeout = Some(Duration::from_millis(MAX_WAIT_MS + LONG_POLL_MARGIN_MS));
         }
         Load::Stream => {
-            held._slot = Some(take_slot(&edge.streams, &principal, "stream")?);
+            held.slot = Some(take_slot(&edge.streams, &principal, "stream")?);
             timeout = None;
         }
         _ => {}
     }
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(principal);
+    if let Some(charge) = &held.body {
+        request.extensions_mut().insert(charge.clone());
+    }
     Ok((request, held, timeout))
 }
 
@@ -280,18 +303,20 @@ fn has_body(method: &Method) -> bool {
     [Method::POST, Method::PUT, Method::PATCH, Method::DELETE].contains(method)
 }
 
-/// Largest declared body a refused request still reads (and drops, frame by frame, never
-/// holding more than one frame): the client gets its 4xx/503 on a connection it can reuse.
-/// Larger bodies, or bodies of unknown length, are cut off with the connection.
-pub const REFUSAL_DRAIN_BYTES: u64 = 64 * 1024;
-
-/// Reads and drops a body, frame by frame, for at most `limit`; whether it reached the end.
-async fn discard_body(body: Body, limit: Duration) -> bool {
+/// Reads and drops a body, frame by frame (never holding more than one), for at most
+/// `limit` and `max` bytes; whether it reached the end.
+async fn discard_body(body: Body, max: u64, limit: Duration) -> bool {
     let mut body = body;
     let drain = async {
+        let mut seen = 0u64;
         loop {
             match body.frame().await {
-                Some(Ok(_)) => {}
+                Some(Ok(frame)) => {
+                    seen += frame.data_ref().map_or(0, |data| data.len() as u64);
+                    if seen > max {
+                        return false;
+                    }
+                }
                 Some(Err(_)) => return false,
                 None => return true,
             }
@@ -300,19 +325,63 @@ async fn discard_body(body: Body, limit: Duration) -> bool {
     tokio::time::timeout(limit, drain).await.unwrap_or(false)
 }
 
-/// Reads the whole body within `max_body_bytes` and `body_read_timeout`.
-async fn read_body(body: Body, edge: &Edge) -> Result<Bytes, ApiError> {
+/// What a body of `bytes` is charged: nothing when it fits in its connection's own read
+/// buffer (that memory is the connection's, bounded by `max_connections`, and a receive,
+/// ack or admin call must not be refused because producers spent the budget), else
+/// [`REQUEST_BYTES_HELD_PER_BODY_BYTE`] per byte, clamped to the whole budget so that a
+/// body larger than it runs alone rather than never.
+fn body_charge(bytes: usize, memory: &MemoryBudget) -> usize {
+    if bytes <= UNCHARGED_BODY_BYTES {
+        return 0;
+    }
+    bytes
+        .saturating_mul(REQUEST_BYTES_HELD_PER_BODY_BYTE)
+        .min(memory.capacity())
+}
+
+/// The refusal of a request whose body does not fit the memory budget.
+const OVERLOADED_MEMORY: ApiError = ApiError::Overloaded {
+    resource: "the memory budget",
+};
+
+/// Reads the whole body within `max_body_bytes` and `body_read_timeout`, growing `charge` by
+/// each frame's share where the body is longer than it declared (chunked bodies declare
+/// nothing): a body that outgrows the memory budget is cut off with 503 `overloaded`.
+async fn read_body(
+    body: &mut Body,
+    edge: &Edge,
+    charge: &mut MemoryCharge,
+    declared: usize,
+) -> Result<Bytes, ApiError> {
     let limit = edge.settings.body_read_timeout;
-    let collected = tokio::time::timeout(limit, Limited::new(body, edge.max_body_bytes).collect())
+    let max = edge.max_body_bytes;
+    let read = async {
+        let mut collected = bytes::BytesMut::with_capacity(declared.min(max));
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|_| ApiError::invalid("the request body could not be read"))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if collected.len() + data.len() > max {
+                return Err(ApiError::BodyTooLarge);
+            }
+            let needed = body_charge(collected.len() + data.len(), &edge.memory);
+            if needed > charge.bytes() && !charge.try_grow(needed - charge.bytes()) {
+                return Err(OVERLOADED_MEMORY);
+            }
+            if collected.is_empty() && body.is_end_stream() {
+                return Ok(data);
+            }
+            collected.extend_from_slice(&data);
+        }
+        Ok(collected.freeze())
+    };
+    tokio::time::timeout(limit, read)
         .await
         .map_err(|_| ApiError::RequestTimeout {
             limit_ms: millis(limit),
-        })?;
-    match collected {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(ApiError::BodyTooLarge),
-        Err(_) => Err(ApiError::invalid("the request body could not be read")),
-    }
+        })?
 }
 
 /// Whether a `wait_ms` query parameter above 0 makes an offset read a long-poll.
@@ -407,32 +476,6 @@ pub fn admit_topic_rate(
         bytes,
     )?;
     Ok(())
-}
-
-/// A response body that keeps the request's permits until it is sent or dropped.
-struct HoldingBody {
-    body: Body,
-    _held: Held,
-}
-
-impl HttpBody for HoldingBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
 }
 
 #[cfg(test)]

@@ -68,6 +68,25 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
+/// Parses a JSON body that the result may borrow from (strings without escapes are not
+/// copied), with the same field-path error messages as [`parse_json`].
+pub fn parse_json_borrowed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let what = match error.inner().classify() {
+            serde_json::error::Category::Data => {
+                "Failed to deserialize the JSON body into the target type"
+            }
+            _ => "Failed to parse the request body as JSON",
+        };
+        ApiError::invalid(format!("{what}: {error}"))
+    })?;
+    deserializer.end().map_err(|error| {
+        ApiError::invalid(format!("Failed to parse the request body as JSON: {error}"))
+    })?;
+    Ok(value)
+}
+
 /// Whether the request says its body is JSON: `application/json` or any `+json` type.
 pub fn is_json_content_type(headers: &HeaderMap) -> bool {
     media_type(headers).is_some_and(|media| {

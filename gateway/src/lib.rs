@@ -17,6 +17,8 @@
 //!   table ([`auth::policy`]); [`edge`]: the middleware that applies it with the rate limits
 //!   ([`rate_limit`]), budgets and timeouts of [`limits`]; [`client_addr`]: peer vs
 //!   `X-Forwarded-For`.
+//! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
+//!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
 //!   limits, graceful shutdown.
 //! - [`metrics`]: the process's Prometheus recorder and the request counter/timer;
@@ -39,8 +41,10 @@ pub mod config;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;
+pub mod io_timeout;
 pub mod limits;
 pub mod long_poll;
+pub mod memory;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_edge;

@@ -1,7 +1,7 @@
 //! Every bound the gateway enforces at its edge, each with the reason for its number, and the
-//! RAII permits that hold them: [`ByteBudget`] (in-flight produce bytes),
-//! [`ConnectionSlots`] (open connections) and [`ConcurrencyCap`] (long-polls, SSE streams:
-//! global and per principal).
+//! RAII permits that hold them: [`ConnectionSlots`] (open connections) and [`ConcurrencyCap`]
+//! (long-polls, SSE streams: global and per principal). The memory budget (request bodies
+//! and answers) is [`crate::memory`].
 //!
 //! Each `DEFAULT_*` is the default of the setting of the same name (see [`crate::config`]);
 //! the broker's own bounds live in [`broker_core::limits`].
@@ -45,10 +45,13 @@ pub const MIN_MAX_HEADER_BYTES: usize = 1024;
 /// Longest bearer token accepted, in bytes. Real JWTs are under 2 KiB; parsing and verifying
 /// an 8 KiB one is still cheap, and anything longer is refused before any base64 decoding.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
-/// Default `max_inflight_produce_bytes`: request bytes of produces being read, checked and
-/// written at once, across all topics. 128 MiB is 16 full 8 MiB bodies: far more than the
-/// disk absorbs at once, and a known ceiling on what a producer burst can pin in memory.
-pub const DEFAULT_MAX_INFLIGHT_PRODUCE_BYTES: usize = 128 * 1024 * 1024;
+/// Default `write_timeout_ms`: how long writing a response may wait for the client to read.
+/// A reader on the slowest link still takes a 64 KiB frame within a second or two; a client
+/// that sent a request and stopped reading (the QMQ incident in `shared/seeds/`) holds its
+/// answer's memory for at most these 10 s, then its connection is closed and the answer
+/// dropped.
+pub const DEFAULT_WRITE_TIMEOUT_MS: u64 = 10_000;
+pub use crate::memory::{DEFAULT_MAX_MEMORY_BYTES, MIN_MAX_MEMORY_BYTES};
 /// Default `max_long_polls`: pending long-polls (receive, offset reads with `wait_ms`)
 /// across all clients. Each holds a connection and a small future; the cap keeps a
 /// consumer stampede from starving producers of connections.
@@ -84,58 +87,6 @@ pub const MIN_HS256_SECRET_BYTES: usize = 32;
 /// `Retry-After` of an `overloaded` 503 from a gateway budget, in seconds: in-flight bytes
 /// and slots free as soon as current requests end, usually within a second.
 pub const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
-
-/// A budget of bytes shared by concurrent requests: [`ByteBudget::try_reserve`] either takes
-/// the bytes at once or refuses, it never queues. The reservation is returned when its
-/// [`BytePermit`] drops.
-#[derive(Debug, Clone)]
-pub struct ByteBudget {
-    semaphore: Arc<Semaphore>,
-    capacity: usize,
-}
-
-/// Bytes reserved from a [`ByteBudget`], returned on drop.
-#[derive(Debug)]
-pub struct BytePermit {
-    _permit: Option<OwnedSemaphorePermit>,
-}
-
-impl ByteBudget {
-    /// A budget of `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
-        let capacity = capacity.min(Semaphore::MAX_PERMITS);
-        ByteBudget {
-            semaphore: Arc::new(Semaphore::new(capacity)),
-            capacity,
-        }
-    }
-
-    /// The budget's size in bytes.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Bytes not reserved right now.
-    pub fn available(&self) -> usize {
-        self.semaphore.available_permits()
-    }
-
-    /// Reserves `bytes` (a zero-byte request reserves nothing), or `None` when the budget
-    /// has less left. A request larger than the whole budget is clamped to it, so it runs
-    /// alone rather than never.
-    pub fn try_reserve(&self, bytes: usize) -> Option<BytePermit> {
-        if bytes == 0 {
-            return Some(BytePermit { _permit: None });
-        }
-        let wanted = u32::try_from(bytes.min(self.capacity)).unwrap_or(u32::MAX);
-        let permit = Arc::clone(&self.semaphore)
-            .try_acquire_many_owned(wanted)
-            .ok()?;
-        Some(BytePermit {
-            _permit: Some(permit),
-        })
-    }
-}
 
 /// The `max_connections` slots of the accept loop: [`ConnectionSlots::try_acquire`] takes one
 /// for a connection's life or refuses at once. Shared with `/metrics`, which reports
@@ -264,18 +215,6 @@ impl Drop for CapPermit {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_budget_admits_up_to_its_capacity_and_frees_on_drop() {
-        let budget = ByteBudget::new(100);
-        let first = budget.try_reserve(99).expect("limit - 1 fits");
-        assert!(budget.try_reserve(2).is_none(), "limit + 1 refused");
-        let last = budget.try_reserve(1).expect("exactly the limit fits");
-        assert_eq!(budget.available(), 0);
-        drop((first, last));
-        assert_eq!(budget.available(), 100);
-        assert!(budget.try_reserve(101).is_some(), "oversize runs alone");
-    }
 
     #[test]
     fn connection_slots_refuse_past_capacity_and_count_open_ones() {

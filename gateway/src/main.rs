@@ -151,7 +151,7 @@ fn run_server(args: ServeArgs) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(settings.listen()).await?;
+        let listener = gateway::accept::bind(settings.listen())?;
         serve(listener, settings, shutdown_signal()).await
     });
     match result {

@@ -34,6 +34,8 @@ pub const HTTP_REQUESTS: &str = "wharf_http_requests_total";
 pub const HTTP_REQUEST_SECONDS: &str = "wharf_http_request_duration_seconds";
 /// Connections refused at accept because `max_connections` were open.
 pub const CONNECTIONS_REFUSED: &str = "wharf_connections_refused_total";
+/// Connections closed because the client read nothing of a response for `write_timeout_ms`.
+pub const WRITE_TIMEOUTS: &str = "wharf_write_timeouts_total";
 
 /// The `route` label of requests no route matched (404s and the like): one value, so probing
 /// random paths cannot grow the label set.
@@ -135,6 +137,11 @@ fn describe() {
         Unit::Count,
         "Connections refused at accept because max_connections were open."
     );
+    describe_counter!(
+        WRITE_TIMEOUTS,
+        Unit::Count,
+        "Connections closed because the client read nothing of a response for write_timeout_ms."
+    );
 }
 
 /// Counts and times every request by method, matched route template and status (the
@@ -178,6 +185,11 @@ fn method_label(method: &Method) -> &'static str {
 /// Counts one connection refused at accept.
 pub fn connection_refused() {
     counter!(CONNECTIONS_REFUSED).increment(1);
+}
+
+/// Counts one connection closed by its write timeout.
+pub fn write_timed_out() {
+    counter!(WRITE_TIMEOUTS).increment(1);
 }
 
 #[cfg(test)]

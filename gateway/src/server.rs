@@ -129,7 +129,7 @@ impl RunningServer {
     /// Binds `settings.listen()` (use port 0 for an ephemeral port) and serves in the
     /// background.
     pub async fn start(settings: Settings) -> Result<RunningServer, ServeError> {
-        let listener = TcpListener::bind(settings.listen()).await?;
+        let listener = crate::accept::bind(settings.listen())?;
         let address = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {

@@ -1,6 +1,8 @@
-//! Budgets at the edge: in-flight produce bytes (503 `overloaded` with `Retry-After`, at
-//! once), body size on raw and JSON produce (413), and long-poll slots (429 per principal,
-//! 503 global), each on both sides of its bound.
+//! Budgets at the edge: the memory budget of request bodies (503 `overloaded` with
+//! `Retry-After`, at once, the body charged before it is read) and of answers (receives that
+//! may wait, wait for room; one that may not is refused), body size on raw and JSON produce
+//! (413), and long-poll slots (429 per principal, 503 global), each on both sides of its
+//! bound.
 
 mod common;
 mod edge_common;
@@ -10,12 +12,14 @@ use std::time::{Duration, Instant};
 use common::{Harness, expect_problem};
 use edge_common::{status_of, token, with_secret, without_principal_limit};
 use gateway::config::{EdgeRaw, RawSettings};
+use gateway::limits::MIN_MAX_MEMORY_BYTES;
+use gateway::memory::REQUEST_BYTES_HELD_PER_BODY_BYTE;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-/// Opens a raw produce of `length` declared bytes and sends only the head, so its bytes stay
-/// reserved until the stream is dropped.
+/// Opens a raw produce of `length` declared bytes and sends only the head, so its charge
+/// stays taken until the stream is dropped.
 async fn hold_produce(address: std::net::SocketAddr, length: usize) -> TcpStream {
     let mut stream = TcpStream::connect(address).await.expect("connect");
     let head = format!(
@@ -26,14 +30,19 @@ async fn hold_produce(address: std::net::SocketAddr, length: usize) -> TcpStream
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spent_in_flight_byte_budget_answers_503_with_retry_after_at_once() {
+async fn a_spent_memory_budget_answers_503_with_retry_after_at_once() {
+    let budget = MIN_MAX_MEMORY_BYTES;
     let harness = Harness::start_with(without_principal_limit(EdgeRaw {
-        max_inflight_produce_bytes: Some("1024".into()),
+        max_memory_bytes: Some(budget.to_string()),
         ..EdgeRaw::default()
     }))
     .await;
     harness.create_topic(json!({"name": "t"})).await;
-    let holder = hold_produce(harness.server.address(), 1000).await;
+    let held = 400_000;
+    let holder = hold_produce(harness.server.address(), held).await;
+    // What is left, in body bytes: each body byte is charged REQUEST_BYTES_HELD_PER_BODY_BYTE.
+    let fits =
+        (budget - held * REQUEST_BYTES_HELD_PER_BODY_BYTE) / REQUEST_BYTES_HELD_PER_BODY_BYTE;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let produce = |bytes: usize| {
         harness
@@ -44,12 +53,12 @@ async fn a_spent_in_flight_byte_budget_answers_503_with_retry_after_at_once() {
             .send()
     };
     assert_eq!(
-        produce(24).await.expect("request").status(),
+        produce(fits).await.expect("request").status(),
         200,
         "exactly the budget"
     );
     let started = Instant::now();
-    let refused = produce(25).await.expect("request");
+    let refused = produce(fits + 1).await.expect("request");
     assert!(
         started.elapsed() < Duration::from_millis(500),
         "refused, not queued"
@@ -58,9 +67,64 @@ async fn a_spent_in_flight_byte_budget_answers_503_with_retry_after_at_once() {
     expect_problem(refused, 503, "overloaded").await;
     drop(holder);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while produce(25).await.expect("request").status() != 200 {
+    while produce(fits + 1).await.expect("request").status() != 200 {
         assert!(Instant::now() < deadline, "the budget never came back");
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receives_wait_for_room_in_a_spent_memory_budget_and_only_a_non_waiting_one_is_refused() {
+    let harness = Harness::start_with(without_principal_limit(EdgeRaw {
+        max_memory_bytes: Some(MIN_MAX_MEMORY_BYTES.to_string()),
+        ..EdgeRaw::default()
+    }))
+    .await;
+    harness.create_topic(json!({"name": "t"})).await;
+    const SUBSCRIPTIONS: usize = 20;
+    for i in 0..SUBSCRIPTIONS {
+        let sub = json!({"name": format!("s{i}"), "start": "earliest"});
+        harness.create_subscription("t", sub).await;
+    }
+    let value = "v".repeat(64 * 1024);
+    let messages: Vec<_> = (0..10).map(|_| json!({"value": value})).collect();
+    harness.produce("t", messages).await;
+
+    // A held body takes the whole budget: a receive that may not wait is refused at once, one
+    // that waits holds nothing, and gets its messages once the room is back.
+    let holder = hold_produce(harness.server.address(), MIN_MAX_MEMORY_BYTES).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let receive = |sub: String, wait_ms: u64| {
+        harness
+            .client
+            .post(harness.url(&format!("/v1/topics/t/subscriptions/{sub}/receive")))
+            .json(&json!({"max_messages": 10, "wait_ms": wait_ms}))
+            .send()
+    };
+    let refused = receive("s0".into(), 0).await.expect("request");
+    assert_eq!(refused.headers()["retry-after"], "1");
+    expect_problem(refused, 503, "overloaded").await;
+    let waiting = tokio::spawn(receive("s0".into(), 10_000));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(holder);
+    let answer = waiting.await.expect("task").expect("request");
+    assert_eq!(answer.status(), 200);
+    let answer: serde_json::Value = answer.json().await.expect("json");
+    assert!(!answer["messages"].as_array().expect("messages").is_empty());
+
+    // Many receives at once share the budget: each answer gets room, none is refused.
+    let all: Vec<_> = (1..SUBSCRIPTIONS)
+        .map(|i| tokio::spawn(receive(format!("s{i}"), 10_000)))
+        .collect();
+    for (i, one) in (1..).zip(all) {
+        let answer = one.await.expect("task").expect("request");
+        assert_eq!(answer.status(), 200, "s{i}");
+        let answer: serde_json::Value = answer.json().await.expect("json");
+        assert!(
+            !answer["messages"].as_array().expect("messages").is_empty(),
+            "s{i}"
+        );
     }
     harness.stop().await;
 }

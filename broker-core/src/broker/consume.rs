@@ -38,6 +38,10 @@ const MAX_PEEKS_PER_PARTITION: usize = 8;
 /// topic skip it, as they had already settled the original.
 pub const REDRIVE_HEADER: &str = "wharf-redrive-subscription";
 
+/// How often a waiting receive that found no room in the memory budget tries again: the
+/// answers holding it are usually written out within milliseconds.
+const MEMORY_WAIT_RETRY_MS: u64 = 50;
+
 /// Longest `delay_ms` a nack may ask for: as long as the longest backoff.
 pub const MAX_NACK_DELAY_MS: u64 = crate::subscription::config::MAX_BACKOFF_CEILING_MS;
 
@@ -45,7 +49,10 @@ impl Broker {
     /// Leases up to `max_messages` messages: due redeliveries first, then new ones, visiting the
     /// partitions in turn. The leases reach the disk within sled's flush interval or with the
     /// next settle, whichever is first, not before the reply. Waits up to `wait_ms` for at least one, woken by commits to the
-    /// topic and by retry timers, not by polling.
+    /// topic and by retry timers, not by polling. With `request.memory`, each read first
+    /// reserves room for its answer; when there is none, a receive that may wait waits for
+    /// it as for messages (holding nothing), and one with `wait_ms` 0 is
+    /// [`BrokerError::Overloaded`].
     pub async fn receive(
         &self,
         topic: &str,
@@ -95,9 +102,30 @@ impl Broker {
             shutdown.as_mut().enable();
             self.check_alive(&open, &sub)?;
 
-            let deliveries = self
-                .lease_and_read(&open, &sub, request.max_messages, lease_ms)
-                .await?;
+            let max_bytes = match &request.memory {
+                Some(memory) => match memory.reserve() {
+                    Some(bytes) => Some(bytes),
+                    // No room for an answer: one that may not wait is refused; one that
+                    // waits holds nothing and tries again shortly, as if nothing had come.
+                    None if request.wait_ms == 0 => {
+                        return Err(super::reads::memory_overloaded());
+                    }
+                    None => None,
+                },
+                None => Some(MAX_READ_BYTES),
+            };
+            let deliveries = match max_bytes {
+                Some(max_bytes) => {
+                    self.lease_and_read(&open, &sub, request.max_messages, lease_ms, max_bytes)
+                        .await?
+                }
+                None => Vec::new(),
+            };
+            if deliveries.is_empty()
+                && let Some(memory) = &request.memory
+            {
+                memory.release();
+            }
             if !deliveries.is_empty() {
                 if let Some(id) = &request.attempt_id {
                     sub.remember_attempt(id.clone(), deliveries.iter().map(remembered).collect());
@@ -118,9 +146,12 @@ impl Broker {
             if now >= deadline || self.shutting_down.load(Ordering::SeqCst) {
                 return Ok(Vec::new());
             }
-            let wake = next_wake(&sub).map_or(deadline, |at_ms| {
+            let mut wake = next_wake(&sub).map_or(deadline, |at_ms| {
                 now + Duration::from_millis(at_ms.saturating_sub(now_ms()))
             });
+            if max_bytes.is_none() {
+                wake = wake.min(now + Duration::from_millis(MEMORY_WAIT_RETRY_MS));
+            }
             tokio::select! {
                 () = &mut committed => {}
                 () = &mut shutdown => {}
@@ -355,18 +386,20 @@ impl Broker {
     /// Grants leases partition by partition and reads the granted records: it peeks at the
     /// records at the head of the log (the filter and key order need their tags and keys),
     /// grants, then reads what redeliveries need. Grants the reply has no room for (it would
-    /// pass [`MAX_READ_BYTES`]) are released untouched; grants of records that retention
-    /// removed meanwhile are forgotten. Dead letters found on the way are moved.
+    /// pass `max_bytes` of values, itself at most [`MAX_READ_BYTES`]) are released untouched;
+    /// grants of records that retention removed meanwhile are forgotten. Dead letters found
+    /// on the way are moved.
     async fn lease_and_read(
         &self,
         topic: &Arc<Topic>,
         sub: &Arc<Subscription>,
         max_messages: usize,
         lease_ms: u64,
+        max_bytes: usize,
     ) -> Result<Vec<Delivery>> {
         let mut reply = Reply {
             deliveries: Vec::new(),
-            budget: MAX_READ_BYTES,
+            budget: max_bytes.min(MAX_READ_BYTES),
         };
         for partition in sub.visiting_order() {
             for _ in 0..MAX_PEEKS_PER_PARTITION {

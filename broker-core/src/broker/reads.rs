@@ -7,11 +7,32 @@ use super::{Broker, PartitionRead, blocking};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS};
+use crate::memory::AnswerMemory;
+
+/// How long a read refused for a spent memory budget should wait before it is retried: the
+/// answers holding the budget are written out within moments, or cut off by their writer.
+const MEMORY_RETRY_AFTER_MS: u64 = 1_000;
+
+/// Reserves room for an answer: the value bytes the read may take, or overloaded.
+fn reserve_answer(memory: &AnswerMemory) -> Result<usize> {
+    memory.reserve().ok_or_else(memory_overloaded)
+}
+
+/// The refusal of a read for which the memory budget has no room.
+pub(super) fn memory_overloaded() -> BrokerError {
+    BrokerError::Overloaded {
+        resource: "the memory budget",
+        retry_after_ms: MEMORY_RETRY_AFTER_MS,
+    }
+}
 
 impl Broker {
     /// Reads up to `max` records from `offset` (from the start of the log if `offset` is older),
     /// waiting up to `wait_ms` for the first one when `offset` is the end of the log. The read
-    /// stops before a delayed message that is in the log but not yet due.
+    /// stops before a delayed message that is in the log but not yet due. With `memory`, the
+    /// read reserves room for its answer once it has something to read (the caller takes the
+    /// charge from it), and takes no more value bytes than fit; a spent budget is
+    /// [`BrokerError::Overloaded`].
     pub async fn read_partition(
         &self,
         topic: &str,
@@ -19,6 +40,7 @@ impl Broker {
         offset: u64,
         max: usize,
         wait_ms: u64,
+        memory: Option<&AnswerMemory>,
     ) -> Result<PartitionRead> {
         self.check_running()?;
         if max == 0 || max > MAX_READ_RECORDS {
@@ -67,12 +89,16 @@ impl Broker {
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }
+        let max_bytes = match memory {
+            Some(memory) if log.end_offset() > offset => reserve_answer(memory)?,
+            _ => MAX_READ_BYTES,
+        };
         let messages = loop {
-            let mut messages = match log.read_cached(offset, max, MAX_READ_BYTES) {
+            let mut messages = match log.read_cached(offset, max, max_bytes) {
                 Some(messages) => messages,
                 None => {
                     let reader = log.clone();
-                    blocking(move || reader.read(offset, max, MAX_READ_BYTES)).await?
+                    blocking(move || reader.read(offset, max, max_bytes)).await?
                 }
             };
             // A delayed message appended ahead of its due time is not shown before then, and

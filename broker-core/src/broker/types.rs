@@ -105,6 +105,9 @@ pub struct ReceiveRequest {
     /// Retry-safe receive: a repeat with the same id while the leases last returns the same
     /// messages with the same receipts.
     pub attempt_id: Option<String>,
+    /// Where the answer's memory comes from; `None` reads up to
+    /// [`crate::limits::MAX_READ_BYTES`] of values without asking.
+    pub memory: Option<crate::memory::AnswerMemory>,
 }
 
 /// One leased message handed to a consumer.

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
 use broker_core::limits::{DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS};
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use crate::app::AppState;
 use crate::codes;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::long_poll::long_poll;
+use crate::memory::answer_memory;
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 use crate::routes::partitions::LogMessage;
@@ -172,15 +174,17 @@ pub async fn receive(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     OptionalJsonBody(body): OptionalJsonBody<ReceiveBody>,
-) -> Result<Json<ReceiveResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let max_messages = body.max_messages.unwrap_or(DEFAULT_RECEIVE_MESSAGES);
     let wait_ms = body.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
+    let memory = answer_memory(&state.edge.memory);
     let attempt = |wait_ms| {
         let request = ReceiveRequest {
             max_messages,
             wait_ms,
             ack_timeout_ms: body.ack_timeout_ms,
             attempt_id: body.attempt_id.clone(),
+            memory: Some(memory.clone()),
         };
         state.broker.receive(&path.topic, &path.sub, request)
     };
@@ -188,8 +192,13 @@ pub async fn receive(
         !found.is_empty()
     })
     .await?;
+    // The answer is serialized while its reservation holds; the edge then charges the
+    // serialized body until it is sent.
+    let charge = memory.take_charge();
     let messages = deliveries.into_iter().map(Into::into).collect();
-    Ok(Json(ReceiveResponse { messages }))
+    let response = Json(ReceiveResponse { messages }).into_response();
+    drop(charge);
+    Ok(response)
 }
 
 /// Ack receipts: the messages are done.

@@ -111,9 +111,14 @@ async fn scrape_families(state: &AppState) -> Vec<Family> {
         ),
         Family::single("wharf_streams", "Open SSE streams.", edge.streams.held()),
         Family::single(
-            "wharf_inflight_produce_bytes",
-            "Produce request bytes being read, checked and written.",
-            edge.produce_bytes.capacity() - edge.produce_bytes.available(),
+            "wharf_memory_bytes",
+            "Bytes charged to the memory budget: request bodies being read, parsed and stored, and answers not yet written.",
+            edge.memory.used(),
+        ),
+        Family::single(
+            "wharf_memory_limit_bytes",
+            "The memory budget (max_memory_bytes).",
+            edge.memory.capacity(),
         ),
     ];
     families.extend(subscription_families(state).await);

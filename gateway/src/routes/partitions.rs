@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use broker_core::StoredRecord;
 use broker_core::broker::PartitionRead;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
 use crate::long_poll::long_poll;
+use crate::memory::answer_memory;
 use crate::payload::{encode_value, headers_map};
 use crate::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
@@ -102,21 +104,32 @@ pub async fn read_partition(
     State(state): State<AppState>,
     PathParams(path): PathParams<PartitionPath>,
     QueryParams(query): QueryParams<ReadQuery>,
-) -> Result<Json<PartitionPage>, ApiError> {
+) -> Result<Response, ApiError> {
     let offset = query.offset.unwrap_or(0);
     let max = query.max.unwrap_or(DEFAULT_READ_MAX);
     let wait_ms = query.wait_ms.unwrap_or(0);
+    let memory = answer_memory(&state.edge.memory);
     let attempt = |wait_ms| {
-        state
-            .broker
-            .read_partition(&path.topic, path.partition, offset, max, wait_ms)
+        state.broker.read_partition(
+            &path.topic,
+            path.partition,
+            offset,
+            max,
+            wait_ms,
+            Some(&memory),
+        )
     };
     let has_records = |read: &PartitionRead| !read.messages.is_empty();
     let read = long_poll(&state, wait_ms, attempt, has_records).await?;
-    Ok(Json(PartitionPage {
+    // Serialized while the reservation holds; the edge then charges the body until sent.
+    let charge = memory.take_charge();
+    let response = Json(PartitionPage {
         messages: read.messages.into_iter().map(Into::into).collect(),
         next_offset: read.next_offset,
         start_offset: read.start_offset,
         end_offset: read.end_offset,
-    }))
+    })
+    .into_response();
+    drop(charge);
+    Ok(response)
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use broker_core::broker::{AckMode, Delay, NewMessage, ProduceOutcome};
@@ -14,9 +14,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
 use crate::extract::{
-    PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json,
+    PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
-use crate::payload::decode_value;
+use crate::memory::{BodyCharge, PRODUCE_BYTES_PER_MESSAGE};
+use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
 
@@ -69,22 +70,29 @@ pub struct ProduceQuery {
 }
 
 /// A batch of messages to produce.
+// Parsing borrows the values from the request body (no copy of a value's text is made unless
+// it has JSON escapes), so a batch costs the body and its decoded values, nothing more.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProduceRequest {
+pub struct ProduceRequest<'a> {
     /// 1 to 1000 messages.
-    pub messages: Vec<ProduceMessage>,
+    #[serde(borrow)]
+    pub messages: Vec<ProduceMessage<'a>>,
 }
 
 /// One message to produce: exactly one of `value` and `value_base64`, and at most one of
 /// `delay_ms` and `deliver_at_ms`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProduceMessage {
+pub struct ProduceMessage<'a> {
     /// A text payload.
-    pub value: Option<String>,
+    #[serde(borrow)]
+    #[schema(value_type = Option<String>)]
+    pub value: Option<WireStr<'a>>,
     /// A binary payload, standard base64.
-    pub value_base64: Option<String>,
+    #[serde(borrow)]
+    #[schema(value_type = Option<String>)]
+    pub value_base64: Option<WireStr<'a>>,
     /// Partitioning key: messages with the same key go to the same partition.
     pub key: Option<String>,
     /// Application headers.
@@ -182,11 +190,23 @@ pub async fn produce(
     PathParams(path): PathParams<TopicPath>,
     QueryParams(query): QueryParams<ProduceQuery>,
     headers: HeaderMap,
+    charge: Option<Extension<BodyCharge>>,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let ack = query.ack.unwrap_or_default();
     let messages = if is_json_content_type(&headers) {
-        json_messages(&query, &headers, &body)?
+        let (messages, held) = json_messages(&query, &headers, &body)?;
+        // Base64 values live in their own buffer now, so the body can go before the write;
+        // text values are slices of it and keep it alive (`held` counts it then).
+        drop(body);
+        if let Some(Extension(charge)) = &charge
+            && !charge.fit(held)
+        {
+            return Err(ApiError::Overloaded {
+                resource: "the memory budget",
+            });
+        }
+        messages
     } else {
         vec![raw_message(query, &headers, body)?]
     };
@@ -198,11 +218,14 @@ pub async fn produce(
     Ok(reply(ack, outcome))
 }
 
-fn json_messages(
+/// The messages of a JSON batch, parsed borrowing from `body` with the values decoded into
+/// one buffer, and the bytes they hold: their values (and the body, when text values are
+/// slices of it) plus [`PRODUCE_BYTES_PER_MESSAGE`] each.
+pub fn json_messages(
     query: &ProduceQuery,
     headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Vec<NewMessage>, ApiError> {
+    body: &Bytes,
+) -> Result<(Vec<NewMessage>, usize), ApiError> {
     if query.key.is_some()
         || query.tags.is_some()
         || query.delay_ms.is_some()
@@ -217,13 +240,22 @@ fn json_messages(
             "the Idempotency-Key header applies to raw bodies only; give each JSON message an id",
         ));
     }
-    let request: ProduceRequest = parse_json(body)?;
-    request
+    let request: ProduceRequest = parse_json_borrowed(body)?;
+    let values: Vec<_> = request
+        .messages
+        .iter()
+        .map(|message| (message.value.as_deref(), message.value_base64.as_deref()))
+        .collect();
+    let decoded = decode_values(body, &values)?;
+    let held = decoded
+        .held_bytes
+        .saturating_add(values.len().saturating_mul(PRODUCE_BYTES_PER_MESSAGE));
+    let messages = request
         .messages
         .into_iter()
+        .zip(decoded.values)
         .enumerate()
-        .map(|(index, message)| {
-            let (value, binary) = decode_value(index, message.value, message.value_base64)?;
+        .map(|(index, (message, (value, binary)))| {
             let delay = delay(message.delay_ms, message.deliver_at_ms)
                 .map_err(|error| ApiError::invalid(format!("messages[{index}]: {error}")))?;
             Ok(NewMessage {
@@ -236,7 +268,8 @@ fn json_messages(
                 delay,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok((messages, held))
 }
 
 /// The delay of a message from its two optional fields, at most one of which may be set.

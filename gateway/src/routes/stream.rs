@@ -16,6 +16,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
+use broker_core::BrokerError;
 use broker_core::broker::{Delivery, ReceiveRequest};
 use broker_core::subscription::config::validate_ack_timeout;
 use futures_util::Stream;
@@ -27,6 +28,7 @@ use utoipa::IntoParams;
 use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
 use crate::long_poll::LONG_POLL_SLICE_MS;
+use crate::memory::{AnswerMemory, answer_memory};
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 use crate::routes::consume::ReceivedMessage;
@@ -230,7 +232,17 @@ impl StreamLoop {
                 continue;
             }
             let wait = until_heartbeat.min(Duration::from_millis(LONG_POLL_SLICE_MS));
-            let deliveries = self.receive(room, wait).await?;
+            let memory = answer_memory(&self.state.edge.memory);
+            let deliveries = match self.receive(room, wait, &memory).await {
+                // A spent memory budget pauses the stream, as a full one does.
+                Err(End::Failed(ApiError::Broker(BrokerError::Overloaded { .. }))) => {
+                    tokio::time::sleep(Duration::from_millis(FULL_STREAM_POLL_MS)).await;
+                    continue;
+                }
+                received => received?,
+            };
+            // The batch's memory stays charged until its events are queued.
+            let _charge = memory.take_charge();
             self.deliver(deliveries).await?;
         }
     }
@@ -252,12 +264,18 @@ impl StreamLoop {
             .saturating_sub(self.in_flight.len()))
     }
 
-    async fn receive(&self, room: usize, wait: Duration) -> Result<Vec<Delivery>, End> {
+    async fn receive(
+        &self,
+        room: usize,
+        wait: Duration,
+        memory: &AnswerMemory,
+    ) -> Result<Vec<Delivery>, End> {
         let request = ReceiveRequest {
             max_messages: room,
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(LONG_POLL_SLICE_MS),
             ack_timeout_ms: self.settings.ack_timeout_ms,
             attempt_id: None,
+            memory: Some(memory.clone()),
         };
         self.state
             .broker

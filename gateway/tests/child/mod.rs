@@ -1,6 +1,8 @@
 //! A real `wharf` process for crash tests: started on a free loopback port and a given data
 //! folder, waited for until ready, and killed with SIGKILL on request or when dropped.
 
+#![allow(dead_code)]
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -16,6 +18,11 @@ pub struct Server {
 impl Server {
     /// Starts `wharf serve` on `data_dir` and waits (at most 30 s) until `/readyz` answers 200.
     pub async fn start(data_dir: &Path) -> Server {
+        Server::start_with(data_dir, &[]).await
+    }
+
+    /// As [`Server::start`], with more `wharf serve` flags.
+    pub async fn start_with(data_dir: &Path, flags: &[&str]) -> Server {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -28,6 +35,7 @@ impl Server {
                 "--data-dir",
             ])
             .arg(data_dir)
+            .args(flags)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -50,6 +58,24 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A `/proc/<pid>/status` figure in KiB (`VmRSS`, `VmHWM`), 0 if unreadable.
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find(|line| line.starts_with(field))
+                    .and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
     }
 
     /// Kills the process with SIGKILL and reaps it.
