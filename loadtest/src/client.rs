@@ -2,13 +2,14 @@
 //!
 //! A worker owns one [`Connection`] and sends one request at a time on it, so "N connections"
 //! means exactly N sockets. A request that times out or fails leaves the socket in an unknown
-//! state, so the connection is dropped and the next request dials again.
+//! state, so the connection is dropped and the next request dials again; so is one whose reply
+//! said `connection: close`.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HOST};
-use http::{Method, Request, StatusCode};
+use http::header::{CONNECTION, CONTENT_TYPE, HOST, RETRY_AFTER};
+use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
@@ -45,11 +46,13 @@ impl RequestError {
     }
 }
 
-/// A reply: status and the whole body.
+/// A reply: status, headers and the whole body.
 #[derive(Debug, Clone)]
 pub struct Reply {
     /// The status.
     pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
     /// The body, collected.
     pub body: Bytes,
 }
@@ -58,6 +61,19 @@ impl Reply {
     /// Whether the status is 2xx.
     pub fn is_success(&self) -> bool {
         self.status.is_success()
+    }
+
+    /// Whether the reply carries a `Retry-After` header.
+    pub fn has_retry_after(&self) -> bool {
+        self.headers.contains_key(RETRY_AFTER)
+    }
+
+    /// Whether the server said it closes the connection after this reply.
+    fn closes_connection(&self) -> bool {
+        self.headers
+            .get_all(CONNECTION)
+            .iter()
+            .any(|value| value.as_bytes().eq_ignore_ascii_case(b"close"))
     }
 }
 
@@ -77,6 +93,20 @@ impl Connection {
             timeout,
             sender: None,
         }
+    }
+
+    /// Dials now unless already connected, so that the next request does not pay for it.
+    pub async fn open(&mut self) -> Result<(), RequestError> {
+        if self
+            .sender
+            .as_ref()
+            .is_some_and(|sender| !sender.is_closed())
+        {
+            return Ok(());
+        }
+        let dialled = tokio::time::timeout(self.timeout, dial(&self.target)).await;
+        self.sender = Some(dialled.map_err(|_| RequestError::Timeout)??);
+        Ok(())
     }
 
     /// `POST path` with a JSON body.
@@ -103,7 +133,12 @@ impl Connection {
             .body(Full::new(body))
             .map_err(|_| RequestError::Invalid)?;
         match tokio::time::timeout(self.timeout, self.exchange(request)).await {
-            Ok(Ok(reply)) => Ok(reply),
+            Ok(Ok(reply)) => {
+                if reply.closes_connection() {
+                    self.sender = None;
+                }
+                Ok(reply)
+            }
             Ok(Err(error)) => {
                 self.sender = None;
                 Err(error)
@@ -126,14 +161,17 @@ impl Connection {
             .send_request(request)
             .await
             .map_err(|_| RequestError::Transport)?;
-        let status = response.status();
-        let body = response
-            .into_body()
+        let (head, body) = response.into_parts();
+        let body = body
             .collect()
             .await
             .map_err(|_| RequestError::Transport)?
             .to_bytes();
-        Ok(Reply { status, body })
+        Ok(Reply {
+            status: head.status,
+            headers: head.headers,
+            body,
+        })
     }
 }
 

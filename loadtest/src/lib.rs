@@ -9,10 +9,12 @@
 //! - `pacing`: the open-loop schedule: when each request was *meant* to start, so latency is
 //!   measured from there and a stalled server cannot hide behind coordinated omission.
 //! - `wire`: the request bodies and reply shapes of Wharf's API that the scenarios use.
-//! - `scenario`: the scenarios (`produce`, `consume`, `e2e`, `backlog`) and the
-//!   [`scenario::Measurement`] each produces; `disk`: the append + fdatasync ceiling.
+//! - `scenario`: the scenarios (`produce`, `consume`, `e2e`, `backlog`, `delay`, `schedule`,
+//!   `overload`) and the [`scenario::Measurement`] each produces; `disk`: the append +
+//!   fdatasync ceiling.
 //! - `server_metrics`: group-commit and fsync histograms read from Wharf's `/metrics`.
-//! - `procfs`: a server's CPU time and resident memory, read from `/proc`.
+//! - `procfs`: a server's CPU time and resident memory, read from `/proc`; this process's
+//!   limit of open files.
 //! - `ceiling`: the bare axum app (`wharf-ceiling`) answering the same requests without storage.
 //! - `report`: medians, ranges, ratios and targets, written as Markdown and JSON.
 

@@ -1,5 +1,6 @@
 //! A server process's CPU time (`utime + stime` from `/proc/<pid>/stat`) and memory
-//! (`VmRSS`, `VmHWM` from `/proc/<pid>/status`). Linux only; elsewhere every reading is `None`.
+//! (`VmRSS`, `VmHWM` from `/proc/<pid>/status`), the reset of its `VmHWM`, and this process's
+//! limit of open files. Linux only; elsewhere every reading is `None`.
 
 use std::time::Duration;
 
@@ -29,6 +30,24 @@ pub fn status_kib(pid: Option<u32>, field: &str) -> Option<u64> {
         let rest = line.strip_prefix(field)?.strip_prefix(':')?;
         rest.split_whitespace().next()?.parse().ok()
     })
+}
+
+/// Resets a process's `VmHWM` to its current `VmRSS` (writes `5` to `/proc/<pid>/clear_refs`,
+/// Linux 4.0 and later), so that a later `VmHWM` is the peak of what came after.
+pub fn reset_peak_rss(pid: u32) -> std::io::Result<()> {
+    std::fs::write(proc_path(Some(pid), "clear_refs"), "5")
+}
+
+/// This process's soft limit of open files (`Max open files` in `/proc/self/limits`);
+/// `None` if unreadable or unlimited.
+pub fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string(proc_path(None, "limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.strip_prefix("Max open files")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn proc_path(pid: Option<u32>, file: &str) -> String {
@@ -112,5 +131,6 @@ mod tests {
         assert!(status_kib(None, "VmRSS").unwrap_or(0) > 0);
         assert!(status_kib(None, "VmHWM").unwrap_or(0) > 0);
         assert_eq!(status_kib(None, "NoSuchField"), None);
+        assert!(open_files_limit().unwrap_or(u64::MAX) > 0);
     }
 }

@@ -46,6 +46,43 @@ pub fn produce_body(count: usize, value_bytes: usize) -> Bytes {
     Bytes::from(json!({ "messages": messages }).to_string())
 }
 
+/// `{"messages":[{"value_base64":"<value_bytes random bytes>"} × count]}`, each value drawn
+/// from `rng`.
+pub fn random_produce_body(
+    rng: &mut impl rand::RngCore,
+    count: usize,
+    value_bytes: usize,
+) -> Bytes {
+    let mut value = vec![0u8; value_bytes];
+    let messages: Vec<_> = (0..count)
+        .map(|_| {
+            rng.fill_bytes(&mut value);
+            json!({ "value_base64": base64(&value) })
+        })
+        .collect();
+    Bytes::from(json!({ "messages": messages }).to_string())
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as `value_base64` takes it.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let word = chunk.iter().enumerate().fold(0u32, |word, (i, byte)| {
+            word | u32::from(*byte) << (16 - 8 * i)
+        });
+        for i in 0..4 {
+            if i <= chunk.len() {
+                let sextet = (word >> (18 - 6 * i)) & 0x3f;
+                out.push(char::from(ALPHABET[sextet as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// One message whose value starts with `stamp` (nanoseconds, 20 digits) and a colon, padded
 /// with text to `value_bytes`.
 pub fn stamped_produce_body(stamp: u64, value_bytes: usize) -> Bytes {
@@ -196,6 +233,35 @@ mod tests {
         assert_eq!(parse_stamp(value), Some(7));
         assert_eq!(messages[0]["delay_ms"], 1234);
         assert_eq!(messages[1]["delay_ms"], 0);
+    }
+
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(base64(plain.as_bytes()), encoded, "{plain:?}");
+        }
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+    }
+
+    #[test]
+    fn a_random_body_carries_base64_values_of_the_asked_size() {
+        let mut rng = rand::rngs::mock::StepRng::new(7, 13);
+        let body: serde_json::Value =
+            serde_json::from_slice(&random_produce_body(&mut rng, 100, 1024)).expect("json");
+        let messages = body["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 100);
+        let value = messages[0]["value_base64"].as_str().expect("value_base64");
+        assert_eq!(value.len(), 1368);
+        assert_ne!(messages[0], messages[1]);
     }
 
     #[test]

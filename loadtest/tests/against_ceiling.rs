@@ -1,9 +1,13 @@
 //! The generator end to end against the ceiling app served in-process on 127.0.0.1:0: every
-//! HTTP scenario runs, counts its requests, and sees no errors.
+//! HTTP scenario runs, counts its requests, and sees no errors; the overload scenario's two
+//! measurements make their rows, targets and section of the report.
 
 use std::time::Duration;
 
-use loadtest::scenario::{ConsumeSpec, E2eSpec, Load, ProduceSpec, consume, e2e, produce};
+use loadtest::report::{self, Machine, Record, RunInfo};
+use loadtest::scenario::{
+    ConsumeSpec, E2eSpec, Load, OverloadSpec, ProduceSpec, consume, e2e, overload, produce,
+};
 use loadtest::target::Target;
 
 async fn ceiling() -> Load {
@@ -87,4 +91,57 @@ async fn e2e_runs_producers_and_consumers_to_the_end() {
     let m = e2e(&load, &spec).await.expect("runs");
     assert!((40..=80).contains(&m.requests), "{m:?}");
     assert!(!m.errors.contains_key("not_received"), "{:?}", m.errors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_offers_a_multiple_of_the_unloaded_rate_and_reports_every_outcome() {
+    let load = Load {
+        target_name: "wharf".to_owned(),
+        ..ceiling().await
+    };
+    let spec = OverloadSpec {
+        connections: 50,
+        unloaded_connections: 2,
+        factor: 3.0,
+        batch: 10,
+        value_bytes: 1024,
+        partitions: 4,
+    };
+    let run = overload(&load, &spec).await.expect("runs");
+    let (unloaded, overloaded) = (&run.unloaded, &run.overloaded);
+    assert!(unloaded.req_per_s > 0.0, "{unloaded:?}");
+    assert!(overloaded.errors.is_empty(), "{:?}", overloaded.errors);
+    let figure = |name: &str| overloaded.figures.get(name).copied();
+    let offered = figure("offered_req_per_s").expect("offered");
+    assert!(
+        (offered - 3.0 * unloaded.req_per_s).abs() < 1e-6,
+        "{offered}"
+    );
+    assert_eq!(figure("accepted"), Some(overloaded.requests as f64));
+    assert_eq!(figure("resets"), Some(0.0));
+    assert_eq!(figure("share_503"), Some(0.0));
+    assert!(figure("peak_rss_mib").is_some_and(|mib| mib > 0.0));
+    assert_eq!(overloaded.latency.count, overloaded.requests);
+    let records = [run.unloaded.clone(), run.overloaded.clone()]
+        .map(|m| Record::Measurement(Box::new(m)))
+        .to_vec();
+    let report = report::build(RunInfo::default(), Machine::default(), records);
+    let acked = report
+        .rows
+        .iter()
+        .find(|row| row.scenario == "overload" && row.metric == "acked req/s vs unloaded")
+        .expect("acked row");
+    assert!(acked.ratio.is_some_and(|ratio| ratio > 0.0), "{acked:?}");
+    let resets = report
+        .targets
+        .iter()
+        .find(|t| t.target.starts_with("overload: no connection resets"))
+        .expect("resets target");
+    assert_eq!(resets.met, Some(true));
+    let markdown = report::markdown(&report);
+    assert!(markdown.contains("## Overload outcomes"), "{markdown}");
+    assert!(
+        markdown.contains("| overload | 503 share of answered |"),
+        "{markdown}"
+    );
 }

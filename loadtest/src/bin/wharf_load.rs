@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use loadtest::disk::{DiskSpec, append_and_sync};
-use loadtest::procfs::{cpu_seconds, status_kib};
+use loadtest::procfs::{cpu_seconds, open_files_limit, status_kib};
 use loadtest::report::{self, Machine, Record, RunInfo, ServerRecord};
 use loadtest::scenario::{
-    self, BacklogSpec, ConsumeSpec, DelaySpec, E2eSpec, Load, Measurement, ProduceSpec, RunShape,
-    ScheduleSpec, Tally,
+    self, BacklogSpec, ConsumeSpec, DelaySpec, E2eSpec, Load, Measurement, OverloadSpec,
+    ProduceSpec, RunShape, ScheduleSpec, Tally,
 };
 use loadtest::target::Target;
 
@@ -27,6 +27,10 @@ const MAX_CONNECTIONS: usize = 1024;
 const MAX_MESSAGES: u64 = 10_000_000;
 /// Longest spread of the `delay` scenario's delays: a minute.
 const MAX_SPREAD_MS: u64 = 60_000;
+/// Largest `overload --factor`: past it the generator, not the server, is what gets measured.
+const MAX_OVERLOAD_FACTOR: f64 = 20.0;
+/// Open files this process needs beside its connections (the runtime, stdio, `/proc` reads).
+const SPARE_OPEN_FILES: u64 = 64;
 
 /// Wharf's load generator (loopback targets only).
 #[derive(Debug, Parser)]
@@ -50,6 +54,9 @@ enum Command {
     Delay(DelayArgs),
     /// schedule: the server's memory before and after scheduling many messages a day ahead.
     Schedule(ScheduleArgs),
+    /// overload: a closed loop for the sustained rate, then an open loop at 3× it on 1,000
+    /// connections: peak RSS, 503s, accepted latency, acked throughput.
+    Overload(OverloadArgs),
     /// ceiling-disk: append + fdatasync batches to a file in a folder.
     Disk(DiskArgs),
     /// Wait until GET /readyz answers 200.
@@ -235,6 +242,29 @@ struct ScheduleArgs {
 }
 
 #[derive(Debug, Args)]
+struct OverloadArgs {
+    /// Common options; `--duration-s` and `--warmup-s` are each phase's (loadtest/run passes
+    /// `--partitions 4`).
+    #[command(flatten)]
+    common: Common,
+    /// Connections of the overload phase, one request at a time each.
+    #[arg(long, default_value_t = 1000)]
+    connections: usize,
+    /// Connections of the unloaded phase (closed loop).
+    #[arg(long, default_value_t = 16)]
+    unloaded_connections: usize,
+    /// The overload phase offers this many times the unloaded phase's acked req/s.
+    #[arg(long, default_value_t = 3.0)]
+    factor: f64,
+    /// Messages per produce request.
+    #[arg(long, default_value_t = 100)]
+    batch: usize,
+    /// Random bytes of each message (sent as value_base64).
+    #[arg(long, default_value_t = 1024)]
+    value_bytes: usize,
+}
+
+#[derive(Debug, Args)]
 struct DiskArgs {
     /// Folder to write in.
     #[arg(long)]
@@ -376,6 +406,7 @@ async fn run(command: Command) -> Result<(), String> {
             };
             emit(&args.common.out, scenario::schedule(&load, &spec).await)
         }
+        Command::Overload(args) => overload(args).await,
         Command::Disk(args) => disk(args).await,
         Command::WaitReady { target, timeout_s } => wait_ready(&target, timeout_s).await,
         Command::FreePort => {
@@ -443,6 +474,44 @@ fn append(path: &Path, record: &Record) -> Result<(), String> {
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     writeln!(file, "{line}").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+async fn overload(args: OverloadArgs) -> Result<(), String> {
+    let load = load(
+        &args.common,
+        args.connections.max(args.unloaded_connections),
+    )?;
+    if !(1.0..=MAX_OVERLOAD_FACTOR).contains(&args.factor) {
+        return Err(format!(
+            "--factor must be within 1..={MAX_OVERLOAD_FACTOR}, not {}",
+            args.factor
+        ));
+    }
+    let needed = args.connections as u64 + SPARE_OPEN_FILES;
+    if let Some(limit) = open_files_limit().filter(|limit| *limit < needed) {
+        return Err(format!(
+            "{} connections need {needed} open files and the limit is {limit}: raise it (ulimit -n {needed}) or pass fewer --connections",
+            args.connections
+        ));
+    }
+    let spec = OverloadSpec {
+        connections: args.connections,
+        unloaded_connections: args.unloaded_connections.max(1),
+        factor: args.factor,
+        batch: args.batch.clamp(1, 1000),
+        value_bytes: args.value_bytes.clamp(1, 1024 * 1024),
+        partitions: args.common.partitions,
+    };
+    let run = scenario::overload(&load, &spec)
+        .await
+        .map_err(|e| e.to_string())?;
+    let notes = run.overloaded.notes.clone();
+    emit(&args.common.out, Ok(run.unloaded))?;
+    emit(&args.common.out, Ok(run.overloaded))?;
+    for note in notes {
+        println!("  {note}");
+    }
+    Ok(())
 }
 
 async fn disk(args: DiskArgs) -> Result<(), String> {

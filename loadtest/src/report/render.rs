@@ -11,6 +11,7 @@ pub fn markdown(report: &Report) -> String {
     header(&mut out, report);
     targets(&mut out, &report.targets);
     rows(&mut out, &report.rows);
+    overload(&mut out, &report.measurements);
     details(&mut out, &report.measurements);
     servers(&mut out, report);
     notes(&mut out, &report.measurements);
@@ -99,6 +100,62 @@ fn rows(out: &mut String, rows: &[Row]) {
             cpu(row.wharf_cpu_s, row.wharf_cpu_cores),
             cpu(row.ceiling_cpu_s, row.ceiling_cpu_cores),
             optional(row.wharf_rss_peak_mib),
+        );
+    }
+    out.push('\n');
+}
+
+/// Every overload run's outcomes: where each request meant to start in the window went.
+fn overload(out: &mut String, measurements: &[Measurement]) {
+    let mut runs: Vec<&Measurement> = measurements
+        .iter()
+        .filter(|m| m.scenario == "overload")
+        .collect();
+    if runs.is_empty() {
+        return;
+    }
+    runs.sort_by(|a, b| (a.round, &a.target).cmp(&(b.round, &b.target)));
+    let _ = writeln!(
+        out,
+        "## Overload outcomes
+"
+    );
+    let _ = writeln!(
+        out,
+        "| round | target | offered req/s | sent | not sent | 2xx | 503 (without Retry-After) | 503 share | 429 | other status | connect failed | resets | timeouts | acked req/s (× unloaded) | accepted p99 ms | peak RSS MiB |"
+    );
+    let _ = writeln!(
+        out,
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for m in runs {
+        let named = |name: &str| optional(m.figures.get(name).copied());
+        let count = |name: &str| {
+            m.figures
+                .get(name)
+                .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"))
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
+            m.round,
+            m.target,
+            named("offered_req_per_s"),
+            m.requests,
+            count("not_sent"),
+            count("accepted"),
+            count("status_503"),
+            count("status_503_without_retry_after"),
+            named("share_503"),
+            count("status_429"),
+            count("status_other"),
+            count("connect_failed"),
+            count("resets"),
+            count("timeouts"),
+            number(m.req_per_s),
+            named("acked_vs_unloaded"),
+            ms(m.latency.p99_us),
+            named("peak_rss_mib"),
         );
     }
     out.push('\n');

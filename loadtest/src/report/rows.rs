@@ -136,6 +136,30 @@ fn fsync_ms_p50(m: &Measurement) -> f64 {
 fn delayed_mismatch(m: &Measurement) -> f64 {
     (named(m, "delayed_reported") - named(m, "scheduled")).abs()
 }
+fn offered_req_per_s(m: &Measurement) -> f64 {
+    named(m, "offered_req_per_s")
+}
+fn not_sent(m: &Measurement) -> f64 {
+    named(m, "not_sent")
+}
+fn share_503(m: &Measurement) -> f64 {
+    named(m, "share_503")
+}
+fn without_retry_after(m: &Measurement) -> f64 {
+    named(m, "status_503_without_retry_after")
+}
+fn resets(m: &Measurement) -> f64 {
+    named(m, "resets")
+}
+fn timeouts(m: &Measurement) -> f64 {
+    named(m, "timeouts")
+}
+fn connect_failed(m: &Measurement) -> f64 {
+    named(m, "connect_failed")
+}
+fn overload_peak_rss_mib(m: &Measurement) -> f64 {
+    named(m, "peak_rss_mib")
+}
 
 /// The figure of `metric` over the rounds of `scenario` against `target`.
 pub fn figure(ms: &[Measurement], scenario: &str, target: &str, metric: Metric) -> Option<Figure> {
@@ -371,6 +395,73 @@ fn row_specs() -> Vec<RowSpec> {
             side("schedule", w, delayed_mismatch),
         ),
         spec(
+            "offered req/s (3× the unloaded acked req/s, 1,000 connections)",
+            true,
+            side("overload", w, offered_req_per_s),
+            None,
+        ),
+        spec(
+            "acked req/s vs unloaded",
+            true,
+            side("overload", w, req_per_s),
+            Some(side("overload-unloaded", w, req_per_s)),
+        ),
+        spec(
+            "acked MiB/s vs unloaded",
+            true,
+            side("overload", w, mib_per_s),
+            Some(side("overload-unloaded", w, mib_per_s)),
+        ),
+        spec(
+            "accepted p50 ms vs unloaded",
+            false,
+            side("overload", w, p50_ms),
+            Some(side("overload-unloaded", w, p50_ms)),
+        ),
+        spec(
+            "accepted p99 ms vs unloaded",
+            false,
+            side("overload", w, p99_ms),
+            Some(side("overload-unloaded", w, p99_ms)),
+        ),
+        spec(
+            "503 share of answered",
+            false,
+            side("overload", w, share_503),
+            None,
+        ),
+        spec(
+            "503 without Retry-After",
+            false,
+            side("overload", w, without_retry_after),
+            None,
+        ),
+        spec(
+            "connection resets",
+            false,
+            side("overload", w, resets),
+            None,
+        ),
+        spec("timeouts", false, side("overload", w, timeouts), None),
+        spec(
+            "connect failures",
+            false,
+            side("overload", w, connect_failed),
+            None,
+        ),
+        spec(
+            "not sent (no idle connection)",
+            false,
+            side("overload", w, not_sent),
+            None,
+        ),
+        spec(
+            "peak RSS (VmHWM) MiB",
+            false,
+            side("overload", w, overload_peak_rss_mib),
+            None,
+        ),
+        spec(
             "1 KiB append+fdatasync/s",
             true,
             side("disk-1k", disk, req_per_s),
@@ -483,6 +574,10 @@ fn check(target: &str, measured: Option<f64>, at_least: bool, threshold: f64) ->
     }
 }
 
+fn sum(figure: &Figure) -> f64 {
+    figure.rounds.iter().map(|(_, v)| v).sum()
+}
+
 fn ratio(a: Option<Figure>, b: Option<Figure>) -> Option<f64> {
     a.zip(b)
         .filter(|(_, b)| b.median != 0.0)
@@ -561,7 +656,7 @@ pub fn targets(ms: &[Measurement], servers: &[ServerRecord]) -> Vec<TargetCheck>
         ),
         check(
             "delay: no message received before it is due (all rounds)",
-            figure(ms, "delay", w, early).map(|f| f.rounds.iter().map(|(_, v)| v).sum()),
+            figure(ms, "delay", w, early).map(|f| sum(&f)),
             false,
             0.0,
         ),
@@ -578,6 +673,33 @@ pub fn targets(ms: &[Measurement], servers: &[ServerRecord]) -> Vec<TargetCheck>
         check(
             "schedule: subscription stats.delayed = messages scheduled",
             figure(ms, "schedule", w, delayed_mismatch).map(|f| f.max),
+            false,
+            0.0,
+        ),
+        check(
+            "overload (3× the sustained rate, 1,000 connections): peak RSS ≤ 256 MiB (worst round)",
+            figure(ms, "overload", w, overload_peak_rss_mib).map(|f| f.max),
+            false,
+            256.0,
+        ),
+        check(
+            "overload: no connection resets (all rounds)",
+            figure(ms, "overload", w, resets).map(|f| sum(&f)),
+            false,
+            0.0,
+        ),
+        check(
+            "overload: acked req/s ≥ 0.8 × unloaded",
+            ratio(
+                figure(ms, "overload", w, req_per_s),
+                figure(ms, "overload-unloaded", w, req_per_s),
+            ),
+            true,
+            0.8,
+        ),
+        check(
+            "overload: every 503 carries Retry-After (503s without it, all rounds)",
+            figure(ms, "overload", w, without_retry_after).map(|f| sum(&f)),
             false,
             0.0,
         ),

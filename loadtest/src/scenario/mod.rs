@@ -8,11 +8,14 @@
 //! - `backlog`: receive latency with a given number of messages behind the cursor.
 //! - `delay`: how late delayed messages arrive after their due time (never early).
 //! - `schedule`: the server's memory before and after scheduling many messages a day ahead.
+//! - `overload`: 3× the sustained produce rate, open loop on 1,000 connections: peak RSS,
+//!   503s, accepted latency and acked throughput beside the unloaded figure.
 
 mod backlog;
 mod consume;
 mod delay;
 mod e2e;
+mod overload;
 mod produce;
 mod schedule;
 mod setup;
@@ -29,6 +32,7 @@ pub use backlog::{BacklogSpec, backlog};
 pub use consume::{ConsumeSpec, consume};
 pub use delay::{DelaySpec, delay};
 pub use e2e::{E2eSpec, e2e};
+pub use overload::{OverloadRun, OverloadSpec, overload};
 pub use produce::{ProduceSpec, produce};
 pub use schedule::{ScheduleSpec, schedule};
 pub use setup::{create_subscription, create_topic, fill, unique_name};
@@ -243,7 +247,8 @@ impl Usage {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
     /// The scenario (`produce-1`, `produce-batch`, `consume`, `e2e`, `backlog-empty`,
-    /// `backlog-full`, `disk-1k`, `disk-100k`).
+    /// `backlog-full`, `delay`, `schedule`, `overload-unloaded`, `overload`, `disk-1k`,
+    /// `disk-100k`).
     pub scenario: String,
     /// The target's label (`wharf`, `ceiling-http`, `ceiling-disk`).
     pub target: String,
