@@ -40,6 +40,7 @@ impl AppState {
     /// State around an open broker with this edge. Installs the metrics recorder if no
     /// server did yet, so `/metrics` works for an app built without [`crate::serve`].
     pub fn with_edge(broker: Arc<Broker>, edge: Edge) -> Self {
+        broker.set_memory_budget(edge.memory.clone());
         metrics::install();
         AppState {
             broker,

@@ -65,6 +65,20 @@ async fn a_spent_memory_budget_answers_503_with_retry_after_at_once() {
     );
     assert_eq!(refused.headers()["retry-after"], "1");
     expect_problem(refused, 503, "overloaded").await;
+    // With the rest held too, even a small ack=none produce (its body is not charged, but
+    // its records wait for the writer after the reply) is refused.
+    let rest = hold_produce(harness.server.address(), fits).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let detached = harness
+        .client
+        .post(harness.url("/v1/topics/t/messages?ack=none"))
+        .header("content-type", "text/plain")
+        .body("x".repeat(1000))
+        .send()
+        .await
+        .expect("request");
+    expect_problem(detached, 503, "overloaded").await;
+    drop(rest);
     drop(holder);
     let deadline = Instant::now() + Duration::from_secs(5);
     while produce(fits + 1).await.expect("request").status() != 200 {

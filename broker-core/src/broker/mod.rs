@@ -99,9 +99,19 @@ pub struct Broker {
     me: std::sync::Weak<Broker>,
     /// The background tasks (retention, one delay mover per topic), stopped at shutdown.
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The memory budget that `ack=none` produces charge while their records wait for the
+    /// writer (the caller's own charge ends with its reply), if the server has one.
+    memory: std::sync::OnceLock<crate::memory::MemoryBudget>,
 }
 
 impl Broker {
+    /// Charges the records of `ack=none` produces to `budget` until they are written (once;
+    /// later calls change nothing): such a produce is answered before its write, so without
+    /// this only the partition writers' queue bounds (per partition) would hold them.
+    pub fn set_memory_budget(&self, budget: crate::memory::MemoryBudget) {
+        let _ = self.memory.set(budget);
+    }
+
     /// Opens the broker on `config.data_dir`, creating it if needed: recovers every partition's
     /// log tail and reloads topics, subscriptions, cursors and leases. Starts retention.
     pub async fn open(config: BrokerConfig) -> Result<Arc<Broker>> {
@@ -120,6 +130,7 @@ impl Broker {
             shutting_down: AtomicBool::new(false),
             shutdown_signal: Notify::new(),
             tasks: std::sync::Mutex::new(Vec::new()),
+            memory: std::sync::OnceLock::new(),
         });
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();

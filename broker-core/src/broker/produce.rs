@@ -183,7 +183,15 @@ impl Broker {
             .collect();
         if ack == AckMode::None {
             for (partition, share) in routed {
-                open.partitions[partition as usize].append_detached(share)?;
+                let held = match self.memory.get() {
+                    Some(budget) => Some(
+                        budget
+                            .try_charge(crate::storage::batch_bytes(&share))
+                            .ok_or_else(super::reads::memory_overloaded)?,
+                    ),
+                    None => None,
+                };
+                open.partitions[partition as usize].append_detached_holding(share, held)?;
             }
             return Ok((bases, Durability::None));
         }

@@ -28,4 +28,5 @@ mod tail;
 mod view;
 mod writer;
 
+pub(crate) use writer::batch_bytes;
 pub use writer::{AppendResult, PartitionHandle, QUEUE_FULL_RETRY_AFTER_MS};

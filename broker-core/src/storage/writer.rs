@@ -30,6 +30,7 @@ use super::view::LogView;
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_WRITER_QUEUED_BYTES, WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
+use crate::memory::MemoryCharge;
 use crate::message::{Record, StoredRecord};
 use crate::telemetry;
 
@@ -59,6 +60,8 @@ struct AppendRequest {
     records: Vec<Record>,
     reply: Option<oneshot::Sender<Result<AppendResult>>>,
     _queued: QueuedBytes,
+    /// Memory charged for a detached append, returned once it is written.
+    _held: Option<MemoryCharge>,
 }
 
 /// Bytes of one request counted in a partition's queued-bytes budget; returned on drop.
@@ -102,7 +105,8 @@ impl Drop for QueuedBytes {
     }
 }
 
-fn batch_bytes(records: &[Record]) -> usize {
+/// The approximate bytes of a batch in memory.
+pub(crate) fn batch_bytes(records: &[Record]) -> usize {
     records.iter().map(Record::approx_size).sum()
 }
 
@@ -190,6 +194,7 @@ impl PartitionHandle {
             records,
             reply: Some(reply),
             _queued: queued,
+            _held: None,
         };
         let timeout = Duration::from_millis(WRITER_ENQUEUE_TIMEOUT_MS);
         match sender.send_timeout(request, timeout).await {
@@ -204,12 +209,24 @@ impl PartitionHandle {
     /// Fire-and-forget append (ack=none): [`BrokerError::Overloaded`] at once when the queue
     /// is full; a later write failure is only logged.
     pub fn append_detached(&self, records: Vec<Record>) -> Result<()> {
+        self.append_detached_holding(records, None)
+    }
+
+    /// [`PartitionHandle::append_detached`], keeping `held` (the records' memory charge)
+    /// until the records are written: a producer that does not wait for its write still
+    /// counts in the memory budget while its records wait in the queue.
+    pub fn append_detached_holding(
+        &self,
+        records: Vec<Record>,
+        held: Option<MemoryCharge>,
+    ) -> Result<()> {
         let sender = self.sender(&records)?;
         let queued = self.reserve(&records)?;
         let request = AppendRequest {
             records,
             reply: None,
             _queued: queued,
+            _held: held,
         };
         sender.try_send(request).map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
