@@ -136,7 +136,7 @@ edge_settings! {
     principal_requests_per_second => "WHARF_PRINCIPAL_REQUESTS_PER_SECOND",
     /// Burst of every rate limit, in milliseconds of its rate [default: 1000].
     rate_limit_burst_ms => "WHARF_RATE_LIMIT_BURST_MS",
-    /// Bytes that request bodies and answers may hold in memory at once [default: 128 MiB].
+    /// Bytes that request bodies and answers may hold in memory at once [default: 96 MiB].
     max_memory_bytes => "WHARF_MAX_MEMORY_BYTES",
     /// Open connections at once [default: 1024].
     max_connections => "WHARF_MAX_CONNECTIONS",

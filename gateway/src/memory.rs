@@ -24,11 +24,12 @@ pub use broker_core::memory::{AnswerMemory, MemoryBudget, MemoryCharge};
 use http_body::{Frame, SizeHint};
 
 /// Default `max_memory_bytes`: request and response bytes held at once. Wharf's own resident
-/// set is about 16 MiB idle plus up to 32 MiB of sled cache and the partitions' tail caches;
-/// 128 MiB of requests and answers on top keeps the peak under the 256 MiB the README
-/// promises, with room for the allocator's slack (freed memory is not always returned at
-/// once). Machines with more memory raise it.
-pub const DEFAULT_MAX_MEMORY_BYTES: usize = 128 * 1024 * 1024;
+/// set is about 16 MiB idle, plus up to 32 MiB of sled cache, the partitions' tail caches and
+/// up to 48 MiB of connection buffers (1,024 × 48 KiB); 96 MiB of requests and answers on
+/// top kept the peak at 1,000 overloading producers under the 256 MiB the README promises,
+/// with room for the allocator's slack (at 128 MiB one run of the load test's overload
+/// scenario peaked at 258 MiB). Machines with more memory raise it.
+pub const DEFAULT_MAX_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 /// Smallest `max_memory_bytes` accepted: below 1 MiB a single ordinary answer cannot fit.
 pub const MIN_MAX_MEMORY_BYTES: usize = 1024 * 1024;
 /// Memory a request holds per byte of its body while it is read and parsed: the body itself,
