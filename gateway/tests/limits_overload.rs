@@ -5,7 +5,7 @@
 //!     -- --ignored --nocapture
 //! ```
 //!
-//! It starts the `wharf` binary with a small in-flight produce budget, drives
+//! It starts the `wharf` binary with a small memory budget (1 MiB), drives
 //! `WHARF_OVERLOAD_PRODUCERS` (default 64) producers of `WHARF_OVERLOAD_BODY_BYTES` (default
 //! 32 KiB) raw messages flat out for `WHARF_OVERLOAD_SECS` (default 60), and reports: requests
 //! acked and refused (503 `overloaded`, which must carry `Retry-After`), any other status (a
@@ -63,10 +63,7 @@ fn start_server(data: &std::path::Path) -> Server {
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("WHARF_DATA_DIR", data)
         .env("WHARF_FSYNC", "always")
-        .env(
-            "WHARF_MAX_INFLIGHT_PRODUCE_BYTES",
-            (1024 * 1024).to_string(),
-        )
+        .env("WHARF_MAX_MEMORY_BYTES", (1024 * 1024).to_string())
         .env("WHARF_PRINCIPAL_REQUESTS_PER_SECOND", "0")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
