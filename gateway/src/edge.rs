@@ -241,11 +241,10 @@ async fn admit(
             return Err(ApiError::BodyTooLarge);
         }
         let declared = declared.map_or(0, |bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
-        let charge = edge
+        let mut charge = edge
             .memory
             .try_charge(body_charge(declared, &edge.memory))
             .ok_or(OVERLOADED_MEMORY)?;
-        let mut charge = charge;
         let mut unread = body.take(RequestBody::Cut);
         match read_body(&mut unread, edge, &mut charge, declared).await {
             Ok(bytes) => {
