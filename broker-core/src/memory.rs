@@ -6,7 +6,7 @@
 //! room for its answer through [`AnswerMemory`] right before it reads, so that a long-poll
 //! that waits holds nothing.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The shared budget. Cloning shares it.
@@ -19,7 +19,6 @@ pub struct MemoryBudget {
 struct Inner {
     capacity: usize,
     used: AtomicUsize,
-    refused: AtomicU64,
 }
 
 /// Bytes charged to a [`MemoryBudget`], returned when dropped.
@@ -36,7 +35,6 @@ impl MemoryBudget {
             inner: Arc::new(Inner {
                 capacity,
                 used: AtomicUsize::new(0),
-                refused: AtomicU64::new(0),
             }),
         }
     }
@@ -56,32 +54,22 @@ impl MemoryBudget {
         self.inner.capacity.saturating_sub(self.used())
     }
 
-    /// Charges refused since start.
-    pub fn refused(&self) -> u64 {
-        self.inner.refused.load(Ordering::Relaxed)
-    }
-
-    /// Charges `bytes` if they fit, else `None` (and counts a refusal). A charge larger than
-    /// the whole budget is clamped to it, so such a request runs alone rather than never.
+    /// Charges `bytes` if they fit, else `None`. A charge larger than the whole budget is
+    /// clamped to it, so such a request runs alone rather than never.
     pub fn try_charge(&self, bytes: usize) -> Option<MemoryCharge> {
         let wanted = bytes.min(self.inner.capacity);
-        if self.inner.take(wanted, wanted) {
-            Some(self.charge_of(wanted))
-        } else {
-            self.inner.refused.fetch_add(1, Ordering::Relaxed);
-            None
-        }
+        self.inner
+            .take(wanted, wanted)
+            .then(|| self.charge_of(wanted))
     }
 
-    /// Charges up to `wanted` bytes, as much as is free, if at least `floor` is; else `None`
-    /// (and counts a refusal).
+    /// Charges up to `wanted` bytes, as much as is free, if at least `floor` is; else `None`.
     pub fn try_charge_up_to(&self, wanted: usize, floor: usize) -> Option<MemoryCharge> {
         let floor = floor.min(wanted).min(self.inner.capacity);
         let mut used = self.inner.used.load(Ordering::Relaxed);
         loop {
             let free = self.inner.capacity.saturating_sub(used);
             if free < floor {
-                self.inner.refused.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
             let take = wanted.min(free);
@@ -139,13 +127,12 @@ impl MemoryCharge {
         self.bytes
     }
 
-    /// Charges `more` bytes on top if they fit; whether they did (a refusal is counted).
+    /// Charges `more` bytes on top if they fit; whether they did.
     pub fn try_grow(&mut self, more: usize) -> bool {
         if self.inner.take(more, more) {
             self.bytes += more;
             true
         } else {
-            self.inner.refused.fetch_add(1, Ordering::Relaxed);
             false
         }
     }
@@ -248,7 +235,6 @@ mod tests {
         assert!(budget.try_charge(2).is_none(), "limit + 1 refused");
         let last = budget.try_charge(1).expect("exactly the limit fits");
         assert_eq!(budget.used(), 100);
-        assert_eq!(budget.refused(), 1);
         drop((first, last));
         assert_eq!(budget.used(), 0);
         let whole = budget
