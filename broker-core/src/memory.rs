@@ -167,8 +167,8 @@ pub const ANSWER_SHARE_OF_FREE: usize = 4;
 /// Where a receive or an offset read takes the memory for its answer: right before each read
 /// it reserves up to `max_reserve` bytes (at least `min_reserve`, else the read is refused
 /// as overloaded) and reads at most a `bytes_per_value_byte`-th of that in message values.
-/// The caller takes the charge of the answer it got with [`AnswerMemory::take_charge`] and
-/// keeps it while the answer is held.
+/// The reservation lasts until the next read, [`AnswerMemory::release`], or the last clone is
+/// dropped: the caller keeps this value while it builds the answer.
 #[derive(Debug, Clone)]
 pub struct AnswerMemory {
     budget: MemoryBudget,
@@ -216,11 +216,6 @@ impl AnswerMemory {
     /// Returns the reservation: the read found nothing.
     pub fn release(&self) {
         *self.taken.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The charge of the last reservation, for the caller to hold while the answer lives.
-    pub fn take_charge(&self) -> Option<MemoryCharge> {
-        self.taken.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -273,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_reserves_right_before_its_read_and_hands_the_charge_over() {
+    fn an_answer_reserves_right_before_its_read_and_holds_it_until_dropped() {
         let budget = MemoryBudget::new(4000);
         let answer = AnswerMemory::new(budget.clone(), 800, 100, 4);
         assert_eq!(answer.reserve(), Some(200), "the cap: 800 of 4000");
@@ -298,9 +293,8 @@ mod tests {
         answer.release();
         assert_eq!(budget.used(), 3_100);
         assert_eq!(fourth.reserve(), Some(56), "a quarter of the 900 free");
-        let charge = fourth.take_charge().expect("the reservation");
-        assert_eq!(charge.bytes(), 225);
-        drop(charge);
+        assert_eq!(budget.used(), 3_100 + 225, "the reservation");
+        drop(fourth);
         assert_eq!(budget.used(), 3_100);
     }
 }

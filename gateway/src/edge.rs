@@ -37,8 +37,8 @@ use crate::client_addr::client_address;
 use crate::config::EdgeSettings;
 use crate::limits::{CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS};
 use crate::memory::{
-    BodyCharge, ChargedBody, MemoryBudget, MemoryCharge, REQUEST_BYTES_HELD_PER_BODY_BYTE,
-    UNCHARGED_BODY_BYTES,
+    BodyCharge, ChargedBody, MemoryBudget, MemoryCharge, OVERLOADED_MEMORY,
+    REQUEST_BYTES_HELD_PER_BODY_BYTE, UNCHARGED_BODY_BYTES,
 };
 use crate::problem::ApiError;
 use crate::rate_limit::{PrincipalRateLimits, RateLimited, TopicRateLimits};
@@ -337,11 +337,6 @@ fn body_charge(bytes: usize, memory: &MemoryBudget) -> usize {
         .saturating_mul(REQUEST_BYTES_HELD_PER_BODY_BYTE)
         .min(memory.capacity())
 }
-
-/// The refusal of a request whose body does not fit the memory budget.
-const OVERLOADED_MEMORY: ApiError = ApiError::Overloaded {
-    resource: "the memory budget",
-};
 
 /// Reads the whole body within `max_body_bytes` and `body_read_timeout`, growing `charge` by
 /// each frame's share where the body is longer than it declared (chunked bodies declare

@@ -36,6 +36,22 @@ impl<T> WriteTimeout<T> {
         }
     }
 
+    /// Passes on what a write (or flush, or shutdown) of the socket gave: progress clears the
+    /// timer, a wait arms it (or fails once it has fired).
+    fn timed<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<R>>,
+    ) -> Poll<io::Result<R>> {
+        match polled {
+            Poll::Pending => self.waiting(cx).map(Err),
+            done => {
+                self.stalled = None;
+                done
+            }
+        }
+    }
+
     /// What a pending write does: arm the timer on the first wait, fail once it fires.
     fn waiting(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
         let limit = self.limit;
@@ -72,13 +88,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_write(cx, buf) {
-            Poll::Pending => this.waiting(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.timed(cx, polled)
     }
 
     fn poll_write_vectored(
@@ -87,13 +98,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
-            Poll::Pending => this.waiting(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.timed(cx, polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -102,24 +108,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_flush(cx) {
-            Poll::Pending => this.waiting(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut this.inner).poll_flush(cx);
+        this.timed(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_shutdown(cx) {
-            Poll::Pending => this.waiting(cx).map(Err),
-            done => {
-                this.stalled = None;
-                done
-            }
-        }
+        let polled = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.timed(cx, polled)
     }
 }
 

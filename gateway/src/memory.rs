@@ -102,6 +102,11 @@ impl BodyCharge {
     }
 }
 
+/// The refusal of a request for which the memory budget has no room.
+pub const OVERLOADED_MEMORY: crate::problem::ApiError = crate::problem::ApiError::Overloaded {
+    resource: "the memory budget",
+};
+
 /// The room a receive or offset read answer takes from `budget`, with the gateway's bounds.
 pub fn answer_memory(budget: &MemoryBudget) -> AnswerMemory {
     AnswerMemory::new(

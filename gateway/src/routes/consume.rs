@@ -192,13 +192,10 @@ pub async fn receive(
         !found.is_empty()
     })
     .await?;
-    // The answer is serialized while its reservation holds; the edge then charges the
+    // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    let charge = memory.take_charge();
     let messages = deliveries.into_iter().map(Into::into).collect();
-    let response = Json(ReceiveResponse { messages }).into_response();
-    drop(charge);
-    Ok(response)
+    Ok(Json(ReceiveResponse { messages }).into_response())
 }
 
 /// Ack receipts: the messages are done.

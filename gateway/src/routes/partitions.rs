@@ -121,15 +121,13 @@ pub async fn read_partition(
     };
     let has_records = |read: &PartitionRead| !read.messages.is_empty();
     let read = long_poll(&state, wait_ms, attempt, has_records).await?;
-    // Serialized while the reservation holds; the edge then charges the body until sent.
-    let charge = memory.take_charge();
-    let response = Json(PartitionPage {
+    // Serialized here, while `memory` still holds the reservation; the edge then charges the
+    // serialized body until it is sent.
+    Ok(Json(PartitionPage {
         messages: read.messages.into_iter().map(Into::into).collect(),
         next_offset: read.next_offset,
         start_offset: read.start_offset,
         end_offset: read.end_offset,
     })
-    .into_response();
-    drop(charge);
-    Ok(response)
+    .into_response())
 }

@@ -16,7 +16,7 @@ use crate::app::AppState;
 use crate::extract::{
     PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
-use crate::memory::{BodyCharge, PRODUCE_BYTES_PER_MESSAGE};
+use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
@@ -202,9 +202,7 @@ pub async fn produce(
         if let Some(Extension(charge)) = &charge
             && !charge.fit(held)
         {
-            return Err(ApiError::Overloaded {
-                resource: "the memory budget",
-            });
+            return Err(OVERLOADED_MEMORY);
         }
         messages
     } else {

@@ -241,8 +241,7 @@ impl StreamLoop {
                 }
                 received => received?,
             };
-            // The batch's memory stays charged until its events are queued.
-            let _charge = memory.take_charge();
+            // `memory` keeps the batch's reservation until its events are queued.
             self.deliver(deliveries).await?;
         }
     }
