@@ -3,13 +3,20 @@
 //!
 //! ```text
 //! frame  = body_len u32 | crc32c(body) u32 | body
-//! body   = magic u8 (=1) | base_offset u64 | record_count u32 | leader_epoch u64
-//!          | first_ts u64 | max_ts u64 | record{record_count}
+//! body   = magic u8 | base_offset u64 | record_count u32 | leader_epoch u64
+//!          | first_ts u64 | max_ts u64 | then, by magic:
+//!   1 (messages): record{record_count}
+//!   2 (control):  entry{record_count}, entry = u32 len, bytes
 //! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled) | id: u16 len, bytes
 //!          | key: u8 present, [u32 len, bytes] | value: u32 len, bytes
 //!          | headers: u16 count, {u16 len, bytes, u32 len, bytes}
 //!          | tags: u16 count, {u16 len, bytes}
 //! ```
+//! A control batch carries durable state changes (acks, nacks, seeks…) as opaque entries that
+//! the layer above encodes; it takes no message offsets: its `base_offset` is the offset the
+//! next message batch will get, so users' offsets stay contiguous. Its timestamps are the time
+//! it was written.
+//!
 //! Every integer is little-endian. Decoding checks the CRC before it looks at the body, then
 //! checks every length against what is left of the body, so a malformed frame is an error and
 //! never a panic or an allocation sized by the disk.
@@ -20,8 +27,10 @@ use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
 use crate::message::Record;
 
-/// Format version written in every batch body.
+/// Format version of a message batch.
 pub(crate) const MAGIC: u8 = 1;
+/// Format version of a control batch.
+pub(crate) const CONTROL_MAGIC: u8 = 2;
 /// Bytes before the body: its length and its CRC.
 pub(crate) const PREFIX_LEN: usize = 8;
 /// Bytes of the fixed batch header at the start of the body.
@@ -29,12 +38,23 @@ pub(crate) const BATCH_HEADER_LEN: usize = 1 + 8 + 4 + 8 + 8 + 8;
 const FLAG_BINARY: u8 = 1;
 const FLAG_SCHEDULED: u8 = 2;
 
+/// What a batch carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchKind {
+    /// Messages, one offset each.
+    Messages,
+    /// State changes, no offsets.
+    Control,
+}
+
 /// The fixed fields of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchHeader {
-    /// Offset of the first record.
+    /// Messages or control entries.
+    pub kind: BatchKind,
+    /// Offset of the first record (of a control batch: of the next message batch).
     pub base_offset: u64,
-    /// Number of records, at least one.
+    /// Number of records (or control entries), at least one.
     pub record_count: u32,
     /// Leader epoch of the node that wrote the batch.
     pub leader_epoch: u64,
@@ -45,9 +65,17 @@ pub(crate) struct BatchHeader {
 }
 
 impl BatchHeader {
-    /// One past the last offset of the batch.
+    /// Message offsets the batch takes: its record count, none for a control batch.
+    pub(crate) fn message_count(&self) -> u32 {
+        match self.kind {
+            BatchKind::Messages => self.record_count,
+            BatchKind::Control => 0,
+        }
+    }
+
+    /// One past the last offset of the batch (a control batch: its base offset).
     pub(crate) fn next_offset(&self) -> u64 {
-        self.base_offset + u64::from(self.record_count)
+        self.base_offset + u64::from(self.message_count())
     }
 }
 
@@ -56,8 +84,10 @@ impl BatchHeader {
 pub(crate) struct Batch {
     /// The fixed fields.
     pub header: BatchHeader,
-    /// The records, `header.record_count` of them.
+    /// The records, `header.record_count` of them (none in a control batch).
     pub records: Vec<Record>,
+    /// The control entries, `header.record_count` of them (none in a message batch).
+    pub controls: Vec<Bytes>,
 }
 
 /// Why bytes are not a valid frame.
@@ -128,11 +158,7 @@ pub(crate) fn encode_batch(
     for record in records {
         put_record(&mut frame, record)?;
     }
-    let body_len = u32::try_from(frame.len() - PREFIX_LEN)
-        .map_err(|_| too_big("the batch frame does not fit a u32 length".into()))?;
-    let crc = crc32c::crc32c(&frame[PREFIX_LEN..]);
-    frame[..4].copy_from_slice(&body_len.to_le_bytes());
-    frame[4..PREFIX_LEN].copy_from_slice(&crc.to_le_bytes());
+    seal(&mut frame)?;
     Ok((header, frame))
 }
 
@@ -147,12 +173,62 @@ fn batch_header(base_offset: u64, leader_epoch: u64, records: &[Record]) -> Resu
     }
     let max_ts = records.iter().map(|r| r.timestamp_ms).fold(0, u64::max);
     Ok(BatchHeader {
+        kind: BatchKind::Messages,
         base_offset,
         record_count,
         leader_epoch,
         first_ts: first.timestamp_ms,
         max_ts,
     })
+}
+
+/// Encodes control `entries` as one frame placed before message offset `base_offset`, written
+/// at `ts_ms`.
+pub(crate) fn encode_control(
+    base_offset: u64,
+    leader_epoch: u64,
+    ts_ms: u64,
+    entries: &[Bytes],
+) -> Result<(BatchHeader, Vec<u8>)> {
+    let record_count = u32::try_from(entries.len())
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| too_big(format!("{} control entries in one batch", entries.len())))?;
+    let frame_len = entries
+        .iter()
+        .map(|e| 4 + e.len())
+        .fold(PREFIX_LEN + BATCH_HEADER_LEN, usize::saturating_add);
+    if frame_len > MAX_FRAME_BYTES {
+        return Err(too_big(format!(
+            "the control frame would be {frame_len} bytes, over the limit of {MAX_FRAME_BYTES}"
+        )));
+    }
+    let header = BatchHeader {
+        kind: BatchKind::Control,
+        base_offset,
+        record_count,
+        leader_epoch,
+        first_ts: ts_ms,
+        max_ts: ts_ms,
+    };
+    let mut frame = Vec::with_capacity(frame_len);
+    frame.extend_from_slice(&[0; PREFIX_LEN]);
+    put_header(&mut frame, &header);
+    for entry in entries {
+        put_u32_bytes(&mut frame, entry, "control entry")?;
+    }
+    seal(&mut frame)?;
+    Ok((header, frame))
+}
+
+/// Writes the body length and CRC into the prefix of a frame whose body is complete.
+fn seal(frame: &mut [u8]) -> Result<()> {
+    let body_len = u32::try_from(frame.len() - PREFIX_LEN)
+        .map_err(|_| too_big("the batch frame does not fit a u32 length".into()))?;
+    let crc = crc32c::crc32c(&frame[PREFIX_LEN..]);
+    frame[..4].copy_from_slice(&body_len.to_le_bytes());
+    frame[4..PREFIX_LEN].copy_from_slice(&crc.to_le_bytes());
+    Ok(())
 }
 
 fn too_big(reason: String) -> BrokerError {
@@ -171,7 +247,10 @@ fn encoded_len(record: &Record) -> usize {
 }
 
 fn put_header(buf: &mut Vec<u8>, header: &BatchHeader) {
-    buf.push(MAGIC);
+    buf.push(match header.kind {
+        BatchKind::Messages => MAGIC,
+        BatchKind::Control => CONTROL_MAGIC,
+    });
     buf.extend_from_slice(&header.base_offset.to_le_bytes());
     buf.extend_from_slice(&header.record_count.to_le_bytes());
     buf.extend_from_slice(&header.leader_epoch.to_le_bytes());
@@ -261,6 +340,21 @@ pub(crate) fn decode_frame(frame: Bytes) -> Result<Batch, DecodeError> {
 fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {
     let mut cursor = Cursor { buf: body, pos: 0 };
     let header = decode_header(&mut cursor)?;
+    if header.kind == BatchKind::Control {
+        let mut controls = Vec::new();
+        for _ in 0..header.record_count {
+            let len = cursor.u32_len()?;
+            controls.push(cursor.take(len)?);
+        }
+        if cursor.remaining() != 0 {
+            return Err(DecodeError::TrailingBytes(cursor.remaining()));
+        }
+        return Ok(Batch {
+            header,
+            records: Vec::new(),
+            controls,
+        });
+    }
     let mut records = Vec::new();
     for _ in 0..header.record_count {
         records.push(decode_record(&mut cursor)?);
@@ -274,15 +368,21 @@ fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {
             "timestamps do not match the records",
         ));
     }
-    Ok(Batch { header, records })
+    Ok(Batch {
+        header,
+        records,
+        controls: Vec::new(),
+    })
 }
 
 fn decode_header(cursor: &mut Cursor) -> Result<BatchHeader, DecodeError> {
-    let magic = cursor.u8()?;
-    if magic != MAGIC {
-        return Err(DecodeError::BadMagic(magic));
-    }
+    let kind = match cursor.u8()? {
+        MAGIC => BatchKind::Messages,
+        CONTROL_MAGIC => BatchKind::Control,
+        magic => return Err(DecodeError::BadMagic(magic)),
+    };
     let header = BatchHeader {
+        kind,
         base_offset: cursor.u64()?,
         record_count: cursor.u32()?,
         leader_epoch: cursor.u64()?,

@@ -10,7 +10,8 @@
 //!   timestamp lookups); `retention` deletes whole old segments from it.
 //! - `recovery`: opening a log: the segment files are the truth; a torn or corrupt tail is cut
 //!   at the last valid batch and missing index entries are rebuilt from the files.
-//! - `segment`: one `{base_offset:020}.log` file. `codec`: the batch frame and its CRC.
+//! - `segment`: one `{base_offset:020}.log` file. `codec`: the batch frame and its CRC; a
+//!   frame holds messages or control entries (durable state changes that take no offsets).
 //!   `index`: offset → frame position and timestamp → offset, in the partition's `sled::Tree`.
 //!
 //! # On disk
@@ -28,5 +29,6 @@ mod tail;
 mod view;
 mod writer;
 
+pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;
-pub use writer::{AppendResult, PartitionHandle, QUEUE_FULL_RETRY_AFTER_MS};
+pub use writer::{AppendResult, PartitionHandle, PendingAppend, QUEUE_FULL_RETRY_AFTER_MS};

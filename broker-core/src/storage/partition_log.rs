@@ -1,8 +1,10 @@
 //! The single-writer side of a partition's log: synchronous, owned by one writer thread.
 //!
-//! A group commit is `append` for each request, then `sync` as the fsync policy asks, then
-//! `commit`, which indexes the group atomically and publishes the new end offset. Nothing a
-//! reader can see is ever unindexed or, under [`FsyncPolicy::Always`], unsynced.
+//! A group commit is `append` (messages) or `append_control` (state changes) for each request,
+//! then `sync` as the fsync policy asks, then `commit`, which indexes the group atomically, and
+//! `publish`, which makes it visible: the new end offset and end position. Nothing a reader can
+//! see is ever unindexed or, under [`FsyncPolicy::Always`] and [`FsyncPolicy::IntervalMs`],
+//! unsynced (the writer publishes an interval's writes after their fsync).
 //!
 //! After a failed fsync the page cache can no longer be trusted to hold what was written, so
 //! the log refuses every later append until it is reopened (and recovery re-reads the files).
@@ -17,11 +19,13 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::codec::{self, BatchHeader};
 use super::index::{BatchLocation, LogIndex, StagedEntries};
 use super::recovery;
 use super::segment::Segment;
-use super::view::LogView;
+use super::view::{LogPosition, LogView};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
@@ -32,6 +36,8 @@ pub(crate) struct PartitionLog {
     active: Arc<Segment>,
     staged: StagedEntries,
     next_offset: u64,
+    /// End offset and position of what was committed: what `publish` makes visible.
+    committed: (u64, LogPosition),
     config: LogConfig,
     unsynced: bool,
     failure: Option<String>,
@@ -54,12 +60,17 @@ impl PartitionLog {
             })?;
         let staged = index.stage()?;
         let end_offset = recovered.end_offset;
-        let view = LogView::new(dir, index, recovered.segments, end_offset);
+        let end_position = LogPosition {
+            segment_base: active.base_offset(),
+            position: active.size(),
+        };
+        let view = LogView::new(dir, index, recovered.segments, end_offset, end_position);
         Ok(PartitionLog {
             view: Arc::new(view),
             active,
             staged,
             next_offset: end_offset,
+            committed: (end_offset, end_position),
             config,
             unsynced: false,
             failure: None,
@@ -96,6 +107,26 @@ impl PartitionLog {
         Ok(header)
     }
 
+    /// Writes one control batch (state changes) before the next message offset; readers of
+    /// messages never see it, replays find it after [`PartitionLog::commit`].
+    pub(crate) fn append_control(&mut self, entries: &[Bytes], ts_ms: u64) -> Result<BatchHeader> {
+        self.check_usable()?;
+        let (header, frame) =
+            codec::encode_control(self.next_offset, self.config.leader_epoch, ts_ms, entries)?;
+        self.roll_if_full()?;
+        self.active.append(&frame)?;
+        self.unsynced = true;
+        Ok(header)
+    }
+
+    /// Where the next frame goes.
+    fn end_position(&self) -> LogPosition {
+        LogPosition {
+            segment_base: self.active.base_offset(),
+            position: self.active.size(),
+        }
+    }
+
     fn roll_if_full(&mut self) -> Result<()> {
         let size = self.active.size();
         if size == 0 || size < self.config.segment_bytes {
@@ -124,15 +155,14 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Indexes every batch appended since the last commit and makes them visible to readers;
-    /// `batches` (those appended batches, with their records) go to the tail cache first, so
-    /// that the cache holds every offset it may serve as soon as readers can ask for it.
+    /// Indexes every batch appended since the last commit, ready for [`PartitionLog::publish`];
+    /// `batches` (the appended message batches, with their records) go to the tail cache first,
+    /// so that the cache holds every offset it may serve as soon as readers can ask for it.
     pub(crate) fn commit(&mut self, batches: Vec<(BatchHeader, Vec<Record>)>) -> Result<()> {
         self.check_usable()?;
-        if self.staged.len() == 0 {
-            return Ok(());
-        }
-        if let Err(e) = self.view.index().apply(&mut self.staged) {
+        if self.staged.len() > 0
+            && let Err(e) = self.view.index().apply(&mut self.staged)
+        {
             self.failure = Some(format!("indexing failed: {e}"));
             return Err(e);
         }
@@ -140,8 +170,14 @@ impl PartitionLog {
             self.view
                 .remember(header.base_offset, header.leader_epoch, records);
         }
-        self.view.publish_end(self.next_offset);
+        self.committed = (self.next_offset, self.end_position());
         Ok(())
+    }
+
+    /// Makes everything committed visible to readers; whether anything new became visible.
+    pub(crate) fn publish(&mut self) -> bool {
+        let (end_offset, end_position) = self.committed;
+        self.view.publish_end(end_offset, end_position)
     }
 
     fn check_usable(&self) -> Result<()> {

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::codec::BatchKind;
 use super::index::{BatchLocation, LogIndex, StagedEntries};
 use super::segment::{ScanStep, Segment, sync_dir};
 use crate::error::{BrokerError, Result};
@@ -154,6 +155,8 @@ fn scan_segment(
         let (batch, frame_len) = match segment.scan_at(position)? {
             ScanStep::End => return Ok(None),
             ScanStep::Invalid(reason) => return Ok(Some((position, reason))),
+            // A full scan reads every frame; recovery must not trust one it did not.
+            ScanStep::Skipped { .. } => return Err(segment.corrupt(position, "skipped unread")),
             ScanStep::Frame { batch, frame_len } => (batch, frame_len),
         };
         if batch.header.base_offset != *next_offset {
@@ -162,6 +165,10 @@ fn scan_segment(
                 batch.header.base_offset
             );
             return Ok(Some((position, reason)));
+        }
+        if batch.header.kind == BatchKind::Control {
+            position += frame_len;
+            continue;
         }
         staged.add(&BatchLocation {
             base_offset: batch.header.base_offset,

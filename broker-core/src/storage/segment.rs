@@ -28,6 +28,11 @@ pub(crate) enum ScanStep {
         /// Bytes the whole frame takes.
         frame_len: u64,
     },
+    /// A message frame of `frame_len` bytes a control replay stepped over unread.
+    Skipped {
+        /// Bytes the whole frame takes.
+        frame_len: u64,
+    },
     /// The bytes at the position are not a valid frame (torn, garbled or junk).
     Invalid(String),
 }
@@ -168,18 +173,30 @@ impl Segment {
     /// Looks at the frame starting at `position` while recovering: I/O errors are errors,
     /// bad bytes are [`ScanStep::Invalid`].
     pub(crate) fn scan_at(&self, position: u64) -> Result<ScanStep> {
+        self.scan(position, false)
+    }
+
+    /// [`Segment::scan_at`] for a replay of control entries over frames recovery already
+    /// checked: a message frame is stepped over by its length, unread.
+    pub(crate) fn scan_control_at(&self, position: u64) -> Result<ScanStep> {
+        self.scan(position, true)
+    }
+
+    fn scan(&self, position: u64, skip_messages: bool) -> Result<ScanStep> {
         let available = self.size().saturating_sub(position);
         if available == 0 {
             return Ok(ScanStep::End);
         }
-        if available < PREFIX_LEN as u64 {
+        if available <= PREFIX_LEN as u64 {
             return Ok(ScanStep::Invalid(format!(
                 "{available} bytes left, a partial frame prefix"
             )));
         }
-        let mut prefix = [0; PREFIX_LEN];
-        read_exact_at(&self.file, &mut prefix, position)
+        let mut head = [0; PREFIX_LEN + 1];
+        read_exact_at(&self.file, &mut head, position)
             .map_err(|e| BrokerError::io(&self.path, e))?;
+        let mut prefix = [0; PREFIX_LEN];
+        prefix.copy_from_slice(&head[..PREFIX_LEN]);
         let body_len = match codec::parse_prefix(prefix) {
             Ok((len, _)) => len as u64,
             Err(e) => return Ok(ScanStep::Invalid(e.to_string())),
@@ -191,6 +208,9 @@ impl Segment {
                 available: available as usize,
             };
             return Ok(ScanStep::Invalid(e.to_string()));
+        }
+        if skip_messages && head[PREFIX_LEN] == codec::MAGIC {
+            return Ok(ScanStep::Skipped { frame_len });
         }
         let bytes = self.read_bytes(position, frame_len)?;
         Ok(match codec::decode_frame(bytes) {

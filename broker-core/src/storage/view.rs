@@ -10,13 +10,25 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::codec::Batch;
+use bytes::Bytes;
+
+use super::codec::{Batch, BatchKind};
 use super::index::LogIndex;
-use super::segment::Segment;
+use super::segment::{ScanStep, Segment};
 use super::tail::TailCache;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
 use crate::message::{Record, StoredRecord};
+
+/// A place in a partition's log between two frames: the segment (by base offset) and the byte
+/// position in it. Ordered as the log is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct LogPosition {
+    /// Base offset of the segment.
+    pub segment_base: u64,
+    /// Byte position in that segment.
+    pub position: u64,
+}
 
 /// Shared state of one partition's log.
 #[derive(Debug)]
@@ -26,6 +38,8 @@ pub(crate) struct LogView {
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
     start_offset: AtomicU64,
     end_offset: AtomicU64,
+    /// One past the last visible frame (messages or control).
+    end_position: Mutex<LogPosition>,
     /// Serialises retention runs; readers and the writer never take it.
     pub(super) retention: Mutex<()>,
     /// The newest committed records, for readers at the head of the log.
@@ -39,6 +53,7 @@ impl LogView {
         index: LogIndex,
         segments: BTreeMap<u64, Arc<Segment>>,
         end_offset: u64,
+        end_position: LogPosition,
     ) -> LogView {
         let start_offset = segments.keys().next().copied().unwrap_or(end_offset);
         debug_assert!(start_offset <= end_offset);
@@ -48,6 +63,7 @@ impl LogView {
             segments: RwLock::new(segments),
             start_offset: AtomicU64::new(start_offset),
             end_offset: AtomicU64::new(end_offset),
+            end_position: Mutex::new(end_position),
             retention: Mutex::new(()),
             tail: Mutex::new(TailCache::default()),
         }
@@ -99,13 +115,79 @@ impl LogView {
         self.end_offset.load(Ordering::Acquire)
     }
 
-    /// Makes offsets below `end` visible; only the writer calls this, after indexing them.
-    pub(crate) fn publish_end(&self, end: u64) {
+    /// One past the last visible frame: a replay of control entries up to here sees every
+    /// state change whose writer was answered (per the fsync policy).
+    pub(crate) fn end_position(&self) -> LogPosition {
+        *self.end_position.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes offsets below `end` and frames before `position` visible; only the writer calls
+    /// this, after indexing them. Whether anything new became visible.
+    pub(crate) fn publish_end(&self, end: u64, position: LogPosition) -> bool {
+        let mut visible = self.end_position.lock().unwrap_or_else(|p| p.into_inner());
+        debug_assert!(*visible <= position, "end position went back");
+        let moved = *visible != position;
+        *visible = position;
         let previous = self.end_offset.swap(end, Ordering::AcqRel);
         debug_assert!(
             previous <= end,
             "end offset went back from {previous} to {end}"
         );
+        moved
+    }
+
+    /// Calls `visit` with each control entry of the frames from `from` (a frame boundary, or
+    /// an earlier position whose segment retention deleted: then the oldest segment) up to
+    /// the visible end, in log order, with the position after its frame. Message frames are
+    /// skipped by their length. A frame that fails its checks ends the replay with
+    /// [`BrokerError::Corrupt`]. Blocking file I/O.
+    pub(crate) fn replay_controls(
+        &self,
+        from: LogPosition,
+        mut visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
+    ) -> Result<()> {
+        let end = self.end_position();
+        let segments: Vec<Arc<Segment>> = {
+            let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+            segments.values().cloned().collect()
+        };
+        for segment in segments {
+            let base = segment.base_offset();
+            // Retention deletes oldest first: a deleted `from` segment leaves only later ones.
+            if base < from.segment_base {
+                continue;
+            }
+            let mut position = if base == from.segment_base {
+                from.position
+            } else {
+                0
+            };
+            loop {
+                let here = LogPosition {
+                    segment_base: base,
+                    position,
+                };
+                if here >= end {
+                    return Ok(());
+                }
+                let step = segment.scan_control_at(position)?;
+                let (frame_len, batch) = match step {
+                    ScanStep::End => break,
+                    ScanStep::Invalid(reason) => return Err(segment.corrupt(position, reason)),
+                    ScanStep::Skipped { frame_len } => (frame_len, None),
+                    ScanStep::Frame { batch, frame_len } => (frame_len, Some(batch)),
+                };
+                position += frame_len;
+                let after = LogPosition {
+                    segment_base: base,
+                    position,
+                };
+                for entry in batch.into_iter().flat_map(|b| b.controls) {
+                    visit(after, entry)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Moves the start forward past deleted segments.
@@ -211,6 +293,7 @@ impl LogView {
             let Some(batch) = self.load_batch(location.base_offset)? else {
                 continue;
             };
+            debug_assert_eq!(batch.header.kind, BatchKind::Messages);
             let base = batch.header.base_offset;
             let mut offsets = (base..).zip(&batch.records);
             if let Some((offset, _)) = offsets.find(|(_, r)| r.timestamp_ms >= ts_ms) {
@@ -220,7 +303,7 @@ impl LogView {
         Ok(end)
     }
 
-    /// Reads and checks the batch holding committed `offset`. `None` when retention deleted it
+    /// Reads and checks the message batch holding committed `offset`. `None` when retention deleted it
     /// meanwhile; an error when the index or file has lost a batch below the end.
     fn load_batch(&self, offset: u64) -> Result<Option<Batch>> {
         let location = self.index.batch_at_or_before(offset)?;

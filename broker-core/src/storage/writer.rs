@@ -5,10 +5,13 @@
 //! ([`MAX_WRITER_QUEUED_BYTES`]): a batch that does not fit is refused at once with
 //! [`BrokerError::Overloaded`] (a batch alone in an empty queue always fits). The writer, a
 //! dedicated thread because file I/O blocks, takes whatever is queued as one group: each
-//! request becomes one batch frame, then one fsync for all of them as the policy asks, then
-//! the index and the new end offset are committed, `on_commit` wakes waiting readers, and each
+//! request (a message batch, or a control batch of state changes such as acks) becomes one
+//! frame, then one fsync for all of them as the policy asks, then the index is committed, the
+//! new end offset and position are published, `on_commit` wakes waiting readers, and each
 //! producer gets its answer. Under `IntervalMs(n)` the thread also wakes on its own to fsync
-//! at most `n` ms after the first unsynced write.
+//! at most `n` ms after the first unsynced write; writes become visible to readers only with
+//! that fsync (their producers are answered once written). Under `Never` they are visible at
+//! once.
 //!
 //! The thread waits with a tiny current-thread tokio runtime (timers only) so one wait covers
 //! a request, the fsync deadline and shutdown. Shutdown closes the channel, so producers get
@@ -25,8 +28,10 @@ use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
+use bytes::Bytes;
+
 use super::partition_log::PartitionLog;
-use super::view::LogView;
+use super::view::{LogPosition, LogView};
 use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_WRITER_QUEUED_BYTES, WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
@@ -54,10 +59,25 @@ pub struct AppendResult {
 /// writer drains [`MAX_WRITER_QUEUED_BYTES`] in well under a second at disk speed.
 pub const QUEUED_BYTES_RETRY_AFTER_MS: u64 = 1_000;
 
+/// What one request appends: a message batch or a control batch of state changes.
+enum Payload {
+    Messages(Vec<Record>),
+    Control(Vec<Bytes>),
+}
+
+impl Payload {
+    fn bytes(&self) -> usize {
+        match self {
+            Payload::Messages(records) => batch_bytes(records),
+            Payload::Control(entries) => entries.iter().map(Bytes::len).sum(),
+        }
+    }
+}
+
 /// One producer's batch, with where to send the answer (none for fire-and-forget), and its
 /// share of the queued-bytes budget, given back when the request is dropped (answered).
 struct AppendRequest {
-    records: Vec<Record>,
+    payload: Payload,
     reply: Option<oneshot::Sender<Result<AppendResult>>>,
     _queued: QueuedBytes,
     /// Memory charged for a detached append, returned once it is written.
@@ -187,11 +207,12 @@ impl PartitionHandle {
     /// shutdown:
     /// [`BrokerError::ShuttingDown`]. Empty `records` is [`BrokerError::InvalidArgument`].
     pub async fn append(&self, records: Vec<Record>) -> Result<AppendResult> {
-        let sender = self.sender(&records)?;
-        let queued = self.reserve(&records)?;
+        let sender = self.sender(records.is_empty())?;
+        let payload = Payload::Messages(records);
+        let queued = self.reserve(&payload)?;
         let (reply, answer) = oneshot::channel();
         let request = AppendRequest {
-            records,
+            payload,
             reply: Some(reply),
             _queued: queued,
             _held: None,
@@ -220,11 +241,40 @@ impl PartitionHandle {
         records: Vec<Record>,
         held: Option<MemoryCharge>,
     ) -> Result<()> {
-        let sender = self.sender(&records)?;
-        let queued = self.reserve(&records)?;
+        self.try_queue(Payload::Messages(records), None, held)
+    }
+
+    /// Queues a control batch (durable state changes: acks, nacks, seeks…) without waiting:
+    /// [`BrokerError::Overloaded`] at once when the queue is full, so a caller may hold a lock
+    /// while it queues and keep the log's order equal to the order of its changes. The
+    /// returned [`PendingAppend`] resolves once the batch is committed per the fsync policy.
+    pub fn queue_control(&self, entries: Vec<Bytes>) -> Result<PendingAppend> {
+        let (reply, answer) = oneshot::channel();
+        self.try_queue(Payload::Control(entries), Some(reply), None)?;
+        Ok(PendingAppend(answer))
+    }
+
+    /// [`PartitionHandle::queue_control`] without an answer: for changes whose loss in a crash
+    /// costs at most a repeated delivery (a redelivery's attempt count); a failure is logged.
+    pub fn queue_control_detached(&self, entries: Vec<Bytes>) -> Result<()> {
+        self.try_queue(Payload::Control(entries), None, None)
+    }
+
+    fn try_queue(
+        &self,
+        payload: Payload,
+        reply: Option<oneshot::Sender<Result<AppendResult>>>,
+        held: Option<MemoryCharge>,
+    ) -> Result<()> {
+        let empty = match &payload {
+            Payload::Messages(records) => records.is_empty(),
+            Payload::Control(entries) => entries.is_empty(),
+        };
+        let sender = self.sender(empty)?;
+        let queued = self.reserve(&payload)?;
         let request = AppendRequest {
-            records,
-            reply: None,
+            payload,
+            reply,
             _queued: queued,
             _held: held,
         };
@@ -234,12 +284,28 @@ impl PartitionHandle {
         })
     }
 
-    fn reserve(&self, records: &[Record]) -> Result<QueuedBytes> {
+    fn reserve(&self, payload: &Payload) -> Result<QueuedBytes> {
         QueuedBytes::reserve(
             &self.inner.queued_bytes,
-            batch_bytes(records),
+            payload.bytes(),
             self.inner.queued_bytes_limit,
         )
+    }
+
+    /// One past the last visible frame, messages or control: a checkpoint of state derived
+    /// from control entries taken after reading this covers every entry before it.
+    pub fn end_position(&self) -> LogPosition {
+        self.inner.view.end_position()
+    }
+
+    /// Calls `visit` with every visible control entry from `from` on, in log order, with the
+    /// position after its frame (see `LogView::replay_controls`). Blocking file I/O.
+    pub fn replay_controls(
+        &self,
+        from: LogPosition,
+        visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
+    ) -> Result<()> {
+        self.inner.view.replay_controls(from, visit)
     }
 
     /// Bytes queued for the writer and not yet answered.
@@ -247,8 +313,8 @@ impl PartitionHandle {
         self.inner.queued_bytes.load(Ordering::Acquire)
     }
 
-    fn sender(&self, records: &[Record]) -> Result<mpsc::Sender<AppendRequest>> {
-        if records.is_empty() {
+    fn sender(&self, empty: bool) -> Result<mpsc::Sender<AppendRequest>> {
+        if empty {
             return Err(BrokerError::invalid(
                 "records",
                 "an append needs at least one record",
@@ -343,6 +409,17 @@ impl PartitionHandle {
     }
 }
 
+/// An append queued without waiting; [`PendingAppend::wait`] gives its outcome.
+#[derive(Debug)]
+pub struct PendingAppend(oneshot::Receiver<Result<AppendResult>>);
+
+impl PendingAppend {
+    /// Waits until the batch is committed per the fsync policy (or failed).
+    pub async fn wait(self) -> Result<AppendResult> {
+        self.0.await.unwrap_or(Err(BrokerError::ShuttingDown))
+    }
+}
+
 fn overloaded() -> BrokerError {
     BrokerError::Overloaded {
         resource: "partition writer queue",
@@ -399,10 +476,13 @@ impl PartitionWriter {
         }
     }
 
+    /// Fsyncs now and publishes what the fsync made durable (an interval's writes become
+    /// visible only once fsynced).
     fn fsync_now(&mut self) {
         self.fsync_deadline = None;
-        if let Err(e) = self.sync_timed() {
-            tracing::error!(error = %e, "partition fsync failed");
+        match self.sync_timed() {
+            Ok(()) => self.publish(),
+            Err(e) => tracing::error!(error = %e, "partition fsync failed"),
         }
     }
 
@@ -427,9 +507,16 @@ impl PartitionWriter {
                 Err(_) => break,
             }
         }
-        let bytes = group.iter().map(|r| batch_bytes(&r.records)).sum();
+        let bytes = group.iter().map(|r| r.payload.bytes()).sum();
         telemetry::group_commit(group.len(), bytes, queue_depth);
-        let written: Vec<_> = group.iter().map(|r| self.log.append(&r.records)).collect();
+        let now = crate::clock::now_ms();
+        let written: Vec<_> = group
+            .iter()
+            .map(|r| match &r.payload {
+                Payload::Messages(records) => self.log.append(records),
+                Payload::Control(entries) => self.log.append_control(entries, now),
+            })
+            .collect();
         let committed = if written.iter().any(Result::is_ok) {
             // The written records move into the tail cache as they become visible.
             let batches = group
@@ -437,12 +524,17 @@ impl PartitionWriter {
                 .zip(&written)
                 .filter_map(|(request, written)| {
                     let header = written.as_ref().ok()?;
-                    Some((*header, std::mem::take(&mut request.records)))
+                    match &mut request.payload {
+                        Payload::Messages(records) => Some((*header, std::mem::take(records))),
+                        Payload::Control(_) => None,
+                    }
                 })
                 .collect();
             self.flush_per_policy().and_then(|fsynced| {
                 self.log.commit(batches)?;
-                self.on_commit.notify_waiters();
+                if fsynced || self.fsync == FsyncPolicy::Never {
+                    self.publish();
+                }
                 Ok(fsynced)
             })
         } else {
@@ -455,13 +547,20 @@ impl PartitionWriter {
             let answer = match (&committed, written) {
                 (Ok(fsynced), Ok(header)) => Ok(AppendResult {
                     base_offset: header.base_offset,
-                    count: header.record_count,
+                    count: header.message_count(),
                     fsynced: *fsynced,
                 }),
                 (Err(_), Ok(_)) => Err(self.log.failure_error()),
                 (_, Err(e)) => Err(e),
             };
             answer_producer(request.reply, answer);
+        }
+    }
+
+    /// Makes what is committed visible and wakes readers if anything new is.
+    fn publish(&mut self) {
+        if self.log.publish() {
+            self.on_commit.notify_waiters();
         }
     }
 

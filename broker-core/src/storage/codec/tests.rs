@@ -130,3 +130,26 @@ fn an_empty_batch_and_an_oversized_batch_are_refused_at_encode() {
     long_id.id = "x".repeat(usize::from(u16::MAX) + 1);
     assert!(encode_batch(0, 0, &[long_id]).is_err());
 }
+
+#[test]
+fn a_control_batch_round_trips_and_takes_no_offsets() {
+    let entries = vec![
+        Bytes::from_static(b"ack 1"),
+        Bytes::new(),
+        Bytes::from(vec![7; 300]),
+    ];
+    let (header, frame) = encode_control(42, 3, 1_234, &entries).expect("encodes");
+    assert_eq!(header.kind, BatchKind::Control);
+    assert_eq!((header.message_count(), header.next_offset()), (0, 42));
+    let batch = decode_frame(Bytes::from(frame.clone())).expect("decodes");
+    assert_eq!(batch.header, header);
+    assert_eq!(batch.controls, entries);
+    assert!(batch.records.is_empty());
+    for cut in 0..frame.len() {
+        assert!(decode_frame(Bytes::copy_from_slice(&frame[..cut])).is_err());
+    }
+    assert!(
+        encode_control(0, 0, 0, &[]).is_err(),
+        "an empty control batch"
+    );
+}
