@@ -1,9 +1,7 @@
 //! Control batches in the partition log: durable state changes that take no message offsets,
-//! replayed in log order after a restart; and when an fsync interval's writes become visible.
+//! replayed in log order after a restart.
 
 mod storage_support;
-
-use std::time::Duration;
 
 use broker_core::config::FsyncPolicy;
 use broker_core::storage::{LogPosition, PartitionHandle};
@@ -104,37 +102,4 @@ async fn a_torn_control_frame_at_the_tail_is_cut_at_recovery_and_the_messages_st
         .expect("append after the cut");
     assert_eq!(read_all(&reopened, 0, 10).len(), 3);
     reopened.shutdown();
-}
-
-#[tokio::test]
-async fn under_an_fsync_interval_writes_become_visible_only_once_fsynced() {
-    let log = TestLog::new(small_segments(FsyncPolicy::IntervalMs(400)));
-    let handle = log.open();
-    let appended = handle.append(records(0, 2, 10)).await.expect("append");
-    assert!(!appended.fsynced);
-    assert_eq!(
-        handle.end_offset(),
-        0,
-        "written but not fsynced: no consumer may see it yet"
-    );
-    assert!(handle.read(0, 10, usize::MAX).expect("read").is_empty());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while handle.end_offset() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never became visible"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(read_all(&handle, 0, 10).len(), 2);
-    handle.shutdown();
-}
-
-#[tokio::test]
-async fn under_fsync_never_writes_are_visible_at_once() {
-    let log = TestLog::new(small_segments(FsyncPolicy::Never));
-    let handle = log.open();
-    handle.append(records(0, 2, 10)).await.expect("append");
-    assert_eq!(handle.end_offset(), 2);
-    handle.shutdown();
 }

@@ -146,3 +146,72 @@ async fn shutdown_finishes_what_is_queued_before_it_returns() {
     );
     reopened.shutdown();
 }
+
+#[tokio::test]
+async fn under_an_fsync_interval_writes_become_visible_only_once_fsynced() {
+    let log = TestLog::new(small_segments(FsyncPolicy::IntervalMs(400)));
+    let handle = log.open();
+    let appended = handle.append(records(0, 2, 10)).await.expect("append");
+    assert!(!appended.fsynced);
+    assert_eq!(
+        handle.end_offset(),
+        0,
+        "written but not fsynced: no consumer may see it yet"
+    );
+    assert!(handle.read(0, 10, usize::MAX).expect("read").is_empty());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while handle.end_offset() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never became visible"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(read_all(&handle, 0, 10).len(), 2);
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn under_fsync_never_writes_are_visible_at_once() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let handle = log.open();
+    handle.append(records(0, 2, 10)).await.expect("append");
+    assert_eq!(handle.end_offset(), 2);
+    handle.shutdown();
+}
+
+#[tokio::test]
+async fn the_index_is_sparse_and_reaches_sled_after_the_commits_not_with_each() {
+    let mut config = small_segments(FsyncPolicy::Always);
+    config.segment_bytes = 1024 * 1024;
+    let log = TestLog::new(config);
+    let handle = log.open();
+    for n in 0..200 {
+        handle.append(records(n, 1, 100)).await.expect("append");
+    }
+    let entries = || log.tree().scan_prefix([b'o']).count() as u64;
+    let written = handle.size_bytes();
+    assert!(
+        entries() <= written / 4096 + 1,
+        "200 commits of {written} bytes left {} index entries in sled",
+        entries()
+    );
+    for offset in [0, 1, 57, 130, 199] {
+        let found = handle.read(offset, 1, usize::MAX).expect("read");
+        assert_eq!(found[0].offset, offset, "found through the in-memory index");
+    }
+    handle.shutdown();
+    let bytes = storage_support::file_len(&log.last_segment());
+    assert!(
+        entries() <= bytes / 4096 + 1,
+        "{} entries for {bytes} bytes: the index is sparse",
+        entries()
+    );
+    let reopened = log.open();
+    assert_eq!(read_all(&reopened, 0, 7).len(), 200);
+    assert_eq!(
+        reopened.read(133, 1, usize::MAX).expect("read")[0].offset,
+        133
+    );
+    reopened.shutdown();
+}

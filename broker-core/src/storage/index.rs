@@ -1,17 +1,19 @@
-//! The partition's index in its own `sled::Tree`: where each batch is, and when.
+//! The persisted part of a partition's sparse index, in its own `sled::Tree`: where each chunk
+//! of batches starts, and the latest time in it (chunks: see `recent`).
 //!
 //! ```text
 //! b'o' base_offset BE          -> segment_base u64 | position u64 | frame_len u32
 //!                                 | record_count u32 | max_ts u64        (all LE)
-//! b't' max_ts BE base_offset BE -> ()   only for a batch that raises the running max timestamp
+//!                                 (the chunk's first batch; max_ts of the whole chunk)
+//! b't' max_ts BE base_offset BE -> ()   only for a chunk that raises the running max timestamp
 //! ```
 //! The time index keeps the running maximum, so its keys grow with the offsets: the first entry
-//! at or past a timestamp names the first batch that could hold a record that late, whatever
+//! at or past a timestamp names the first chunk that could hold a record that late, whatever
 //! order producers' clocks gave. When retention drops old batches the newest of their time
 //! entries stays as a floor, so a lookup never skips a surviving batch.
 //!
 //! The index is a cache of the segment files: sled may lose its unflushed writes on a crash,
-//! and recovery rebuilds them from the files. Each commit's entries go in one atomic batch.
+//! and recovery rebuilds them from the files. Each persist's entries go in one atomic batch.
 
 use std::path::PathBuf;
 
@@ -39,17 +41,6 @@ pub(crate) struct BatchLocation {
 }
 
 impl BatchLocation {
-    /// One past the batch's last offset.
-    pub(crate) fn next_offset(&self) -> u64 {
-        self.base_offset
-            .saturating_add(u64::from(self.record_count))
-    }
-
-    /// Whether the batch holds `offset`.
-    pub(crate) fn contains(&self, offset: u64) -> bool {
-        (self.base_offset..self.next_offset()).contains(&offset)
-    }
-
     fn encode(&self) -> [u8; LOCATION_LEN] {
         let mut out = [0; LOCATION_LEN];
         out[..8].copy_from_slice(&self.segment_base.to_le_bytes());
@@ -99,7 +90,6 @@ fn parse_time_key(key: &[u8]) -> Option<(u64, u64)> {
 pub(crate) struct StagedEntries {
     batch: sled::Batch,
     running_max_ts: Option<u64>,
-    len: usize,
 }
 
 impl StagedEntries {
@@ -112,12 +102,6 @@ impl StagedEntries {
                 .insert(&time_key(location.max_ts, location.base_offset), &[]);
             self.running_max_ts = Some(location.max_ts);
         }
-        self.len += 1;
-    }
-
-    /// Batches staged since the last apply.
-    pub(crate) fn len(&self) -> usize {
-        self.len
     }
 }
 
@@ -139,7 +123,6 @@ impl LogIndex {
         Ok(StagedEntries {
             batch: sled::Batch::default(),
             running_max_ts: self.running_max_ts()?,
-            len: 0,
         })
     }
 
@@ -147,7 +130,6 @@ impl LogIndex {
     pub(crate) fn apply(&self, staged: &mut StagedEntries) -> Result<()> {
         let batch = std::mem::take(&mut staged.batch);
         self.tree.apply_batch(batch)?;
-        staged.len = 0;
         Ok(())
     }
 
@@ -305,7 +287,6 @@ mod tests {
         add_all(&index, &[location(0, 3, 10), location(3, 2, 20)]);
         let found = index.batch_at_or_before(4).expect("read");
         assert_eq!(found, Some(location(3, 2, 20)));
-        assert!(found.is_some_and(|b| b.contains(4) && !b.contains(5)));
         assert_eq!(
             index.batch_at_or_before(2).expect("read"),
             Some(location(0, 3, 10))

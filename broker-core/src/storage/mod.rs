@@ -22,6 +22,8 @@
 pub(crate) mod codec;
 mod index;
 mod partition_log;
+mod reads;
+mod recent;
 mod recovery;
 mod retention;
 mod segment;

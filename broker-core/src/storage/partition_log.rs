@@ -1,10 +1,12 @@
 //! The single-writer side of a partition's log: synchronous, owned by one writer thread.
 //!
 //! A group commit is `append` (messages) or `append_control` (state changes) for each request,
-//! then `sync` as the fsync policy asks, then `commit`, which indexes the group atomically, and
-//! `publish`, which makes it visible: the new end offset and end position. Nothing a reader can
-//! see is ever unindexed or, under [`FsyncPolicy::Always`] and [`FsyncPolicy::IntervalMs`],
-//! unsynced (the writer publishes an interval's writes after their fsync).
+//! then `sync` as the fsync policy asks, then `commit`, which notes the group's batches in the
+//! sparse index (in memory), and `publish`, which makes it visible: the new end offset and end
+//! position. Nothing a reader can see is ever unindexed or, under [`crate::FsyncPolicy::Always`] and
+//! [`crate::FsyncPolicy::IntervalMs`], unsynced (the writer publishes an interval's writes after their
+//! fsync). Between groups the writer calls `persist_index`, which moves fsynced index chunks
+//! into sled at most every [`INDEX_PERSIST_MS`]: no producer waits for a sled write.
 //!
 //! After a failed fsync the page cache can no longer be trusted to hold what was written, so
 //! the log refuses every later append until it is reopened (and recovery re-reads the files).
@@ -22,20 +24,32 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::codec::{self, BatchHeader};
-use super::index::{BatchLocation, LogIndex, StagedEntries};
+use super::index::{BatchLocation, LogIndex};
 use super::recovery;
 use super::segment::Segment;
 use super::view::{LogPosition, LogView};
-use crate::config::{FsyncPolicy, LogConfig};
+use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
+
+/// How often the writer moves fsynced index chunks into sled: seconds of index in memory
+/// are a few hundred entries per busy partition, and a crash only makes recovery scan them.
+pub(crate) const INDEX_PERSIST_MS: u64 = 1_000;
+/// Index chunks in memory past which the writer persists at once: 16 MiB of segment at
+/// 4 KiB a chunk, bounding the memory (about 48 bytes a chunk) of a partition written fast.
+pub(crate) const MAX_RECENT_CHUNKS: usize = 4_096;
 
 /// The writer's handle on a partition's log.
 pub(crate) struct PartitionLog {
     view: Arc<LogView>,
     active: Arc<Segment>,
-    staged: StagedEntries,
+    /// Message batches appended since the last commit, for the sparse index.
+    appended: Vec<BatchLocation>,
     next_offset: u64,
+    /// Everything before this position is fsynced.
+    synced: LogPosition,
+    /// When the index was last persisted.
+    persisted_at: std::time::Instant,
     /// End offset and position of what was committed: what `publish` makes visible.
     committed: (u64, LogPosition),
     config: LogConfig,
@@ -58,18 +72,29 @@ impl PartitionLog {
                 position: 0,
                 reason: "recovery left no segment".into(),
             })?;
-        let staged = index.stage()?;
+        // What recovery read may only be in the page cache: fsync it once, so the index of it
+        // can go to sled.
+        active.sync()?;
         let end_offset = recovered.end_offset;
         let end_position = LogPosition {
             segment_base: active.base_offset(),
             position: active.size(),
         };
-        let view = LogView::new(dir, index, recovered.segments, end_offset, end_position);
+        let view = LogView::new(
+            dir,
+            index,
+            recovered.segments,
+            end_offset,
+            end_position,
+            recovered.recent,
+        );
         Ok(PartitionLog {
             view: Arc::new(view),
             active,
-            staged,
+            appended: Vec::new(),
             next_offset: end_offset,
+            synced: end_position,
+            persisted_at: std::time::Instant::now(),
             committed: (end_offset, end_position),
             config,
             unsynced: false,
@@ -94,7 +119,7 @@ impl PartitionLog {
             codec::encode_batch(self.next_offset, self.config.leader_epoch, records)?;
         self.roll_if_full()?;
         let position = self.active.append(&frame)?;
-        self.staged.add(&BatchLocation {
+        self.appended.push(BatchLocation {
             base_offset: header.base_offset,
             record_count: header.record_count,
             segment_base: self.active.base_offset(),
@@ -127,17 +152,18 @@ impl PartitionLog {
         }
     }
 
+    /// Starts a new segment once the active one is full. A sealed segment is always fsynced
+    /// (under `never` too, once per segment), so its index chunks may go to sled.
     fn roll_if_full(&mut self) -> Result<()> {
         let size = self.active.size();
         if size == 0 || size < self.config.segment_bytes {
             return Ok(());
         }
-        if self.config.fsync != FsyncPolicy::Never {
-            self.sync()?;
-        }
+        self.sync()?;
         let segment = Arc::new(Segment::create(self.view.dir(), self.next_offset)?);
         self.view.add_segment(Arc::clone(&segment));
         self.active = segment;
+        self.synced = self.end_position();
         Ok(())
     }
 
@@ -152,6 +178,24 @@ impl PartitionLog {
             return Err(e);
         }
         self.unsynced = false;
+        self.synced = self.end_position();
+        Ok(())
+    }
+
+    /// Moves fsynced index chunks into sled if `now`, if [`INDEX_PERSIST_MS`] passed since the
+    /// last time, or if [`MAX_RECENT_CHUNKS`] wait in memory. A sled failure poisons the log,
+    /// as a failed fsync does: the index could no longer be trusted to match the files.
+    pub(crate) fn persist_index(&mut self, now: bool) -> Result<()> {
+        self.check_usable()?;
+        let due = now || self.persisted_at.elapsed().as_millis() >= u128::from(INDEX_PERSIST_MS);
+        if !due && self.view.recent_chunks() < MAX_RECENT_CHUNKS {
+            return Ok(());
+        }
+        self.persisted_at = std::time::Instant::now();
+        if let Err(e) = self.view.persist_index(self.synced) {
+            self.failure = Some(format!("indexing failed: {e}"));
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -160,12 +204,8 @@ impl PartitionLog {
     /// so that the cache holds every offset it may serve as soon as readers can ask for it.
     pub(crate) fn commit(&mut self, batches: Vec<(BatchHeader, Vec<Record>)>) -> Result<()> {
         self.check_usable()?;
-        if self.staged.len() > 0
-            && let Err(e) = self.view.index().apply(&mut self.staged)
-        {
-            self.failure = Some(format!("indexing failed: {e}"));
-            return Err(e);
-        }
+        self.view.note_batches(&self.appended);
+        self.appended.clear();
         for (header, records) in batches {
             self.view
                 .remember(header.base_offset, header.leader_epoch, records);

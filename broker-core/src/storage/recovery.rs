@@ -3,26 +3,30 @@
 //! 1. Open every `{base:020}.log` in the directory (an empty directory gets segment 0 and an
 //!    empty index). Index entries below the first file are leftovers of retention: dropped.
 //! 2. Walk back from the newest index entry to the newest one whose frame is intact, dropping
-//!    entries whose frame is gone or bad. That batch's end is where the scan resumes.
+//!    entries whose frame is gone or bad. The scan resumes at that chunk, whose entry is
+//!    dropped too and rebuilt.
 //! 3. Scan forward from there through the rest of that segment and every later one, checking
-//!    each frame's CRC and that its offsets follow on, indexing it (this rebuilds what sled lost
-//!    on a crash). At the first bad frame the segment is cut there and later segments deleted:
-//!    the log ends at the last valid batch. A later segment whose base does not follow on is
-//!    deleted the same way.
+//!    each frame's CRC and that its offsets follow on, noting it in a fresh in-memory index
+//!    (this rebuilds what sled lost, or never got, before the crash). At the first bad frame
+//!    the segment is cut there and later segments deleted: the log ends at the last valid
+//!    batch. A later segment whose base does not follow on is deleted the same way. Each
+//!    segment scanned to its end is fsynced and its index chunks go to sled, so memory holds
+//!    at most one segment's chunks.
 //!
-//! Only the tail is read, so opening costs one frame plus whatever was never indexed.
+//! The index only ever holds chunks of fsynced bytes (see `recent`), so no torn frame lies
+//! before the newest entry: only what follows it is read, one chunk plus whatever was never
+//! indexed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::codec::BatchKind;
-use super::index::{BatchLocation, LogIndex, StagedEntries};
+use super::index::{BatchLocation, LogIndex};
+use super::recent::RecentIndex;
 use super::segment::{ScanStep, Segment, sync_dir};
+use super::view::LogPosition;
 use crate::error::{BrokerError, Result};
-
-/// How many rebuilt index entries to stage before applying them, to bound memory.
-const REBUILD_APPLY_EVERY: usize = 4096;
 
 /// A recovered log: its segments, oldest first, and one past its last valid offset.
 pub(crate) struct Recovered {
@@ -30,6 +34,8 @@ pub(crate) struct Recovered {
     pub segments: BTreeMap<u64, Arc<Segment>>,
     /// One past the last offset of the last valid batch.
     pub end_offset: u64,
+    /// The index chunks of the tail that sled does not hold.
+    pub recent: RecentIndex,
 }
 
 /// Where the forward scan starts.
@@ -50,6 +56,7 @@ pub(crate) fn recover(dir: &Path, index: &LogIndex) -> Result<Recovered> {
         return Ok(Recovered {
             segments: BTreeMap::from([(0, segment)]),
             end_offset: 0,
+            recent: RecentIndex::default(),
         });
     };
     index.remove_below(first_base)?;
@@ -58,11 +65,14 @@ pub(crate) fn recover(dir: &Path, index: &LogIndex) -> Result<Recovered> {
         position: 0,
         next_offset: first_base,
     });
-    let end_offset = scan_tail(dir, &mut segments, index, resume)?;
+    index.remove_from(resume.next_offset)?;
+    let mut recent = RecentIndex::default();
+    let end_offset = scan_tail(dir, &mut segments, index, resume, &mut recent)?;
     index.remove_from(end_offset)?;
     Ok(Recovered {
         segments,
         end_offset,
+        recent,
     })
 }
 
@@ -86,8 +96,8 @@ fn last_intact_batch(
         if is_intact(segments, &location) {
             return Ok(Some(Resume {
                 segment_base: location.segment_base,
-                position: location.position + u64::from(location.frame_len),
-                next_offset: location.next_offset(),
+                position: location.position,
+                next_offset: location.base_offset,
             }));
         }
         tracing::warn!(
@@ -116,8 +126,8 @@ fn scan_tail(
     segments: &mut BTreeMap<u64, Arc<Segment>>,
     index: &LogIndex,
     resume: Resume,
+    recent: &mut RecentIndex,
 ) -> Result<u64> {
-    let mut staged = index.stage()?;
     let mut next_offset = resume.next_offset;
     let tail: Vec<Arc<Segment>> = segments
         .range(resume.segment_base..)
@@ -130,17 +140,39 @@ fn scan_tail(
             delete_segments(dir, segments, &tail[i..])?;
             break;
         }
-        if let Some((position, reason)) =
-            scan_segment(segment, start, &mut next_offset, index, &mut staged)?
-        {
+        if let Some((position, reason)) = scan_segment(segment, start, &mut next_offset, recent)? {
             tracing::warn!(path = %segment.path().display(), position, %reason, "cutting a bad tail");
             segment.truncate(position)?;
             delete_segments(dir, segments, &tail[i + 1..])?;
             break;
         }
+        if let Some(next) = tail.get(i + 1) {
+            segment.sync()?;
+            persist_chunks(index, recent, next.base_offset())?;
+        }
     }
-    index.apply(&mut staged)?;
     Ok(next_offset)
+}
+
+/// Moves the chunks of the segments before `next_segment` (scanned to their end and fsynced)
+/// into sled.
+fn persist_chunks(index: &LogIndex, recent: &mut RecentIndex, next_segment: u64) -> Result<()> {
+    let synced = LogPosition {
+        segment_base: next_segment,
+        position: 0,
+    };
+    let chunks: Vec<BatchLocation> = recent
+        .persistable(synced)
+        .into_iter()
+        .filter(|c| c.segment_base < next_segment)
+        .collect();
+    if let Some(last) = chunks.last() {
+        let mut staged = index.stage()?;
+        chunks.iter().for_each(|c| staged.add(c));
+        index.apply(&mut staged)?;
+        recent.forget_below(last.base_offset + 1);
+    }
+    Ok(())
 }
 
 /// Indexes the valid frames from `position` on; returns where and why the first bad one is.
@@ -148,8 +180,7 @@ fn scan_segment(
     segment: &Segment,
     mut position: u64,
     next_offset: &mut u64,
-    index: &LogIndex,
-    staged: &mut StagedEntries,
+    recent: &mut RecentIndex,
 ) -> Result<Option<(u64, String)>> {
     loop {
         let (batch, frame_len) = match segment.scan_at(position)? {
@@ -170,7 +201,7 @@ fn scan_segment(
             position += frame_len;
             continue;
         }
-        staged.add(&BatchLocation {
+        recent.note(&BatchLocation {
             base_offset: batch.header.base_offset,
             record_count: batch.header.record_count,
             segment_base: segment.base_offset(),
@@ -178,9 +209,6 @@ fn scan_segment(
             frame_len: u32::try_from(frame_len).unwrap_or(u32::MAX),
             max_ts: batch.header.max_ts,
         });
-        if staged.len() >= REBUILD_APPLY_EVERY {
-            index.apply(staged)?;
-        }
         position += frame_len;
         *next_offset = batch.header.next_offset();
     }

@@ -44,9 +44,7 @@ impl LogView {
         if let Some(max_ts) = segment.cached_max_ts() {
             return Ok(Some(max_ts));
         }
-        let max_ts = self
-            .index()
-            .max_ts_between(segment.base_offset(), next_base)?;
+        let max_ts = self.max_ts_between(segment.base_offset(), next_base)?;
         if let Some(max_ts) = max_ts {
             segment.cache_max_ts(max_ts);
         }
@@ -58,6 +56,7 @@ impl LogView {
         sync_dir(self.dir())?;
         self.advance_start(next_base);
         self.remove_segment(segment.base_offset());
+        self.forget_chunks_below(next_base);
         self.index().remove_below(next_base)?;
         tracing::info!(
             path = %segment.path().display(),

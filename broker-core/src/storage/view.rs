@@ -1,8 +1,9 @@
 //! The read side of a partition's log, shared by the writer, readers and retention.
 //!
-//! Readers see only what the writer has committed: the writer indexes a group of batches, then
-//! publishes the new end offset, so every offset below [`LogView::end_offset`] has an index
-//! entry and every frame a reader decodes has passed its CRC. Invariant:
+//! Readers see only what the writer has published: the writer notes a group's batches in the
+//! sparse index, then publishes the new end offset, so every offset below
+//! [`LogView::end_offset`] lies in a chunk the index knows and every frame a reader decodes has
+//! passed its CRC (the reads themselves are in `reads`). Invariant:
 //! `start_offset <= end_offset`, both only grow.
 
 use std::collections::BTreeMap;
@@ -10,14 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::Bytes;
-
-use super::codec::{Batch, BatchKind};
-use super::index::LogIndex;
-use super::segment::{ScanStep, Segment};
+use super::index::{BatchLocation, LogIndex};
+use super::recent::RecentIndex;
+use super::segment::Segment;
 use super::tail::TailCache;
-use crate::error::{BrokerError, Result};
-use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
+use crate::error::Result;
 use crate::message::{Record, StoredRecord};
 
 /// A place in a partition's log between two frames: the segment (by base offset) and the byte
@@ -44,6 +42,8 @@ pub(crate) struct LogView {
     pub(super) retention: Mutex<()>,
     /// The newest committed records, for readers at the head of the log.
     tail: Mutex<TailCache>,
+    /// The sparse index's chunks not yet in sled.
+    recent: Mutex<RecentIndex>,
 }
 
 impl LogView {
@@ -54,6 +54,7 @@ impl LogView {
         segments: BTreeMap<u64, Arc<Segment>>,
         end_offset: u64,
         end_position: LogPosition,
+        recent: RecentIndex,
     ) -> LogView {
         let start_offset = segments.keys().next().copied().unwrap_or(end_offset);
         debug_assert!(start_offset <= end_offset);
@@ -66,7 +67,67 @@ impl LogView {
             end_position: Mutex::new(end_position),
             retention: Mutex::new(()),
             tail: Mutex::new(TailCache::default()),
+            recent: Mutex::new(recent),
         }
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, RecentIndex> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes committed message batches in the sparse index (in memory); only the writer calls
+    /// this, before it publishes them.
+    pub(crate) fn note_batches(&self, batches: &[BatchLocation]) {
+        let mut recent = self.recent();
+        batches.iter().for_each(|b| recent.note(b));
+    }
+
+    /// Moves the closed chunks whose bytes are all fsynced (before `synced`) from memory into
+    /// sled; returns how many chunks stay in memory. Only the writer calls this. The chunks go
+    /// to sled before memory forgets them, so a concurrent lookup always finds one of the two.
+    pub(crate) fn persist_index(&self, synced: LogPosition) -> Result<usize> {
+        let chunks = self.recent().persistable(synced);
+        if let Some(last) = chunks.last() {
+            let mut staged = self.index.stage()?;
+            chunks.iter().for_each(|c| staged.add(c));
+            self.index.apply(&mut staged)?;
+            self.recent().forget_below(last.base_offset + 1);
+        }
+        Ok(self.recent().len())
+    }
+
+    /// Index chunks waiting in memory.
+    pub(crate) fn recent_chunks(&self) -> usize {
+        self.recent().len()
+    }
+
+    /// The sparse index chunk holding `offset`, or the last one before it: from memory if the
+    /// oldest chunk there is not after `offset`, else from sled.
+    pub(crate) fn chunk_at_or_before(&self, offset: u64) -> Result<Option<BatchLocation>> {
+        if let Some(chunk) = self.recent().floor(offset) {
+            return Ok(Some(chunk));
+        }
+        self.index.batch_at_or_before(offset)
+    }
+
+    /// Base offset of the first chunk that may hold a record at or after `ts`: every chunk
+    /// before it holds only earlier records. `None` if none reached `ts`.
+    pub(crate) fn first_chunk_reaching(&self, ts: u64) -> Result<Option<u64>> {
+        match self.index.first_batch_reaching(ts)? {
+            Some(base) => Ok(Some(base)),
+            None => Ok(self.recent().first_reaching(ts)),
+        }
+    }
+
+    /// Largest timestamp of the chunks starting in `from..to`, in sled and in memory.
+    pub(crate) fn max_ts_between(&self, from: u64, to: u64) -> Result<Option<u64>> {
+        let stored = self.index.max_ts_between(from, to)?;
+        Ok(stored.max(self.recent().max_ts_between(from, to)))
+    }
+
+    /// Forgets the in-memory chunks below `offset` (retention deleted their segments).
+    pub(super) fn forget_chunks_below(&self, offset: u64) {
+        self.recent().forget_below(offset);
     }
 
     /// Keeps a batch in the tail cache; only the writer calls this, as it commits the batch
@@ -136,60 +197,6 @@ impl LogView {
         moved
     }
 
-    /// Calls `visit` with each control entry of the frames from `from` (a frame boundary, or
-    /// an earlier position whose segment retention deleted: then the oldest segment) up to
-    /// the visible end, in log order, with the position after its frame. Message frames are
-    /// skipped by their length. A frame that fails its checks ends the replay with
-    /// [`BrokerError::Corrupt`]. Blocking file I/O.
-    pub(crate) fn replay_controls(
-        &self,
-        from: LogPosition,
-        mut visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
-    ) -> Result<()> {
-        let end = self.end_position();
-        let segments: Vec<Arc<Segment>> = {
-            let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
-            segments.values().cloned().collect()
-        };
-        for segment in segments {
-            let base = segment.base_offset();
-            // Retention deletes oldest first: a deleted `from` segment leaves only later ones.
-            if base < from.segment_base {
-                continue;
-            }
-            let mut position = if base == from.segment_base {
-                from.position
-            } else {
-                0
-            };
-            loop {
-                let here = LogPosition {
-                    segment_base: base,
-                    position,
-                };
-                if here >= end {
-                    return Ok(());
-                }
-                let step = segment.scan_control_at(position)?;
-                let (frame_len, batch) = match step {
-                    ScanStep::End => break,
-                    ScanStep::Invalid(reason) => return Err(segment.corrupt(position, reason)),
-                    ScanStep::Skipped { frame_len } => (frame_len, None),
-                    ScanStep::Frame { batch, frame_len } => (frame_len, Some(batch)),
-                };
-                position += frame_len;
-                let after = LogPosition {
-                    segment_base: base,
-                    position,
-                };
-                for entry in batch.into_iter().flat_map(|b| b.controls) {
-                    visit(after, entry)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Moves the start forward past deleted segments.
     pub(super) fn advance_start(&self, start: u64) {
         let previous = self.start_offset.swap(start, Ordering::AcqRel);
@@ -222,116 +229,28 @@ impl LogView {
         segments.values().map(|s| s.size()).sum()
     }
 
-    fn segment(&self, base_offset: u64) -> Option<Arc<Segment>> {
+    /// The segment with that base offset, if it still exists.
+    pub(super) fn segment(&self, base_offset: u64) -> Option<Arc<Segment>> {
         let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
         segments.get(&base_offset).cloned()
     }
 
+    /// The first segment after the one with base offset `base`, if any.
+    pub(super) fn segment_after(&self, base: u64) -> Option<Arc<Segment>> {
+        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        segments
+            .range(base.saturating_add(1)..)
+            .next()
+            .map(|(_, s)| Arc::clone(s))
+    }
+
+    /// Every segment, oldest first.
+    pub(super) fn all_segments(&self) -> Vec<Arc<Segment>> {
+        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        segments.values().cloned().collect()
+    }
+
     fn segments_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u64, Arc<Segment>>> {
         self.segments.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Committed records from `max(from, start_offset)`: at most `max_records` (and
-    /// [`MAX_READ_RECORDS`]); a record whose value would take the gathered value bytes past
-    /// `max_bytes` (and [`MAX_READ_BYTES`]) ends the read, unless it is the first.
-    pub(crate) fn read(
-        &self,
-        from: u64,
-        max_records: usize,
-        max_bytes: usize,
-    ) -> Result<Vec<StoredRecord>> {
-        let max_records = max_records.min(MAX_READ_RECORDS);
-        let max_bytes = max_bytes.min(MAX_READ_BYTES);
-        let end = self.end_offset();
-        let mut out = Vec::new();
-        let mut gathered = 0usize;
-        let mut next = from.max(self.start_offset());
-        while next < end && out.len() < max_records {
-            let Some(batch) = self.load_batch(next)? else {
-                if !out.is_empty() {
-                    break;
-                }
-                next = self.start_offset();
-                continue;
-            };
-            let base = batch.header.base_offset;
-            let epoch = batch.header.leader_epoch;
-            for (offset, record) in (base..).zip(batch.records) {
-                if offset < next {
-                    continue;
-                }
-                let fits = out.is_empty() || gathered + record.value.len() <= max_bytes;
-                if offset >= end || out.len() >= max_records || !fits {
-                    return Ok(out);
-                }
-                gathered += record.value.len();
-                out.push(StoredRecord {
-                    offset,
-                    leader_epoch: epoch,
-                    record,
-                });
-            }
-            next = batch.header.next_offset();
-        }
-        Ok(out)
-    }
-
-    /// First committed offset whose record timestamp is at least `ts_ms`, or the end offset.
-    pub(crate) fn offset_for_timestamp(&self, ts_ms: u64) -> Result<u64> {
-        let end = self.end_offset();
-        let Some(floor) = self.index.first_batch_reaching(ts_ms)? else {
-            return Ok(end);
-        };
-        for location in self.index.batches_from(floor.max(self.start_offset())) {
-            let location = location?;
-            if location.base_offset >= end {
-                break;
-            }
-            if location.max_ts < ts_ms {
-                continue;
-            }
-            let Some(batch) = self.load_batch(location.base_offset)? else {
-                continue;
-            };
-            debug_assert_eq!(batch.header.kind, BatchKind::Messages);
-            let base = batch.header.base_offset;
-            let mut offsets = (base..).zip(&batch.records);
-            if let Some((offset, _)) = offsets.find(|(_, r)| r.timestamp_ms >= ts_ms) {
-                return Ok(offset);
-            }
-        }
-        Ok(end)
-    }
-
-    /// Reads and checks the message batch holding committed `offset`. `None` when retention deleted it
-    /// meanwhile; an error when the index or file has lost a batch below the end.
-    fn load_batch(&self, offset: u64) -> Result<Option<Batch>> {
-        let location = self.index.batch_at_or_before(offset)?;
-        let location = location.filter(|l| l.contains(offset));
-        let segment = location.and_then(|l| self.segment(l.segment_base));
-        let (Some(location), Some(segment)) = (location, segment) else {
-            if offset < self.start_offset() {
-                return Ok(None);
-            }
-            return Err(BrokerError::Corrupt {
-                path: self.dir.clone(),
-                position: 0,
-                reason: format!("no stored batch holds committed offset {offset}"),
-            });
-        };
-        let batch = segment.read_frame(location.position, location.frame_len.into())?;
-        if batch.header.base_offset != location.base_offset
-            || batch.header.record_count != location.record_count
-        {
-            let reason = format!(
-                "the frame holds offsets {}..{}, the index says {}..{}",
-                batch.header.base_offset,
-                batch.header.next_offset(),
-                location.base_offset,
-                location.next_offset()
-            );
-            return Err(segment.corrupt(location.position, reason));
-        }
-        Ok(Some(batch))
     }
 }

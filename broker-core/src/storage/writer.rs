@@ -458,6 +458,9 @@ impl PartitionWriter {
             self.commit_group(first);
         }
         self.fsync_now();
+        if let Err(e) = self.log.persist_index(true) {
+            tracing::error!(error = %e, "persisting the partition index at shutdown failed");
+        }
     }
 
     async fn next_wake(&mut self) -> Wake {
@@ -480,8 +483,11 @@ impl PartitionWriter {
     /// visible only once fsynced).
     fn fsync_now(&mut self) {
         self.fsync_deadline = None;
-        match self.sync_timed() {
-            Ok(()) => self.publish(),
+        match self.sync_timed().and_then(|()| {
+            self.publish();
+            self.log.persist_index(false)
+        }) {
+            Ok(()) => {}
             Err(e) => tracing::error!(error = %e, "partition fsync failed"),
         }
     }
@@ -554,6 +560,10 @@ impl PartitionWriter {
                 (_, Err(e)) => Err(e),
             };
             answer_producer(request.reply, answer);
+        }
+        // After the answers: no producer of this group waits for the index's sled write.
+        if let Err(e) = self.log.persist_index(false) {
+            tracing::error!(error = %e, "persisting the partition index failed");
         }
     }
 

@@ -3,10 +3,13 @@
 //! - `config`: what a create request may set and what is stored.
 //! - `lease_table`: the pure core of leases, acks and retries ([`LeaseTable`]).
 //! - `receipt`: MAC'd receipts ([`ReceiptCodec`]).
+//! - `events`: the durable changes of subscription state, as control entries of the
+//!   partition log ([`events::SubscriptionEvent`]).
 //! - `store`: persistence of lease tables in sled ([`SubscriptionStore`]).
 
 pub mod attempts;
 pub mod config;
+pub mod events;
 pub mod lease_table;
 pub mod receipt;
 pub mod store;

@@ -1,0 +1,230 @@
+//! Reading a partition's log: records by offset, the first offset at a time, and the control
+//! entries of a replay. Each finds its first frame through the sparse index (the chunk at or
+//! before it) and then walks frames forward, across segments, checking each frame's CRC;
+//! nothing is read at or past the published end.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::codec::{Batch, BatchKind};
+use super::segment::{ScanStep, Segment};
+use super::view::{LogPosition, LogView};
+use crate::error::{BrokerError, Result};
+use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
+use crate::message::StoredRecord;
+
+/// Walks frames forward from a position, moving to the next segment at the end of one.
+struct FrameCursor<'a> {
+    view: &'a LogView,
+    segment: Arc<Segment>,
+    position: u64,
+    /// Step over message frames unread (a replay of control entries).
+    skip_messages: bool,
+}
+
+/// One frame a cursor passed.
+enum Step {
+    /// A decoded frame.
+    Frame(Batch),
+    /// A message frame stepped over unread.
+    Skipped,
+}
+
+impl FrameCursor<'_> {
+    /// Where the cursor stands.
+    fn here(&self) -> LogPosition {
+        LogPosition {
+            segment_base: self.segment.base_offset(),
+            position: self.position,
+        }
+    }
+
+    /// The next frame and where it starts, or `None` past the last segment's end. A frame
+    /// that fails its checks is [`BrokerError::Corrupt`]: what a reader may reach was verified
+    /// when it was written or recovered, so a bad frame there is damage, never a torn write.
+    fn next(&mut self) -> Result<Option<(LogPosition, Step)>> {
+        loop {
+            let start = self.here();
+            let step = if self.skip_messages {
+                self.segment.scan_control_at(self.position)?
+            } else {
+                self.segment.scan_at(self.position)?
+            };
+            match step {
+                ScanStep::Frame { batch, frame_len } => {
+                    self.position += frame_len;
+                    return Ok(Some((start, Step::Frame(batch))));
+                }
+                ScanStep::Skipped { frame_len } => {
+                    self.position += frame_len;
+                    return Ok(Some((start, Step::Skipped)));
+                }
+                ScanStep::Invalid(reason) => {
+                    return Err(self.segment.corrupt(self.position, reason));
+                }
+                ScanStep::End => match self.view.segment_after(self.segment.base_offset()) {
+                    Some(next) => {
+                        self.segment = next;
+                        self.position = 0;
+                    }
+                    None => return Ok(None),
+                },
+            }
+        }
+    }
+
+    /// The next message batch, stepping over control frames.
+    fn next_messages(&mut self) -> Result<Option<Batch>> {
+        while let Some((_, step)) = self.next()? {
+            if let Step::Frame(batch) = step
+                && batch.header.kind == BatchKind::Messages
+            {
+                return Ok(Some(batch));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl LogView {
+    /// A cursor at the chunk holding `offset` (or the last chunk before it). `None` when
+    /// retention deleted it meanwhile; an error when the index has lost a committed batch.
+    fn cursor_at(&self, offset: u64) -> Result<Option<FrameCursor<'_>>> {
+        let chunk = self.chunk_at_or_before(offset)?;
+        let segment = chunk.and_then(|c| self.segment(c.segment_base).map(|s| (c, s)));
+        match segment {
+            Some((chunk, segment)) => Ok(Some(FrameCursor {
+                view: self,
+                segment,
+                position: chunk.position,
+                skip_messages: false,
+            })),
+            None if offset < self.start_offset() => Ok(None),
+            None => Err(BrokerError::Corrupt {
+                path: self.dir().to_path_buf(),
+                position: 0,
+                reason: format!("no index entry leads to committed offset {offset}"),
+            }),
+        }
+    }
+
+    /// Committed records from `max(from, start_offset)`: at most `max_records` (and
+    /// [`MAX_READ_RECORDS`]); a record whose value would take the gathered value bytes past
+    /// `max_bytes` (and [`MAX_READ_BYTES`]) ends the read, unless it is the first.
+    pub(crate) fn read(
+        &self,
+        from: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        let max_records = max_records.min(MAX_READ_RECORDS);
+        let max_bytes = max_bytes.min(MAX_READ_BYTES);
+        let end = self.end_offset();
+        let mut next = from.max(self.start_offset());
+        let mut out = Vec::new();
+        if next >= end {
+            return Ok(out);
+        }
+        let cursor = match self.cursor_at(next)? {
+            Some(cursor) => Some(cursor),
+            None => {
+                next = self.start_offset();
+                self.cursor_at(next)?
+            }
+        };
+        let Some(mut cursor) = cursor else {
+            return Ok(out);
+        };
+        let mut gathered = 0usize;
+        while let Some(batch) = cursor.next_messages()? {
+            let base = batch.header.base_offset;
+            let epoch = batch.header.leader_epoch;
+            for (offset, record) in (base..).zip(batch.records) {
+                if offset < next {
+                    continue;
+                }
+                let fits = out.is_empty() || gathered + record.value.len() <= max_bytes;
+                if offset >= end || out.len() >= max_records || !fits {
+                    return Ok(out);
+                }
+                gathered += record.value.len();
+                out.push(StoredRecord {
+                    offset,
+                    leader_epoch: epoch,
+                    record,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// First committed offset whose record timestamp is at least `ts_ms`, or the end offset.
+    pub(crate) fn offset_for_timestamp(&self, ts_ms: u64) -> Result<u64> {
+        let end = self.end_offset();
+        let Some(floor) = self.first_chunk_reaching(ts_ms)? else {
+            return Ok(end);
+        };
+        let Some(mut cursor) = self.cursor_at(floor.max(self.start_offset()))? else {
+            return Ok(end);
+        };
+        while let Some(batch) = cursor.next_messages()? {
+            let base = batch.header.base_offset;
+            if base >= end {
+                break;
+            }
+            if batch.header.max_ts < ts_ms {
+                continue;
+            }
+            let mut offsets = (base..end).zip(&batch.records);
+            if let Some((offset, _)) = offsets.find(|(_, r)| r.timestamp_ms >= ts_ms) {
+                return Ok(offset);
+            }
+        }
+        Ok(end)
+    }
+
+    /// Calls `visit` with each control entry of the frames from `from` (a frame boundary, or
+    /// a position in a segment retention deleted: then from the oldest segment) up to the
+    /// visible end, in log order, with the position after its frame. Message frames are
+    /// stepped over by their length. A bad frame ends the replay with
+    /// [`BrokerError::Corrupt`]. Blocking file I/O.
+    pub(crate) fn replay_controls(
+        &self,
+        from: LogPosition,
+        mut visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
+    ) -> Result<()> {
+        let end = self.end_position();
+        // Retention deletes oldest first: a deleted `from` segment leaves only later ones.
+        let first = self
+            .all_segments()
+            .into_iter()
+            .find(|s| s.base_offset() >= from.segment_base);
+        let Some(segment) = first else {
+            return Ok(());
+        };
+        let position = if segment.base_offset() == from.segment_base {
+            from.position
+        } else {
+            0
+        };
+        let mut cursor = FrameCursor {
+            view: self,
+            segment,
+            position,
+            skip_messages: true,
+        };
+        while let Some((start, step)) = cursor.next()? {
+            if start >= end {
+                break;
+            }
+            if let Step::Frame(batch) = step {
+                let after = cursor.here();
+                for entry in batch.controls {
+                    visit(after, entry)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
