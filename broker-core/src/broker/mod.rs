@@ -118,7 +118,7 @@ impl Broker {
         let opening = config.clone();
         let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
             .await
-            .map_err(|_| BrokerError::ShuttingDown)??;
+            .map_err(|error| join_error("opening the data folder", &error))??;
         let receipts = ReceiptCodec::new(metadata.receipt_key()?);
         let broker = Arc::new_cyclic(|me| Broker {
             me: me.clone(),
@@ -241,5 +241,33 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|_| BrokerError::ShuttingDown)?
+        .map_err(|error| join_error("a blocking broker task", &error))?
+}
+
+/// Why a spawned task gave no result: it panicked ([`BrokerError::Panicked`]), or the runtime
+/// is shutting down and cancelled it.
+fn join_error(task: &str, error: &tokio::task::JoinError) -> BrokerError {
+    if error.is_panic() {
+        BrokerError::Panicked {
+            task: task.to_owned(),
+        }
+    } else {
+        BrokerError::ShuttingDown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_blocking_task_that_panics_is_an_internal_failure_not_a_shutdown() {
+        let error = blocking(|| -> Result<()> { panic!("injected") })
+            .await
+            .expect_err("it panicked");
+        assert!(
+            matches!(error, BrokerError::Panicked { .. }),
+            "expected Panicked, got {error:?}"
+        );
+    }
 }

@@ -200,10 +200,10 @@ impl PartitionHandle {
         match sender.send_timeout(request, timeout).await {
             Ok(()) => {}
             Err(SendTimeoutError::Timeout(_)) => return Err(overloaded()),
-            Err(SendTimeoutError::Closed(_)) => return Err(BrokerError::ShuttingDown),
+            Err(SendTimeoutError::Closed(_)) => return Err(self.stopped()),
         }
         drop(sender);
-        answer.await.unwrap_or(Err(BrokerError::ShuttingDown))
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
     }
 
     /// Fire-and-forget append (ack=none): [`BrokerError::Overloaded`] at once when the queue
@@ -230,8 +230,27 @@ impl PartitionHandle {
         };
         sender.try_send(request).map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
-            TrySendError::Closed(_) => BrokerError::ShuttingDown,
+            TrySendError::Closed(_) => self.stopped(),
         })
+    }
+
+    /// Why the queue is closed: shutdown took the sender, or else the writer thread died.
+    fn stopped(&self) -> BrokerError {
+        let sender = self.inner.sender.read().unwrap_or_else(|p| p.into_inner());
+        if sender.is_some() {
+            self.panicked()
+        } else {
+            BrokerError::ShuttingDown
+        }
+    }
+
+    /// A reply that never came: the writer answers every request it takes, also at shutdown,
+    /// unless its thread panicked.
+    fn panicked(&self) -> BrokerError {
+        let dir = self.inner.view.dir().display();
+        BrokerError::Panicked {
+            task: format!("the writer of {dir}"),
+        }
     }
 
     fn reserve(&self, records: &[Record]) -> Result<QueuedBytes> {
@@ -419,6 +438,7 @@ impl PartitionWriter {
 
     /// Writes `first` and whatever else is queued as one group commit, then answers each.
     fn commit_group(&mut self, first: AppendRequest) {
+        fail::fail_point!("writer::commit_group", |_| {});
         let queue_depth = 1 + self.receiver.len();
         let mut group = vec![first];
         while group.len() < WRITER_QUEUE_DEPTH {
