@@ -5,10 +5,13 @@
 //!
 //! Failpoints in the code:
 //! - `writer::commit_group`: a partition writer thread about to take a group commit.
+//! - `delays::claimed`: a topic's delay mover has read and claimed the due messages, before
+//!   it appends them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use broker_core::broker::{AckMode, NewMessage};
+use broker_core::broker::{AckMode, Delay, NewMessage};
 use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig, BrokerError};
 use fail::FailScenario;
@@ -66,4 +69,72 @@ async fn a_produce_whose_partition_writer_panics_is_an_internal_failure_not_a_sh
         .await
         .expect_err("shut down");
     assert!(matches!(after_shutdown, BrokerError::ShuttingDown));
+}
+
+/// How long a test waits for something that takes milliseconds when all is well.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Holds whoever reaches failpoint `name` until the returned sender sends or is dropped (or
+/// [`DEADLINE`] passes); the receiver hears of each arrival.
+fn hold_at(
+    name: &str,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (arrived, arrivals) = tokio::sync::mpsc::unbounded_channel();
+    let released = Mutex::new(released);
+    fail::cfg_callback(name, move || {
+        let _ = arrived.send(());
+        let released = released.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = released.recv_timeout(DEADLINE);
+    })
+    .expect("failpoint");
+    (release, arrivals)
+}
+
+/// Waits until `condition` holds, failing the test after [`DEADLINE`].
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_while_the_mover_moves_the_message_is_not_found_rather_than_a_lie() {
+    let scenario = FailScenario::setup();
+    let (_dir, broker) = broker_with_topic().await;
+    let (release, mut arrivals) = hold_at("delays::claimed");
+    let delayed = NewMessage {
+        id: Some("x".into()),
+        delay: Some(Delay::AfterMs(1)),
+        ..message("later")
+    };
+    broker
+        .produce("t", vec![delayed], AckMode::Leader)
+        .await
+        .expect("scheduled");
+    tokio::time::timeout(DEADLINE, arrivals.recv())
+        .await
+        .expect("the mover reads the due message");
+
+    let cancelled = broker.cancel_delayed("t", "x").await;
+    drop(release);
+    let end_offset = || broker.describe_topic("t").expect("topic").partitions[0].end_offset;
+    wait_until("the mover appends the message", || end_offset() == 1).await;
+
+    assert!(
+        matches!(cancelled, Err(BrokerError::MessageNotFound { .. })),
+        "the message is being delivered, so the cancel must not answer success: {cancelled:?}"
+    );
+    let delayed = || broker.describe_topic("t").expect("topic").delayed;
+    wait_until("the mover counts the message off the schedule", || {
+        delayed() == 0
+    })
+    .await;
+    scenario.teardown();
+    broker.shutdown().await;
 }
