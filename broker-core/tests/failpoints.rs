@@ -8,6 +8,7 @@
 //! - `delays::claimed`: a topic's delay mover has read and claimed the due messages, before
 //!   it appends them.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,6 +37,13 @@ fn message(value: &'static str) -> NewMessage {
     NewMessage {
         value: bytes::Bytes::from_static(value.as_bytes()),
         ..NewMessage::default()
+    }
+}
+
+fn with_id(id: &str) -> NewMessage {
+    NewMessage {
+        id: Some(id.into()),
+        ..message("v")
     }
 }
 
@@ -135,6 +143,74 @@ async fn a_cancel_while_the_mover_moves_the_message_is_not_found_rather_than_a_l
         delayed() == 0
     })
     .await;
+    scenario.teardown();
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn idempotent_produces_of_distinct_ids_to_one_partition_share_a_group_commit() {
+    const PRODUCERS: usize = 8;
+    let scenario = FailScenario::setup();
+    let (_dir, broker) = broker_with_topic().await;
+    let groups = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&groups);
+    // The first group waits until every producer had its turn to queue its batch (below).
+    let (opened, open) = std::sync::mpsc::channel::<()>();
+    let open = Mutex::new(open);
+    fail::cfg_callback("writer::commit_group", move || {
+        if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+            let open = open.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = open.recv_timeout(DEADLINE);
+        }
+    })
+    .expect("failpoint");
+
+    let produces = (0..PRODUCERS).map(|n| {
+        let broker = Arc::clone(&broker);
+        async move {
+            let id = format!("id-{n}");
+            broker
+                .produce("t", vec![with_id(&id)], AckMode::Leader)
+                .await
+        }
+    });
+    // `join` polls the produces once each, in order, before it opens the first group: every
+    // produce that does not wait for another one queues its batch in that first poll.
+    let (answers, ()) =
+        futures_util::future::join(futures_util::future::join_all(produces), async move {
+            drop(opened)
+        })
+        .await;
+
+    for answer in answers {
+        assert!(!answer.expect("stored").messages[0].duplicate);
+    }
+    let groups = groups.load(Ordering::SeqCst);
+    assert!(
+        groups < PRODUCERS,
+        "{PRODUCERS} idempotent produces took {groups} group commits: they were serialised"
+    );
+    scenario.teardown();
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_produce_waiting_for_a_failed_produce_of_its_id_stores_the_message_itself() {
+    let scenario = FailScenario::setup();
+    let (_dir, broker) = broker_with_topic().await;
+    // The first group is dropped unanswered, as a writer failing it would.
+    fail::cfg("writer::commit_group", "1*return").expect("failpoint");
+
+    let (first, second) = futures_util::future::join(
+        broker.produce("t", vec![with_id("a")], AckMode::Leader),
+        broker.produce("t", vec![with_id("a")], AckMode::Leader),
+    )
+    .await;
+
+    assert!(first.is_err(), "the first write failed: {first:?}");
+    let second = second.expect("the waiting produce stores it");
+    assert!(!second.messages[0].duplicate);
+    assert_eq!(second.messages[0].offset, Some(0));
     scenario.teardown();
     broker.shutdown().await;
 }

@@ -259,7 +259,7 @@ pub(super) fn open_topic_files(
         delay_wake_at: AtomicU64::new(u64::MAX),
         scheduled,
         dedup,
-        dedup_turn: tokio::sync::Mutex::new(()),
+        in_flight: Arc::default(),
     })
 }
 

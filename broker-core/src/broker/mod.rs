@@ -34,6 +34,7 @@ pub use types::*;
 use crate::config::{BrokerConfig, FsyncPolicy};
 use crate::dedup::DedupIndex;
 use crate::error::{BrokerError, Result};
+use crate::in_flight::InFlightIds;
 use crate::partitioner::Partitioner;
 use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
@@ -64,8 +65,8 @@ struct Topic {
     scheduled: AtomicU64,
     /// First results of client-chosen ids.
     dedup: DedupIndex,
-    /// Serializes produces that carry client ids.
-    dedup_turn: AsyncMutex<()>,
+    /// Client ids of the produces under way.
+    in_flight: Arc<InFlightIds>,
 }
 
 impl Topic {
