@@ -113,3 +113,20 @@ async fn a_repeat_of_an_id_answers_with_the_first_result_and_stores_nothing() {
     assert_eq!(stored_messages(&broker), 1);
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_fire_and_forget_produce_with_an_id_makes_a_later_produce_of_it_a_duplicate() {
+    let (_dir, broker) = broker_with_topic(1).await;
+    let queued = broker
+        .produce("t", vec![with_id("a", "first")], AckMode::None)
+        .await
+        .expect("queued");
+    assert_eq!(queued.messages[0].offset, None);
+
+    let repeat = produce_one(&broker, with_id("a", "second")).await;
+
+    assert!(repeat.duplicate, "the first one was written");
+    assert_eq!(repeat.offset, None, "the first result had no offset");
+    assert_eq!(stored_messages(&broker), 1);
+    broker.shutdown().await;
+}

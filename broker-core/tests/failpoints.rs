@@ -214,3 +214,29 @@ async fn a_produce_waiting_for_a_failed_produce_of_its_id_stores_the_message_its
     scenario.teardown();
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_fire_and_forget_produce_whose_write_fails_leaves_its_id_free_for_the_retry() {
+    let scenario = FailScenario::setup();
+    let (_dir, broker) = broker_with_topic().await;
+    // The first group is dropped unanswered, as a writer failing it would.
+    fail::cfg("writer::commit_group", "1*return").expect("failpoint");
+    let queued = broker
+        .produce("t", vec![with_id("a")], AckMode::None)
+        .await
+        .expect("queued");
+    assert_eq!(queued.messages[0].offset, None);
+
+    let retry = broker
+        .produce("t", vec![with_id("a")], AckMode::Leader)
+        .await
+        .expect("stored");
+
+    assert!(
+        !retry.messages[0].duplicate,
+        "the first write failed, so the retry must store the message"
+    );
+    assert_eq!(retry.messages[0].offset, Some(0));
+    scenario.teardown();
+    broker.shutdown().await;
+}

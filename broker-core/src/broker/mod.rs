@@ -4,11 +4,13 @@
 //! - `types`: request and reply types.
 //! - `metadata`: what lives in sled besides the log indexes (topic and subscription configs,
 //!   the receipt key, the node id) and where things live on disk.
-//! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each.
+//! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
+//!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`.
 
 mod consume;
 mod dead_letters;
 mod delays;
+mod detached;
 mod metadata;
 mod produce;
 mod reads;

@@ -39,7 +39,9 @@ impl Broker {
     /// one produced concurrently is stored once, the other produce answering with the first
     /// result once it is known (or storing it itself if the first produce failed).
     /// Delayed messages go on the schedule and get no offset until due. With `AckMode::None`
-    /// the reply comes once the batch is queued and carries no offsets. If one partition's
+    /// the reply comes once the batch is queued and carries no offsets; its ids count as
+    /// produced once written (a produce of one of them meanwhile waits for the write), and not
+    /// at all if the write fails. If one partition's
     /// writer refuses its share (overload) after another took its own, the error is returned
     /// and the taken share stays stored: producers retry, consumers see it at least once.
     pub async fn produce(
@@ -151,23 +153,41 @@ impl Broker {
             .chain(scheduled.iter().map(|s| &s.record))
             .map(|r| r.value.len())
             .sum();
-        let (bases, durability) = self.append_shares(&open, shares, ack).await?;
+        let (bases, durability, writes) = match ack {
+            AckMode::None => {
+                let writes = self.append_detached(&open, shares)?;
+                (vec![None; open.partitions.len()], Durability::None, writes)
+            }
+            AckMode::Leader | AckMode::All => {
+                let (bases, durability) = self.append_shares(&open, shares).await?;
+                (bases, durability, Vec::new())
+            }
+        };
         let produced: Vec<Produced> = ids
             .into_iter()
             .zip(placements)
             .map(|(id, placement)| produced(id, placement, &bases))
             .collect();
-        let firsts: Vec<(&str, FirstResult)> = produced
+        let (unwritten, firsts): (Vec<_>, Vec<_>) = produced
             .iter()
             .zip(remember)
             .filter(|(_, remember)| *remember)
             .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
-            .collect();
+            .partition(|(_, first)| ack == AckMode::None && first.deliver_at_ms.is_none());
         if !firsts.is_empty() {
             open.dedup.record(&firsts)?;
         }
         for (id, first) in &firsts {
             resolve(claims.as_ref(), id, *first);
+        }
+        if !unwritten.is_empty() {
+            let unwritten = unwritten.into_iter().map(|(id, f)| (id.to_owned(), f));
+            tokio::spawn(super::detached::record_when_written(
+                open.dedup.clone(),
+                writes,
+                unwritten.collect(),
+                claims,
+            ));
         }
         let stored: Vec<&Produced> = produced.iter().filter(|p| !p.duplicate).collect();
         telemetry::produced(topic, stored.len(), stored_bytes);
@@ -180,33 +200,15 @@ impl Broker {
         })
     }
 
-    /// Appends each partition's share as one batch; returns each partition's base offset
-    /// (`None` when not waited for) and what the answer proves.
+    /// Appends each partition's share as one batch and waits for the writes; returns each
+    /// partition's base offset (`None` for an empty share) and what the answer proves.
     pub(super) async fn append_shares(
         &self,
         open: &Topic,
         shares: Vec<Vec<Record>>,
-        ack: AckMode,
     ) -> Result<(Vec<Option<u64>>, Durability)> {
         let mut bases = vec![None; shares.len()];
-        let routed: Vec<(u32, Vec<Record>)> = (0u32..)
-            .zip(shares)
-            .filter(|(_, share)| !share.is_empty())
-            .collect();
-        if ack == AckMode::None {
-            for (partition, share) in routed {
-                let held = match self.memory.get() {
-                    Some(budget) => Some(
-                        budget
-                            .try_charge(crate::storage::batch_bytes(&share))
-                            .ok_or_else(super::reads::memory_overloaded)?,
-                    ),
-                    None => None,
-                };
-                open.partitions[partition as usize].append_detached_holding(share, held)?;
-            }
-            return Ok((bases, Durability::None));
-        }
+        let routed = routed(shares);
         let wrote_any = !routed.is_empty();
         let appends = routed.into_iter().map(|(partition, share)| {
             let log = open.partitions[partition as usize].clone();
@@ -225,6 +227,14 @@ impl Broker {
             };
         Ok((bases, durability))
     }
+}
+
+/// The non-empty shares, with their partitions.
+pub(super) fn routed(shares: Vec<Vec<Record>>) -> Vec<(u32, Vec<Record>)> {
+    (0u32..)
+        .zip(shares)
+        .filter(|(_, share)| !share.is_empty())
+        .collect()
 }
 
 /// Claims the client ids of a batch on its topic, first waiting out the produces of the same

@@ -209,22 +209,24 @@ impl PartitionHandle {
     /// Fire-and-forget append (ack=none): [`BrokerError::Overloaded`] at once when the queue
     /// is full; a later write failure is only logged.
     pub fn append_detached(&self, records: Vec<Record>) -> Result<()> {
-        self.append_detached_holding(records, None)
+        self.append_detached_holding(records, None, None)
     }
 
     /// [`PartitionHandle::append_detached`], keeping `held` (the records' memory charge)
     /// until the records are written: a producer that does not wait for its write still
-    /// counts in the memory budget while its records wait in the queue.
+    /// counts in the memory budget while its records wait in the queue. `done`, if given,
+    /// gets the write's outcome (and then the failure is not logged here).
     pub fn append_detached_holding(
         &self,
         records: Vec<Record>,
         held: Option<MemoryCharge>,
+        done: Option<oneshot::Sender<Result<AppendResult>>>,
     ) -> Result<()> {
         let sender = self.sender(&records)?;
         let queued = self.reserve(&records)?;
         let request = AppendRequest {
             records,
-            reply: None,
+            reply: done,
             _queued: queued,
             _held: held,
         };
