@@ -89,6 +89,13 @@ pub enum BrokerError {
     /// The broker is shutting down and takes no new work.
     #[error("the broker is shutting down")]
     ShuttingDown,
+    /// A task of the broker panicked (or died without answering): a bug, not a reason to
+    /// retry. Only a real shutdown is [`BrokerError::ShuttingDown`].
+    #[error("internal failure: {task} panicked")]
+    Panicked {
+        /// The task that failed: a partition writer (with its folder) or a blocking task.
+        task: String,
+    },
     /// The disk is full.
     #[error("storage is full while writing {path}")]
     StorageFull {

@@ -10,7 +10,8 @@
 //!   leases, retries, key order, filters, dead letters), MAC'd receipts, attempt ids, and
 //!   their persistence in sled.
 //! - `schedule`: the on-disk schedule of delayed messages ([`schedule::DelayStore`]).
-//! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]).
+//! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]); `in_flight`:
+//!   the ids of produces under way ([`in_flight::InFlightIds`]).
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared by all.
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod config;
 pub mod dedup;
 pub mod error;
+pub mod in_flight;
 pub mod limits;
 pub mod memory;
 pub mod message;

@@ -201,7 +201,10 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
         BrokerError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED),
         BrokerError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
         BrokerError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, codes::STORAGE_FULL),
-        BrokerError::Io { .. } | BrokerError::Metadata(_) | BrokerError::Corrupt { .. } => {
+        BrokerError::Io { .. }
+        | BrokerError::Metadata(_)
+        | BrokerError::Corrupt { .. }
+        | BrokerError::Panicked { .. } => {
             (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR)
         }
     }
@@ -287,6 +290,19 @@ mod tests {
         });
         assert_eq!(full.problem().status, 507);
         assert!(!full.problem().detail.contains("/secret"));
+    }
+
+    #[test]
+    fn a_panicked_broker_task_is_a_500_internal_error_that_does_not_ask_for_a_retry() {
+        let error = ApiError::from(BrokerError::Panicked {
+            task: "the writer of /secret/data/0".into(),
+        });
+        let problem = error.problem();
+        assert_eq!(problem.status, 500);
+        assert_eq!(problem.code, codes::INTERNAL_ERROR.code);
+        assert!(!problem.detail.contains("/secret"), "{}", problem.detail);
+        let response = error.into_response();
+        assert!(response.headers().get(header::RETRY_AFTER).is_none());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::consume::REDRIVE_HEADER;
-use super::{AckMode, Broker, Topic, blocking, read};
+use super::{Broker, Topic, blocking, read};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
@@ -71,7 +71,7 @@ impl Broker {
                 .choose(record.key.as_deref(), dlq.config().partitions);
             shares[target as usize].push(record.clone());
         }
-        self.append_shares(&dlq, shares, AckMode::Leader).await?;
+        self.append_shares(&dlq, shares).await?;
         let now = now_ms();
         sub.update(partition, |table| {
             for (offset, _) in &records {
@@ -155,7 +155,7 @@ impl Broker {
                     shares[target as usize].push(record);
                     moved += 1;
                 }
-                self.append_shares(&open, shares, AckMode::Leader).await?;
+                self.append_shares(&open, shares).await?;
                 sub.set_redrive_cursor(partition, last + 1)?;
                 self.persist().await?;
                 let allowed_at = started + Duration::from_millis(moved * 1000 / per_second);

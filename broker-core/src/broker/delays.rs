@@ -71,18 +71,24 @@ impl Broker {
                 id: id.to_owned(),
             });
         }
-        open.scheduled.fetch_sub(1, Ordering::SeqCst);
+        unscheduled(&open, 1);
         self.persist().await
     }
 
     /// Moves every message due within [`PRESTAGE_LEAD_MS`] into its partition, in due order,
     /// a batch per partition, each stamped with its due time (or now, if that has passed).
+    /// The messages are claimed until moved, so a cancel cannot take one of them meanwhile.
     /// Nothing here waits on a metadata flush: see [`crate::schedule`] for why a crash
     /// neither loses nor duplicates a message anyway.
     async fn move_due(&self, topic: &Topic) -> Result<()> {
         let delays = topic.delays.clone();
         let horizon = now_ms().saturating_add(PRESTAGE_LEAD_MS);
-        let due = blocking(move || delays.due(horizon, MAX_BATCH_MESSAGES)).await?;
+        let (due, _claim) = blocking(move || {
+            let claimed = delays.claim_due(horizon, MAX_BATCH_MESSAGES)?;
+            fail::fail_point!("delays::claimed");
+            Ok(claimed)
+        })
+        .await?;
         let mut by_partition: BTreeMap<u32, Vec<Scheduled>> = BTreeMap::new();
         for message in due {
             by_partition
@@ -106,12 +112,20 @@ impl Broker {
                 .collect();
             log.append(records).await?;
             topic.delays.finish_move(&group, partition, end_before)?;
-            topic
-                .scheduled
-                .fetch_sub(group.len() as u64, Ordering::SeqCst);
+            unscheduled(topic, group.len() as u64);
         }
         Ok(())
     }
+}
+
+/// Counts `count` messages off the topic's schedule. Saturating: a stat that wrapped to
+/// `u64::MAX` would be worse than one that is briefly low.
+fn unscheduled(topic: &Topic, count: u64) {
+    let _always_some = topic
+        .scheduled
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            Some(n.saturating_sub(count))
+        });
 }
 
 /// Moves a topic's checkpoints to the end of its partitions: called by the mover between

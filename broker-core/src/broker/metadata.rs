@@ -54,11 +54,20 @@ impl Metadata {
     }
 
     /// The receipt signing key, made on first start and kept so receipts survive restarts.
+    /// A stored key of the wrong size is [`BrokerError::Corrupt`]: replacing it would
+    /// invalidate every outstanding receipt without a word.
     pub(super) fn receipt_key(&self) -> Result<[u8; RECEIPT_KEY_BYTES]> {
-        if let Some(key) = self.meta.get("receipt_key")?
-            && let Ok(key) = <[u8; RECEIPT_KEY_BYTES]>::try_from(key.as_ref())
-        {
-            return Ok(key);
+        if let Some(key) = self.meta.get("receipt_key")? {
+            return <[u8; RECEIPT_KEY_BYTES]>::try_from(key.as_ref()).map_err(|_| {
+                BrokerError::Corrupt {
+                    path: self.data_dir.join("meta"),
+                    position: 0,
+                    reason: format!(
+                        "the stored receipt_key is {} bytes, not {RECEIPT_KEY_BYTES}",
+                        key.len()
+                    ),
+                }
+            });
         }
         let mut key = [0; RECEIPT_KEY_BYTES];
         rand::rngs::OsRng.fill_bytes(&mut key);
@@ -250,7 +259,7 @@ pub(super) fn open_topic_files(
         delay_wake_at: AtomicU64::new(u64::MAX),
         scheduled,
         dedup,
-        dedup_turn: tokio::sync::Mutex::new(()),
+        in_flight: Arc::default(),
     })
 }
 

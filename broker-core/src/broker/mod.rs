@@ -4,11 +4,13 @@
 //! - `types`: request and reply types.
 //! - `metadata`: what lives in sled besides the log indexes (topic and subscription configs,
 //!   the receipt key, the node id) and where things live on disk.
-//! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each.
+//! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
+//!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`.
 
 mod consume;
 mod dead_letters;
 mod delays;
+mod detached;
 mod metadata;
 mod produce;
 mod reads;
@@ -34,6 +36,7 @@ pub use types::*;
 use crate::config::{BrokerConfig, FsyncPolicy};
 use crate::dedup::DedupIndex;
 use crate::error::{BrokerError, Result};
+use crate::in_flight::InFlightIds;
 use crate::partitioner::Partitioner;
 use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
@@ -64,8 +67,8 @@ struct Topic {
     scheduled: AtomicU64,
     /// First results of client-chosen ids.
     dedup: DedupIndex,
-    /// Serializes produces that carry client ids.
-    dedup_turn: AsyncMutex<()>,
+    /// Client ids of the produces under way.
+    in_flight: Arc<InFlightIds>,
 }
 
 impl Topic {
@@ -118,7 +121,7 @@ impl Broker {
         let opening = config.clone();
         let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
             .await
-            .map_err(|_| BrokerError::ShuttingDown)??;
+            .map_err(|error| join_error("opening the data folder", &error))??;
         let receipts = ReceiptCodec::new(metadata.receipt_key()?);
         let broker = Arc::new_cyclic(|me| Broker {
             me: me.clone(),
@@ -241,5 +244,33 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|_| BrokerError::ShuttingDown)?
+        .map_err(|error| join_error("a blocking broker task", &error))?
+}
+
+/// Why a spawned task gave no result: it panicked ([`BrokerError::Panicked`]), or the runtime
+/// is shutting down and cancelled it.
+fn join_error(task: &str, error: &tokio::task::JoinError) -> BrokerError {
+    if error.is_panic() {
+        BrokerError::Panicked {
+            task: task.to_owned(),
+        }
+    } else {
+        BrokerError::ShuttingDown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_blocking_task_that_panics_is_an_internal_failure_not_a_shutdown() {
+        let error = blocking(|| -> Result<()> { panic!("injected") })
+            .await
+            .expect_err("it panicked");
+        assert!(
+            matches!(error, BrokerError::Panicked { .. }),
+            "expected Panicked, got {error:?}"
+        );
+    }
 }

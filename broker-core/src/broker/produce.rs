@@ -1,8 +1,9 @@
-//! Producing: validate the whole batch, answer repeated client ids from the dedup index, put
-//! delayed messages on the schedule, route the rest to their partitions (one batch per
-//! partition writer), and answer in request order.
+//! Producing: validate the whole batch, claim its client ids (waiting out produces of the same
+//! ids under way), answer repeated ids from the dedup index, put delayed messages on the
+//! schedule, route the rest to their partitions (one batch per partition writer), and answer
+//! in request order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use futures_util::future::try_join_all;
 
@@ -11,6 +12,7 @@ use crate::clock::now_ms;
 use crate::config::FsyncPolicy;
 use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
+use crate::in_flight::Claims;
 use crate::limits::{
     MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES, MAX_TAG_LEN,
     MAX_TAGS,
@@ -33,9 +35,13 @@ enum Placement {
 impl Broker {
     /// Stores a batch of 1..=1000 messages. Every message is checked before any is written, so
     /// bad input changes nothing. A message with a client `id` seen within the topic's dedup
-    /// window is not stored again: its entry repeats the first result, marked `duplicate`.
+    /// window is not stored again: its entry repeats the first result, marked `duplicate`;
+    /// one produced concurrently is stored once, the other produce answering with the first
+    /// result once it is known (or storing it itself if the first produce failed).
     /// Delayed messages go on the schedule and get no offset until due. With `AckMode::None`
-    /// the reply comes once the batch is queued and carries no offsets. If one partition's
+    /// the reply comes once the batch is queued and carries no offsets; its ids count as
+    /// produced once written (a produce of one of them meanwhile waits for the write), and not
+    /// at all if the write fails. If one partition's
     /// writer refuses its share (overload) after another took its own, the error is returned
     /// and the taken share stays stored: producers retry, consumers see it at least once.
     pub async fn produce(
@@ -65,11 +71,9 @@ impl Broker {
                 self.config.max_delay_ms,
             )?;
         }
-        // Ids are checked and recorded under the topic's dedup turn, so two concurrent
-        // produces of one id cannot both store it.
-        let _dedup_turn = match messages.iter().any(|m| m.id.is_some()) {
-            true => Some(open.dedup_turn.lock().await),
-            false => None,
+        let (claims, stored_meanwhile) = match config.dedup_window_ms {
+            0 => (None, HashMap::new()),
+            _ => claim_ids(&open, &messages).await,
         };
         let mut shares: Vec<Vec<Record>> = vec![Vec::new(); open.partitions.len()];
         let mut scheduled = Vec::new();
@@ -80,8 +84,15 @@ impl Broker {
         for message in messages {
             let client_id = message.id.clone();
             if let Some(id) = &client_id {
-                let placement = match open.dedup.lookup(id, now, config.dedup_window_ms)? {
-                    Some(first) => Some(Placement::Duplicate(first)),
+                let first = match stored_meanwhile.get(id) {
+                    Some(first) => Some(*first),
+                    None => open.dedup.lookup(id, now, config.dedup_window_ms)?,
+                };
+                let placement = match first {
+                    Some(first) => {
+                        resolve(claims.as_ref(), id, first);
+                        Some(Placement::Duplicate(first))
+                    }
                     None => first_in_batch
                         .get(id)
                         .map(|earlier| placements[*earlier].0.repeated()),
@@ -142,20 +153,41 @@ impl Broker {
             .chain(scheduled.iter().map(|s| &s.record))
             .map(|r| r.value.len())
             .sum();
-        let (bases, durability) = self.append_shares(&open, shares, ack).await?;
+        let (bases, durability, writes) = match ack {
+            AckMode::None => {
+                let writes = self.append_detached(&open, shares)?;
+                (vec![None; open.partitions.len()], Durability::None, writes)
+            }
+            AckMode::Leader | AckMode::All => {
+                let (bases, durability) = self.append_shares(&open, shares).await?;
+                (bases, durability, Vec::new())
+            }
+        };
         let produced: Vec<Produced> = ids
             .into_iter()
             .zip(placements)
             .map(|(id, placement)| produced(id, placement, &bases))
             .collect();
-        let firsts: Vec<(&str, FirstResult)> = produced
+        let (unwritten, firsts): (Vec<_>, Vec<_>) = produced
             .iter()
             .zip(remember)
             .filter(|(_, remember)| *remember)
             .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
-            .collect();
+            .partition(|(_, first)| ack == AckMode::None && first.deliver_at_ms.is_none());
         if !firsts.is_empty() {
             open.dedup.record(&firsts)?;
+        }
+        for (id, first) in &firsts {
+            resolve(claims.as_ref(), id, *first);
+        }
+        if !unwritten.is_empty() {
+            let unwritten = unwritten.into_iter().map(|(id, f)| (id.to_owned(), f));
+            tokio::spawn(super::detached::record_when_written(
+                open.dedup.clone(),
+                writes,
+                unwritten.collect(),
+                claims,
+            ));
         }
         let stored: Vec<&Produced> = produced.iter().filter(|p| !p.duplicate).collect();
         telemetry::produced(topic, stored.len(), stored_bytes);
@@ -168,33 +200,15 @@ impl Broker {
         })
     }
 
-    /// Appends each partition's share as one batch; returns each partition's base offset
-    /// (`None` when not waited for) and what the answer proves.
+    /// Appends each partition's share as one batch and waits for the writes; returns each
+    /// partition's base offset (`None` for an empty share) and what the answer proves.
     pub(super) async fn append_shares(
         &self,
         open: &Topic,
         shares: Vec<Vec<Record>>,
-        ack: AckMode,
     ) -> Result<(Vec<Option<u64>>, Durability)> {
         let mut bases = vec![None; shares.len()];
-        let routed: Vec<(u32, Vec<Record>)> = (0u32..)
-            .zip(shares)
-            .filter(|(_, share)| !share.is_empty())
-            .collect();
-        if ack == AckMode::None {
-            for (partition, share) in routed {
-                let held = match self.memory.get() {
-                    Some(budget) => Some(
-                        budget
-                            .try_charge(crate::storage::batch_bytes(&share))
-                            .ok_or_else(super::reads::memory_overloaded)?,
-                    ),
-                    None => None,
-                };
-                open.partitions[partition as usize].append_detached_holding(share, held)?;
-            }
-            return Ok((bases, Durability::None));
-        }
+        let routed = routed(shares);
         let wrote_any = !routed.is_empty();
         let appends = routed.into_iter().map(|(partition, share)| {
             let log = open.partitions[partition as usize].clone();
@@ -212,6 +226,46 @@ impl Broker {
                 Durability::LeaderWritten
             };
         Ok((bases, durability))
+    }
+}
+
+/// The non-empty shares, with their partitions.
+pub(super) fn routed(shares: Vec<Vec<Record>>) -> Vec<(u32, Vec<Record>)> {
+    (0u32..)
+        .zip(shares)
+        .filter(|(_, share)| !share.is_empty())
+        .collect()
+}
+
+/// Claims the client ids of a batch on its topic, first waiting out the produces of the same
+/// ids under way: returns the claims (`None` for a batch without ids) and the first results
+/// of the ids those produces stored meanwhile.
+async fn claim_ids(
+    open: &Topic,
+    messages: &[NewMessage],
+) -> (Option<Claims>, HashMap<String, FirstResult>) {
+    let ids: BTreeSet<&str> = messages.iter().filter_map(|m| m.id.as_deref()).collect();
+    let mut stored = HashMap::new();
+    if ids.is_empty() {
+        return (None, stored);
+    }
+    loop {
+        let unknown = ids.iter().copied().filter(|id| !stored.contains_key(*id));
+        match open.in_flight.claim(unknown) {
+            Ok(claims) => return (Some(claims), stored),
+            Err(busy) => {
+                let id = busy.id.clone();
+                if let Some(first) = busy.outcome().await {
+                    stored.insert(id, first);
+                }
+            }
+        }
+    }
+}
+
+fn resolve(claims: Option<&Claims>, id: &str, first: FirstResult) {
+    if let Some(claims) = claims {
+        claims.resolve(id, first);
     }
 }
 

@@ -14,6 +14,14 @@
 //! schedule lies at or past its partition's checkpoint: a restart reads that tail and drops
 //! what it finds from the schedule, so it neither loses nor duplicates a scheduled message,
 //! and no flush waits on the delivery path.
+//!
+//! A cancel and the mover exclude each other per message: the mover claims the due messages
+//! it read ([`DelayStore::claim_due`]) until it has moved them, and a cancel of a claimed
+//! message finds nothing to cancel. So a cancel that succeeds always beats the move, and a
+//! message is never both cancelled and delivered.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 
@@ -47,12 +55,42 @@ pub struct Scheduled {
 #[derive(Debug, Clone)]
 pub struct DelayStore {
     tree: sled::Tree,
+    /// Ids of the messages the mover has claimed and not yet released. Held only for sled
+    /// calls, never across an await.
+    moving: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Due messages claimed by the mover: a cancel of one of them finds nothing to cancel until
+/// the claim is dropped, by which time the mover has removed them from the schedule (or
+/// failed to move them, and they are cancellable again).
+#[derive(Debug)]
+#[must_use = "the claim ends when it is dropped"]
+pub struct MoveClaim {
+    moving: Arc<Mutex<HashSet<String>>>,
+    ids: Vec<String>,
+}
+
+impl Drop for MoveClaim {
+    fn drop(&mut self) {
+        let mut moving = lock(&self.moving);
+        for id in &self.ids {
+            moving.remove(id);
+        }
+    }
+}
+
+fn lock(moving: &Mutex<HashSet<String>>) -> MutexGuard<'_, HashSet<String>> {
+    // The set is changed by single inserts and removes: a panic cannot leave it half-done.
+    moving.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl DelayStore {
     /// Wraps a topic's schedule tree.
     pub fn new(tree: sled::Tree) -> Self {
-        DelayStore { tree }
+        DelayStore {
+            tree,
+            moving: Arc::default(),
+        }
     }
 
     /// Adds messages to the schedule, atomically.
@@ -70,8 +108,13 @@ impl DelayStore {
         Ok(())
     }
 
-    /// Removes a message that is not yet due; `false` if it is unknown or already delivered.
+    /// Removes a message that is not yet due; `false` if it is unknown, already delivered, or
+    /// claimed by the mover ([`DelayStore::claim_due`]).
     pub fn cancel(&self, id: &str) -> Result<bool> {
+        let moving = lock(&self.moving);
+        if moving.contains(id) {
+            return Ok(false);
+        }
         let Some(at) = self.tree.get(id_key(id))? else {
             return Ok(false);
         };
@@ -104,6 +147,23 @@ impl DelayStore {
             found.push(decode_scheduled(due_ms, seq, &value)?);
         }
         Ok(found)
+    }
+
+    /// [`DelayStore::due`], claiming the messages found for the mover: none of them can be
+    /// cancelled while the claim lasts. Each message is read and claimed under the lock a
+    /// cancel takes, so a message cancelled before is not found and one found is not
+    /// cancelled after.
+    pub fn claim_due(&self, now_ms: u64, max: usize) -> Result<(Vec<Scheduled>, MoveClaim)> {
+        let mut moving = lock(&self.moving);
+        let due = self.due(now_ms, max)?;
+        let ids: Vec<String> = due.iter().map(|m| m.record.id.clone()).collect();
+        moving.extend(ids.iter().cloned());
+        drop(moving);
+        let claim = MoveClaim {
+            moving: Arc::clone(&self.moving),
+            ids,
+        };
+        Ok((due, claim))
     }
 
     /// How many messages are scheduled. Walks the schedule: for stats, not hot paths.
@@ -292,6 +352,32 @@ mod tests {
         assert!(!store.cancel("unknown").expect("cancel"));
         assert!(store.due(1_000, 10).expect("due").is_empty());
         assert_eq!(store.count(), 0);
+    }
+
+    #[test]
+    fn a_claimed_message_cannot_be_cancelled_until_its_claim_ends() {
+        let store = store();
+        store
+            .schedule(&[message("a", 100, 1), message("b", 300, 2)])
+            .expect("schedule");
+        let (due, claim) = store.claim_due(100, 10).expect("claim");
+        assert_eq!(due, vec![message("a", 100, 1)]);
+        assert!(!store.cancel("a").expect("cancel"), "a is being moved");
+        assert!(store.cancel("b").expect("cancel"), "b was not claimed");
+        drop(claim);
+        assert!(
+            store.cancel("a").expect("cancel"),
+            "a move that did not finish leaves the message cancellable"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_message_is_not_claimed() {
+        let store = store();
+        store.schedule(&[message("a", 100, 1)]).expect("schedule");
+        assert!(store.cancel("a").expect("cancel"));
+        let (due, _claim) = store.claim_due(100, 10).expect("claim");
+        assert!(due.is_empty());
     }
 
     #[test]

@@ -221,27 +221,29 @@ impl PartitionHandle {
         match sender.send_timeout(request, timeout).await {
             Ok(()) => {}
             Err(SendTimeoutError::Timeout(_)) => return Err(overloaded()),
-            Err(SendTimeoutError::Closed(_)) => return Err(BrokerError::ShuttingDown),
+            Err(SendTimeoutError::Closed(_)) => return Err(self.stopped()),
         }
         drop(sender);
-        answer.await.unwrap_or(Err(BrokerError::ShuttingDown))
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
     }
 
     /// Fire-and-forget append (ack=none): [`BrokerError::Overloaded`] at once when the queue
     /// is full; a later write failure is only logged.
     pub fn append_detached(&self, records: Vec<Record>) -> Result<()> {
-        self.append_detached_holding(records, None)
+        self.append_detached_holding(records, None, None)
     }
 
     /// [`PartitionHandle::append_detached`], keeping `held` (the records' memory charge)
     /// until the records are written: a producer that does not wait for its write still
-    /// counts in the memory budget while its records wait in the queue.
+    /// counts in the memory budget while its records wait in the queue. `done`, if given,
+    /// gets the write's outcome (and then the failure is not logged here).
     pub fn append_detached_holding(
         &self,
         records: Vec<Record>,
         held: Option<MemoryCharge>,
+        done: Option<oneshot::Sender<Result<AppendResult>>>,
     ) -> Result<()> {
-        self.try_queue(Payload::Messages(records), None, held)
+        self.try_queue(Payload::Messages(records), done, held)
     }
 
     /// Queues a control batch (durable state changes: acks, nacks, seeks…) without waiting:
@@ -280,8 +282,27 @@ impl PartitionHandle {
         };
         sender.try_send(request).map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
-            TrySendError::Closed(_) => BrokerError::ShuttingDown,
+            TrySendError::Closed(_) => self.stopped(),
         })
+    }
+
+    /// Why the queue is closed: shutdown took the sender, or else the writer thread died.
+    fn stopped(&self) -> BrokerError {
+        let sender = self.inner.sender.read().unwrap_or_else(|p| p.into_inner());
+        if sender.is_some() {
+            self.panicked()
+        } else {
+            BrokerError::ShuttingDown
+        }
+    }
+
+    /// A reply that never came: the writer answers every request it takes, also at shutdown,
+    /// unless its thread panicked.
+    fn panicked(&self) -> BrokerError {
+        let dir = self.inner.view.dir().display();
+        BrokerError::Panicked {
+            task: format!("the writer of {dir}"),
+        }
     }
 
     fn reserve(&self, payload: &Payload) -> Result<QueuedBytes> {
@@ -416,7 +437,12 @@ pub struct PendingAppend(oneshot::Receiver<Result<AppendResult>>);
 impl PendingAppend {
     /// Waits until the batch is committed per the fsync policy (or failed).
     pub async fn wait(self) -> Result<AppendResult> {
-        self.0.await.unwrap_or(Err(BrokerError::ShuttingDown))
+        // The writer answers every request it takes, also at shutdown, unless it panicked.
+        self.0.await.unwrap_or_else(|_| {
+            Err(BrokerError::Panicked {
+                task: "a partition writer".into(),
+            })
+        })
     }
 }
 
@@ -505,6 +531,7 @@ impl PartitionWriter {
 
     /// Writes `first` and whatever else is queued as one group commit, then answers each.
     fn commit_group(&mut self, first: AppendRequest) {
+        fail::fail_point!("writer::commit_group", |_| {});
         let queue_depth = 1 + self.receiver.len();
         let mut group = vec![first];
         while group.len() < WRITER_QUEUE_DEPTH {
