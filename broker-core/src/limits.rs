@@ -43,9 +43,12 @@ pub const DEFAULT_ACK_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_MAX_DELIVERIES: u32 = 16;
 /// Highest `max_deliveries`.
 pub const MAX_MAX_DELIVERIES: u32 = 1000;
-/// Unacked messages one subscription may hold per partition (in flight or waiting to be
-/// retried). Bounds the lease table's memory as SQS's 120,000 in-flight cap does; a consumer
-/// that never acks stops receiving new messages instead of growing the server.
+/// Unacked messages one subscription may hold per partition: in flight, waiting to be
+/// retried, held back behind an earlier message of their key, delayed and not yet due, or
+/// being dead-lettered. Bounds the lease table's memory as SQS's 120,000 in-flight cap does; a
+/// consumer group that never acks stops receiving new messages of the partition instead of
+/// growing the server. Acked messages never count, however far past the oldest unacked one
+/// they lie: the table keeps them as ranges, at most one more range than unacked messages.
 pub const MAX_UNACKED_PER_PARTITION: usize = 100_000;
 /// Receipts in one ack/nack/extend request, as a receive returns at most this many.
 pub const MAX_RECEIPTS: usize = 1000;

@@ -1,12 +1,16 @@
 //! The lease table against a simple model, over random sequences of grants, acks, nacks,
 //! extends, appends (some of delayed messages appended ahead of their due time), time passing,
-//! dead-letter moves and restarts (a save and a restore through the store's change list), for
-//! plain, filtered and key-ordered subscriptions.
+//! dead-letter moves, restarts (a save and a restore through the store's change list), replayed
+//! acks, nacks and dead letters (some past the cursor), and crashes: a restore of the last
+//! checkpoint followed by a replay of every ack, nack, delivery and dead letter since, with the
+//! leases of the lost deliveries gone. For plain, filtered and key-ordered subscriptions.
 
-use std::collections::{BTreeMap, HashMap};
+mod lease_table_support;
 
-use broker_core::subscription::config::RetryPolicy;
-use broker_core::subscription::lease_table::{Candidate, Cursor, Entry, LeaseTable, TablePolicy};
+use std::collections::HashMap;
+
+use broker_core::subscription::lease_table::{Candidate, LeaseTable, TablePolicy};
+use lease_table_support::{Event, FakeStore, retry};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -25,6 +29,16 @@ enum Op {
     Advance(u64),
     MoveDeadLetters,
     Restart,
+    /// An ack of any offset of the log arrives by replay, whatever its state.
+    ReplayAck(u64),
+    /// A dead letter of any offset of the log arrives by replay.
+    ReplayDeadLettered(u64),
+    /// A nack of an outstanding delivery arrives by replay (without its lease).
+    ReplayNack(usize, u64),
+    /// The checkpointer persists the table; the replay log starts afresh.
+    Checkpoint,
+    /// The process dies: the last checkpoint is restored and the events since replayed.
+    Crash,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -39,6 +53,11 @@ fn op() -> impl Strategy<Value = Op> {
         (0u64..4_000).prop_map(Op::Advance),
         Just(Op::MoveDeadLetters),
         Just(Op::Restart),
+        any::<u64>().prop_map(Op::ReplayAck),
+        any::<u64>().prop_map(Op::ReplayDeadLettered),
+        (any::<usize>(), 0u64..2_000).prop_map(|(i, ms)| Op::ReplayNack(i, ms)),
+        Just(Op::Checkpoint),
+        Just(Op::Crash),
     ]
 }
 
@@ -62,50 +81,14 @@ struct Model {
     lease: Option<(u64, u64)>,
 }
 
-/// A store as sled would hold it: the cursor and the entries, updated from change lists.
-#[derive(Default)]
-struct FakeStore {
-    cursor: Option<Cursor>,
-    entries: BTreeMap<u64, Entry>,
-}
-
-impl FakeStore {
-    fn save(&mut self, table: &mut LeaseTable) {
-        let (cursor, entries) = table.take_changes();
-        if let Some(cursor) = cursor {
-            self.cursor = Some(cursor);
-        }
-        for (offset, entry) in entries {
-            match entry {
-                Some(entry) => self.entries.insert(offset, entry),
-                None => self.entries.remove(&offset),
-            };
-        }
-    }
-
-    fn restore(&self, policy: TablePolicy) -> LeaseTable {
-        let cursor = self.cursor.expect("saved at least once");
-        LeaseTable::restore(
-            cursor,
-            self.entries.iter().map(|(o, e)| (*o, *e)).collect(),
-            policy,
-        )
-    }
-}
-
-fn retry() -> RetryPolicy {
-    RetryPolicy {
-        initial_backoff_ms: 100,
-        max_backoff_ms: 1_000,
-        multiplier: 2.0,
-    }
-}
-
 struct Run {
     policy: TablePolicy,
     filtered: bool,
     table: LeaseTable,
     store: FakeStore,
+    /// The store as of the last checkpoint, and the events recorded since.
+    checkpoint: FakeStore,
+    events: Vec<Event>,
     model: HashMap<u64, Model>,
     end: u64,
     now: u64,
@@ -124,13 +107,19 @@ impl Run {
             policy,
             filtered,
             table,
+            checkpoint: store.clone(),
             store,
+            events: Vec::new(),
             model: HashMap::new(),
             end: 0,
             now: 1_000,
             next_lease: 0,
             not_before: HashMap::new(),
         }
+    }
+
+    fn key_hash(&self, offset: u64) -> Option<u64> {
+        candidate(offset, self.filtered).key_hash
     }
 
     fn fresh(&self, max: usize) -> Vec<Candidate> {
@@ -142,7 +131,6 @@ impl Run {
             })
             .collect()
     }
-
     fn grant(&mut self, max: usize, lease_ms: u64) -> Vec<(u64, u64)> {
         let fresh = self.fresh(max);
         let next_lease = &mut self.next_lease;
@@ -217,6 +205,11 @@ impl Run {
             m.attempts = grant.attempt;
             m.lease = Some((grant.lease, self.now + lease_ms));
             granted.push((grant.offset, grant.lease));
+            self.events.push(Event::Attempt {
+                offset: grant.offset,
+                attempts: grant.attempt,
+                key_hash: c.key_hash,
+            });
         }
         granted
     }
@@ -228,8 +221,28 @@ impl Run {
                 "dead letter {offset} before its last delivery"
             );
             self.table.finish_dead_letter(offset, self.now);
+            self.events.push(Event::DeadLettered(offset));
             let m = self.model.entry(offset).or_default();
             m.settled = true;
+            m.lease = None;
+        }
+    }
+
+    /// An event arrives by replay on the live table (a duplicate the log held, say).
+    fn replay(&mut self, event: Event) {
+        event.replay(&mut self.table);
+        self.events.push(event);
+    }
+
+    /// Restores the last checkpoint and replays every event since; the leases of deliveries
+    /// are lost.
+    fn crash(&mut self) {
+        self.store = self.checkpoint.clone();
+        self.table = self.store.restore(self.policy);
+        for event in &self.events {
+            event.replay(&mut self.table);
+        }
+        for m in self.model.values_mut() {
             m.lease = None;
         }
     }
@@ -248,6 +261,38 @@ impl Run {
             cursor.acked + cursor.dead_lettered,
             acked_or_dead,
             "settled counters"
+        );
+        let attempts: u64 = self.model.values().map(|m| u64::from(m.attempts)).sum();
+        let again: u64 = self
+            .model
+            .values()
+            .map(|m| u64::from(m.attempts.saturating_sub(1)))
+            .sum();
+        assert_eq!(
+            (cursor.delivered, cursor.redelivered),
+            (attempts, again),
+            "delivery counters"
+        );
+        let counts = self.table.counts(self.now, self.end);
+        assert_eq!(
+            counts.undelivered
+                + counts.in_flight
+                + counts.waiting_retry
+                + counts.not_yet_due
+                + counts.dead_lettering,
+            self.end - cursor.acked - cursor.filtered - cursor.dead_lettered,
+            "every message of the log is settled or counted once as unsettled: {counts:?}"
+        );
+        let window_ranges = self
+            .table
+            .settled()
+            .iter()
+            .filter(|(start, _)| *start < cursor.next_offset)
+            .count();
+        assert!(
+            window_ranges <= self.table.unacked() + 1,
+            "{window_ranges} settled ranges in the window around {} unacked messages",
+            self.table.unacked()
         );
     }
 }
@@ -281,14 +326,25 @@ fn run(ops: Vec<Op>, policy: TablePolicy, filtered: bool) {
                     _ => unreachable!(),
                 };
                 assert_eq!(result.is_ok(), valid, "{op:?} on offset {offset}");
+                let key_hash = r.key_hash(offset);
                 let m = r.model.entry(offset).or_default();
                 if valid {
                     match op {
                         Op::Ack(_) => {
                             m.settled = true;
                             m.lease = None;
+                            r.events.push(Event::Ack(offset));
                         }
-                        Op::Nack(..) => m.lease = None,
+                        Op::Nack(_, delay) => {
+                            m.lease = None;
+                            let pause = delay.unwrap_or_else(|| retry.backoff_ms(m.attempts));
+                            r.events.push(Event::Nack {
+                                offset,
+                                attempts: m.attempts,
+                                due_ms: now + pause,
+                                key_hash,
+                            });
+                        }
                         Op::Extend(_, ms) => {
                             m.lease = Some((lease, now + ms));
                             outstanding.push((offset, lease));
@@ -309,6 +365,7 @@ fn run(ops: Vec<Op>, policy: TablePolicy, filtered: bool) {
                 if valid {
                     m.settled = true;
                     m.lease = None;
+                    r.events.push(Event::Ack(offset));
                 }
             }
             Op::Advance(ms) => r.now += ms,
@@ -316,6 +373,43 @@ fn run(ops: Vec<Op>, policy: TablePolicy, filtered: bool) {
             Op::Restart => {
                 r.store.save(&mut r.table);
                 r.table = r.store.restore(policy);
+            }
+            Op::ReplayAck(x) | Op::ReplayDeadLettered(x) if r.end > 0 => {
+                let offset = x % r.end;
+                // A message the filter skips is never delivered, so never acked.
+                if candidate(offset, filtered).wanted {
+                    let m = r.model.entry(offset).or_default();
+                    m.settled = true;
+                    m.lease = None;
+                    r.replay(match op {
+                        Op::ReplayAck(_) => Event::Ack(offset),
+                        _ => Event::DeadLettered(offset),
+                    });
+                }
+            }
+            Op::ReplayNack(i, ms) if !outstanding.is_empty() => {
+                let (offset, lease) = outstanding.remove(i % outstanding.len());
+                let key_hash = r.key_hash(offset);
+                let m = r.model.entry(offset).or_default();
+                m.lease = None;
+                let nack = Event::Nack {
+                    offset,
+                    attempts: m.attempts,
+                    due_ms: r.now + ms,
+                    key_hash,
+                };
+                r.replay(nack);
+                stale.push((offset, lease));
+            }
+            Op::Checkpoint => {
+                r.store.save(&mut r.table);
+                r.checkpoint = r.store.clone();
+                r.events.clear();
+            }
+            Op::Crash => {
+                r.crash();
+                outstanding.clear();
+                stale.clear();
             }
             _ => {}
         }
@@ -332,6 +426,7 @@ fn run(ops: Vec<Op>, policy: TablePolicy, filtered: bool) {
         for (offset, lease) in r.grant(100, 1_000) {
             r.table.ack(offset, lease, now).expect("a fresh lease acks");
             r.model.entry(offset).or_default().settled = true;
+            r.events.push(Event::Ack(offset));
         }
         r.settle_dead_letters();
         r.check();
@@ -371,150 +466,6 @@ proptest! {
     ) {
         run(ops, policy, filtered);
     }
-}
-
-fn plain(offsets: std::ops::Range<u64>) -> Vec<Candidate> {
-    offsets
-        .map(|offset| Candidate {
-            offset,
-            key_hash: None,
-            wanted: true,
-            not_before_ms: 0,
-        })
-        .collect()
-}
-
-#[test]
-fn an_expired_lease_comes_back_after_its_backoff_with_the_next_attempt() {
-    let retry = retry();
-    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
-    let first = table.grant(0, 1, 0, &plain(0..1), 1_000, &retry, || 7);
-    assert_eq!(first[0].attempt, 1);
-    assert!(
-        table
-            .grant(1_099, 1, 0, &[], 1_000, &retry, || 8)
-            .is_empty(),
-        "redelivered before lease + backoff"
-    );
-    let second = table.grant(1_100, 1, 0, &[], 1_000, &retry, || 8);
-    assert_eq!((second[0].offset, second[0].attempt), (0, 2));
-    assert!(
-        table.ack(0, 7, 1_101).is_err(),
-        "the first delivery's lease must not ack the second"
-    );
-    assert!(table.ack(0, 8, 1_101).is_ok());
-}
-
-#[test]
-fn a_released_grant_is_not_counted_as_an_attempt() {
-    let retry = retry();
-    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
-    let grant = table.grant(0, 1, 0, &plain(0..1), 1_000, &retry, || 1)[0];
-    table.release(grant.offset, grant.lease, 1);
-    let again = table.grant(2, 1, 0, &[], 1_000, &retry, || 2);
-    assert_eq!(again[0].attempt, 1);
-    assert_eq!(table.cursor().redelivered, 0);
-}
-
-#[test]
-fn offsets_removed_by_retention_are_skipped() {
-    let retry = retry();
-    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
-    assert_eq!(
-        table
-            .grant(0, 5, 0, &plain(0..10), 1_000, &retry, rand::random)
-            .len(),
-        5
-    );
-    let later = table.grant(1, 10, 8, &plain(8..10), 1_000, &retry, rand::random);
-    let offsets: Vec<u64> = later.iter().map(|g| g.offset).collect();
-    assert_eq!(offsets, vec![8, 9]);
-    assert_eq!(table.cursor().ack_floor, 8);
-}
-
-#[test]
-fn the_unacked_window_is_bounded() {
-    let retry = retry();
-    let limit = broker_core::limits::MAX_UNACKED_PER_PARTITION;
-    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
-    let end = limit as u64 + 10;
-    let granted = table.grant(
-        0,
-        limit + 10,
-        0,
-        &plain(0..end),
-        1_000,
-        &retry,
-        rand::random,
-    );
-    assert_eq!(granted.len(), limit, "granted past the unacked window");
-    table
-        .ack(granted[0].offset, granted[0].lease, 1)
-        .expect("ack");
-    let next = table.next_offset();
-    assert_eq!(
-        table
-            .grant(1, 10, 0, &plain(next..end), 1_000, &retry, rand::random)
-            .len(),
-        1
-    );
-}
-
-#[test]
-fn the_last_failed_delivery_becomes_a_dead_letter_not_a_retry() {
-    let retry = retry();
-    let policy = TablePolicy {
-        ordered_by_key: false,
-        max_deliveries: 2,
-    };
-    let mut table = LeaseTable::starting_at(0, policy);
-    let first = table.grant(0, 1, 0, &plain(0..1), 1_000, &retry, || 1)[0];
-    table.nack(0, first.lease, 10, None, &retry).expect("nack");
-    assert!(table.dead_letters().is_empty());
-    let second = table.grant(110, 1, 0, &[], 1_000, &retry, || 2)[0];
-    assert_eq!(second.attempt, 2);
-    table
-        .nack(0, second.lease, 120, Some(0), &retry)
-        .expect("nack");
-    assert_eq!(table.dead_letters(), vec![(0, 2)]);
-    assert!(
-        table
-            .grant(100_000, 1, 0, &[], 1_000, &retry, || 3)
-            .is_empty(),
-        "a dead letter was redelivered"
-    );
-    table.finish_dead_letter(0, 100_001);
-    assert_eq!(table.cursor().dead_lettered, 1);
-    assert_eq!(table.cursor().ack_floor, 1);
-}
-
-#[test]
-fn an_ordered_key_waits_for_its_predecessor_while_other_keys_flow() {
-    let retry = retry();
-    let policy = TablePolicy {
-        ordered_by_key: true,
-        max_deliveries: 10,
-    };
-    let mut table = LeaseTable::starting_at(0, policy);
-    let fresh: Vec<Candidate> = [(0, 1), (1, 1), (2, 2)]
-        .into_iter()
-        .map(|(offset, key)| Candidate {
-            offset,
-            key_hash: Some(key),
-            wanted: true,
-            not_before_ms: 0,
-        })
-        .collect();
-    let grants = table.grant(0, 10, 0, &fresh, 1_000, &retry, rand::random);
-    let offsets: Vec<u64> = grants.iter().map(|g| g.offset).collect();
-    assert_eq!(
-        offsets,
-        vec![0, 2],
-        "offset 1 shares key 1 with offset 0 and must wait"
-    );
-    table.ack(0, grants[0].lease, 1).expect("ack");
-    let next = table.grant(2, 10, 0, &[], 1_000, &retry, rand::random);
-    assert_eq!(next.iter().map(|g| g.offset).collect::<Vec<_>>(), vec![1]);
 }
 
 #[test]

@@ -115,6 +115,7 @@ async fn acceptance_round_trip() {
     assert_eq!(stats["acked"], 501, "{stats}");
     assert_eq!(stats["in_flight"], 0, "{stats}");
     assert_eq!(stats["backlog"], 0, "{stats}");
+    assert_eq!(stats["unacked_limit_reached_partitions"], 0, "{stats}");
     harness.stop().await;
 }
 

@@ -314,6 +314,13 @@ async fn after_produce_receive_ack_and_nack_the_listed_series_are_present() {
         1.0
     );
     assert_eq!(
+        metrics.value(
+            "wharf_subscription_unacked_limit_reached_partitions",
+            &of_sub
+        ),
+        0.0
+    );
+    assert_eq!(
         metrics.value("wharf_topic_delayed_messages", &[("topic", t)]),
         0.0
     );

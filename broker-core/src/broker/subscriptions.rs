@@ -102,6 +102,7 @@ impl Broker {
             stats.acked += cursor.acked;
             stats.filtered += cursor.filtered;
             stats.dead_lettered += cursor.dead_lettered;
+            stats.unacked_limit_reached_partitions += u64::from(counts.unacked_limit_reached);
             if let Some(offset) = counts.oldest_unacked {
                 let age = publish_time(log, offset)
                     .await?

@@ -165,6 +165,10 @@ pub struct SubscriptionStats {
     pub dead_lettered: u64,
     /// Delayed messages of the topic not yet due.
     pub delayed: u64,
+    /// Partitions on which the subscription holds
+    /// [`crate::limits::MAX_UNACKED_PER_PARTITION`] unacked messages: receives get no new
+    /// messages from them until some of those are acked (or nacked into dead letters).
+    pub unacked_limit_reached_partitions: u64,
 }
 
 /// A subscription's settings and stats.

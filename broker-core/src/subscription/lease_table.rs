@@ -1,17 +1,37 @@
 //! The pure core of delivery bookkeeping for one subscription on one partition: which offsets
-//! are done, leased, waiting out a retry backoff, held back behind an earlier message of their
-//! key, or on their way to the dead-letter topic. It takes events and the time and returns
-//! decisions; it does no I/O. [`super::store`] persists what it reports as changed.
+//! are settled, leased, waiting out a retry backoff, held back behind an earlier message of
+//! their key, or on their way to the dead-letter topic. It takes events and the time and
+//! returns decisions; it does no I/O. [`super::store`] persists what it reports as changed.
 //!
-//! State is bounded by the unacked window, not by history: offsets below `ack_floor` are done
-//! and forgotten, offsets at or past `next_offset` were never looked at, and only the window
-//! between them has entries, at most [`MAX_UNACKED_PER_PARTITION`] of them.
+//! State is bounded by the unacked messages, not by history nor by the span they cover:
+//! - every offset below `ack_floor` is settled, and forgotten;
+//! - every offset of the window `[ack_floor, next_offset)` is either settled, kept in
+//!   [`OffsetRanges`] (a run of settled offsets costs one range), or unsettled, with an
+//!   [`Entry`];
+//! - at or past `next_offset` offsets are fresh, except that replayed events (see `replay`)
+//!   may already have settled some or given some an entry.
+//!
+//! [`MAX_UNACKED_PER_PARTITION`] bounds the entries (as SQS caps in-flight messages); settled
+//! offsets never count against it. Between two settled ranges of the window lies at least one
+//! entry, so those ranges are bounded too (ranges past `next_offset` come only from replay, and
+//! grants pass over them): a message held for hours costs one entry, and the messages acked
+//! past it one range, while the partition keeps flowing.
+//!
+//! Layout: this file has the delivery path (grant, ack, nack, extend) and the queries;
+//! `replay` the lease-free events a restart replays; `bookkeeping` the indexes, the floor and
+//! the invariants; `ranges` the settled ranges; `types` the vocabulary.
 
+mod bookkeeping;
+mod ranges;
+mod replay;
 mod types;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub use types::{Candidate, Cursor, Entry, EntryState, Grant, Stale, TableCounts, TablePolicy};
+pub use ranges::OffsetRanges;
+pub use types::{
+    Candidate, Cursor, Entry, EntryState, Grant, Stale, TableChanges, TableCounts, TablePolicy,
+};
 
 use crate::limits::MAX_UNACKED_PER_PARTITION;
 use crate::subscription::config::RetryPolicy;
@@ -21,7 +41,10 @@ use crate::subscription::config::RetryPolicy;
 pub struct LeaseTable {
     policy: TablePolicy,
     cursor: Cursor,
+    /// Every unsettled offset, all at or above the floor.
     entries: BTreeMap<u64, Entry>,
+    /// Settled offsets at or above the floor.
+    settled: OffsetRanges,
     /// `(deadline, offset)` of every in-flight entry.
     lease_timers: BTreeSet<(u64, u64)>,
     /// `(due time, offset)` of every entry waiting for (re)delivery.
@@ -37,44 +60,43 @@ pub struct LeaseTable {
 impl LeaseTable {
     /// A table starting at `offset` with nothing delivered.
     pub fn starting_at(offset: u64, policy: TablePolicy) -> Self {
-        Self::restore(
-            Cursor {
-                ack_floor: offset,
-                next_offset: offset,
-                ..Cursor::default()
-            },
-            Vec::new(),
-            policy,
-        )
+        let cursor = Cursor {
+            ack_floor: offset,
+            next_offset: offset,
+            ..Cursor::default()
+        };
+        Self::restore(cursor, Vec::new(), &[], policy)
     }
 
-    /// Rebuilds a table from persisted state.
-    pub fn restore(cursor: Cursor, entries: Vec<(u64, Entry)>, policy: TablePolicy) -> Self {
+    /// Rebuilds a table from persisted state: the cursor, the entries of unsettled offsets and
+    /// the `(start, end)` ranges of settled ones. An offset of the window that is neither is
+    /// redelivered at once rather than taken as acked (at least once, never at most once); an
+    /// offset that is both counts as settled. Whatever the rebuilt table holds differently from
+    /// what it was given is reported by the next [`LeaseTable::take_changes`].
+    pub fn restore(
+        cursor: Cursor,
+        entries: Vec<(u64, Entry)>,
+        settled: &[(u64, u64)],
+        policy: TablePolicy,
+    ) -> Self {
         let mut table = LeaseTable {
             policy,
             cursor,
+            settled: OffsetRanges::restore(settled, cursor.ack_floor),
             ..LeaseTable::default()
         };
+        let mut dropped = Vec::new();
         for (offset, entry) in entries {
-            if offset >= cursor.ack_floor && offset < cursor.next_offset {
+            if offset >= cursor.ack_floor && !table.settled.contains(offset) {
                 table.put(offset, entry);
+            } else {
+                dropped.push(offset);
             }
         }
-        // Every offset of the window must have an entry; one the store lost is redelivered at
-        // once rather than taken as acked (at least once, never at most once).
-        for offset in cursor.ack_floor..cursor.next_offset {
-            if !table.entries.contains_key(&offset) {
-                let entry = Entry {
-                    attempts: 0,
-                    key_hash: None,
-                    state: EntryState::Waiting { due_ms: 0 },
-                };
-                table.put(offset, entry);
-            }
-        }
+        table.dirty_entries = dropped.into_iter().collect();
+        table.redeliver_lost();
         table.advance_floor();
-        table.dirty_cursor = false;
-        table.dirty_entries.clear();
+        table.dirty_cursor = table.cursor != cursor;
         table.check_invariants();
         table
     }
@@ -87,11 +109,13 @@ impl LeaseTable {
     /// Hands out up to `max` offsets, leased until `now_ms + lease_ms`: due redeliveries first
     /// (oldest due first), then the `fresh` candidates the caller peeked at the head of the log,
     /// which must start at `next_offset` (earlier ones are ignored, as another receiver took
-    /// them). Fresh candidates the filter does not want are skipped as done; on ordered
+    /// them). Fresh candidates the filter does not want are settled as skipped; on ordered
     /// subscriptions, one whose key has an unsettled earlier message is held back; one not due
     /// yet (`not_before_ms` after `now_ms`) waits for its time like a retry, keeping its key's
-    /// turn, while later offsets flow past it. Offsets below `log_start` (deleted by
-    /// retention) are dropped as done.
+    /// turn, while later offsets flow past it. A candidate that replay already settled or gave
+    /// an entry is passed over. Offsets below `log_start` (deleted by retention) are dropped as
+    /// settled. No fresh candidate is taken while the table holds
+    /// [`MAX_UNACKED_PER_PARTITION`] unacked messages.
     #[allow(clippy::too_many_arguments)]
     pub fn grant(
         &mut self,
@@ -119,14 +143,13 @@ impl LeaseTable {
             };
             let attempt = entry.attempts.saturating_add(1);
             let lease = new_lease();
-            self.put(
-                offset,
-                Entry {
-                    attempts: attempt,
-                    state: EntryState::InFlight { deadline_ms, lease },
-                    ..entry
-                },
-            );
+            let state = EntryState::InFlight { deadline_ms, lease };
+            let entry = Entry {
+                attempts: attempt,
+                state,
+                ..entry
+            };
+            self.put(offset, entry);
             self.count_delivery(attempt);
             grants.push(Grant {
                 offset,
@@ -136,78 +159,34 @@ impl LeaseTable {
         }
         let first_new = self.cursor.next_offset;
         for candidate in fresh.iter().skip_while(|c| c.offset < first_new) {
-            if grants.len() >= max
-                || candidate.offset != self.cursor.next_offset
-                || self.entries.len() >= MAX_UNACKED_PER_PARTITION
-            {
+            let offset = candidate.offset;
+            if offset != self.cursor.next_offset {
                 break;
             }
-            let offset = candidate.offset;
+            if self.settled.contains(offset) || self.entries.contains_key(&offset) {
+                self.cursor.next_offset += 1;
+                self.dirty_cursor = true;
+                continue;
+            }
+            if grants.len() >= max || !self.has_room() {
+                break;
+            }
             self.cursor.next_offset += 1;
             self.dirty_cursor = true;
-            let key_hash = candidate.key_hash.filter(|_| self.policy.ordered_by_key);
-            if !candidate.wanted {
-                self.cursor.filtered += 1;
-                self.put(
-                    offset,
-                    Entry {
-                        attempts: 0,
-                        key_hash: None,
-                        state: EntryState::Done,
-                    },
-                );
-                self.advance_floor();
-            } else if key_hash
-                .is_some_and(|k| self.key_queues.get(&k).is_some_and(|q| !q.is_empty()))
-            {
-                self.put(
-                    offset,
-                    Entry {
-                        attempts: 0,
-                        key_hash,
-                        state: EntryState::Blocked {
-                            not_before_ms: candidate.not_before_ms,
-                        },
-                    },
-                );
-            } else if candidate.not_before_ms > now_ms {
-                self.put(
-                    offset,
-                    Entry {
-                        attempts: 0,
-                        key_hash,
-                        state: EntryState::Waiting {
-                            due_ms: candidate.not_before_ms,
-                        },
-                    },
-                );
-            } else {
-                let lease = new_lease();
-                self.put(
-                    offset,
-                    Entry {
-                        attempts: 1,
-                        key_hash,
-                        state: EntryState::InFlight { deadline_ms, lease },
-                    },
-                );
-                self.count_delivery(1);
-                grants.push(Grant {
-                    offset,
-                    attempt: 1,
-                    lease,
-                });
+            if let Some(grant) = self.take_fresh(candidate, now_ms, deadline_ms, &mut new_lease) {
+                grants.push(grant);
             }
         }
+        self.advance_floor();
         self.check_invariants();
         grants
     }
 
-    /// Marks a leased offset done. Refused when the lease id differs or the lease has ended.
+    /// Marks a leased offset acked. Refused when the lease id differs or the lease has ended.
     pub fn ack(&mut self, offset: u64, lease: u64, now_ms: u64) -> Result<(), Stale> {
-        let entry = self.leased(offset, lease, now_ms)?;
+        self.leased(offset, lease, now_ms)?;
         self.cursor.acked += 1;
-        self.settle(offset, entry, now_ms);
+        self.settle(offset, now_ms);
         self.check_invariants();
         Ok(())
     }
@@ -274,10 +253,11 @@ impl LeaseTable {
         self.dirty_cursor = true;
     }
 
-    /// Marks a granted offset done without a delivery: its record no longer exists (retention).
+    /// Settles a granted offset without a delivery: its record no longer exists (retention).
     pub fn forget(&mut self, offset: u64, now_ms: u64) {
-        if let Some(entry) = self.entries.get(&offset).copied() {
-            self.settle(offset, entry, now_ms);
+        if self.entries.contains_key(&offset) {
+            self.settle(offset, now_ms);
+            self.check_invariants();
         }
     }
 
@@ -291,22 +271,21 @@ impl LeaseTable {
 
     /// Records that a dead letter was appended to the dead-letter topic.
     pub fn finish_dead_letter(&mut self, offset: u64, now_ms: u64) {
-        if let Some(entry) = self.entries.get(&offset).copied()
-            && entry.state == EntryState::DeadLettering
-        {
+        if self.dead_letters.contains(&offset) {
             self.cursor.dead_lettered += 1;
-            self.settle(offset, entry, now_ms);
+            self.settle(offset, now_ms);
             self.check_invariants();
         }
     }
 
-    /// Moves the subscription to `offset` (seek): every lease, retry and held-back message of
-    /// the partition is dropped, and delivery restarts at `offset`.
+    /// Moves the subscription to `offset` (seek): every lease, retry, held-back message and
+    /// settled offset of the partition is dropped, and delivery restarts at `offset`.
     pub fn reset(&mut self, offset: u64) {
         let offsets: Vec<u64> = self.entries.keys().copied().collect();
         for old in offsets {
             self.remove(old);
         }
+        self.settled.clear();
         self.cursor.ack_floor = offset;
         self.cursor.next_offset = offset;
         self.dirty_cursor = true;
@@ -325,18 +304,35 @@ impl LeaseTable {
         self.cursor.next_offset
     }
 
-    /// Whether the window has room for fresh candidates.
+    /// Whether the table may take fresh candidates: it holds fewer than
+    /// [`MAX_UNACKED_PER_PARTITION`] unacked messages.
     pub fn has_room(&self) -> bool {
         self.entries.len() < MAX_UNACKED_PER_PARTITION
     }
 
-    /// Counts for stats, as of `now_ms`.
+    /// Unacked messages held: in flight, waiting for a retry, held back behind their key, not
+    /// yet due, or dead-lettering. This is what [`MAX_UNACKED_PER_PARTITION`] bounds.
+    pub fn unacked(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Settled offsets at or above the floor.
+    pub fn settled(&self) -> &OffsetRanges {
+        &self.settled
+    }
+
+    /// Counts for stats, as of `now_ms`, with the log ending at `end_offset`.
     pub fn counts(&self, now_ms: u64, end_offset: u64) -> TableCounts {
+        let next = self.cursor.next_offset;
         let mut counts = TableCounts {
-            undelivered: end_offset.saturating_sub(self.cursor.next_offset),
+            unacked_limit_reached: !self.has_room(),
             ..TableCounts::default()
         };
+        let mut ahead = self.settled.count_within(next, end_offset);
         for (offset, entry) in &self.entries {
+            if (next..end_offset).contains(offset) {
+                ahead += 1;
+            }
             match entry.state {
                 EntryState::InFlight { deadline_ms, .. } if deadline_ms > now_ms => {
                     counts.in_flight += 1
@@ -352,12 +348,13 @@ impl LeaseTable {
                     counts.waiting_retry += 1;
                 }
                 EntryState::DeadLettering => counts.dead_lettering += 1,
-                EntryState::Done => continue,
             }
             counts.oldest_unacked.get_or_insert(*offset);
         }
-        if counts.oldest_unacked.is_none() && counts.undelivered > 0 {
-            counts.oldest_unacked = Some(self.cursor.next_offset);
+        counts.undelivered = end_offset.saturating_sub(next).saturating_sub(ahead);
+        if counts.undelivered > 0 {
+            let fresh = self.first_fresh();
+            counts.oldest_unacked = Some(counts.oldest_unacked.map_or(fresh, |o| o.min(fresh)));
         }
         counts
     }
@@ -367,238 +364,66 @@ impl LeaseTable {
         self.dirty_cursor = true;
     }
 
-    /// Takes the set of changes since the last call: the cursor if it changed, and each
-    /// changed offset with its entry (`None`: the entry is gone).
-    pub fn take_changes(&mut self) -> (Option<Cursor>, Vec<(u64, Option<Entry>)>) {
+    /// Takes the changes since the last call: the cursor if it changed, each changed entry and
+    /// each changed range of settled offsets.
+    pub fn take_changes(&mut self) -> TableChanges {
         let cursor = std::mem::take(&mut self.dirty_cursor).then_some(self.cursor);
         let entries = std::mem::take(&mut self.dirty_entries)
             .into_iter()
             .map(|offset| (offset, self.entries.get(&offset).copied()))
             .collect();
-        (cursor, entries)
-    }
-
-    fn count_delivery(&mut self, attempt: u32) {
-        self.cursor.delivered += 1;
-        if attempt > 1 {
-            self.cursor.redelivered += 1;
+        TableChanges {
+            cursor,
+            entries,
+            settled: self.settled.take_changes(),
         }
-        self.dirty_cursor = true;
     }
 
-    /// A delivery failed (nack or lease expiry): wait until `due_ms`, or dead-letter it.
-    fn fail(&mut self, offset: u64, entry: Entry, due_ms: u64) {
-        let state = if entry.attempts >= self.policy.max_deliveries {
-            EntryState::DeadLettering
+    /// Takes the fresh candidate at `next_offset`: settles it if the filter skips it, holds
+    /// it back behind its key, lets it wait for its due time, or leases it.
+    fn take_fresh(
+        &mut self,
+        candidate: &Candidate,
+        now_ms: u64,
+        deadline_ms: u64,
+        new_lease: &mut impl FnMut() -> u64,
+    ) -> Option<Grant> {
+        let offset = candidate.offset;
+        if !candidate.wanted {
+            self.cursor.filtered += 1;
+            self.mark_settled(offset);
+            return None;
+        }
+        let key_hash = candidate.key_hash.filter(|_| self.policy.ordered_by_key);
+        let not_before_ms = candidate.not_before_ms;
+        let held_back =
+            key_hash.is_some_and(|k| self.key_queues.get(&k).is_some_and(|q| !q.is_empty()));
+        let (state, grant) = if held_back {
+            (EntryState::Blocked { not_before_ms }, None)
+        } else if not_before_ms > now_ms {
+            let due_ms = not_before_ms;
+            (EntryState::Waiting { due_ms }, None)
         } else {
-            EntryState::Waiting { due_ms }
+            let lease = new_lease();
+            let grant = Grant {
+                offset,
+                attempt: 1,
+                lease,
+            };
+            (EntryState::InFlight { deadline_ms, lease }, Some(grant))
         };
-        self.put(offset, Entry { state, ..entry });
-    }
-
-    /// An offset is settled (acked, dead-lettered, forgotten): it is done, and on ordered
-    /// subscriptions the next message of its key gets its turn.
-    fn settle(&mut self, offset: u64, entry: Entry, now_ms: u64) {
-        // Settling always changes a counter (acked, dead_lettered) or the floor.
-        self.dirty_cursor = true;
+        let attempts = u32::from(grant.is_some());
         self.put(
             offset,
             Entry {
-                state: EntryState::Done,
-                ..entry
+                attempts,
+                key_hash,
+                state,
             },
         );
-        if let Some(next) = entry
-            .key_hash
-            .and_then(|k| self.key_queues.get(&k))
-            .and_then(|q| q.first().copied())
-            && let Some(held) = self.entries.get(&next).copied()
-            && let EntryState::Blocked { not_before_ms } = held.state
-        {
-            self.put(
-                next,
-                Entry {
-                    state: EntryState::Waiting {
-                        due_ms: now_ms.max(not_before_ms),
-                    },
-                    ..held
-                },
-            );
+        if grant.is_some() {
+            self.count_delivery(1);
         }
-        self.advance_floor();
-    }
-
-    /// Turns expired leases into waits of their backoff, counted from the lease's end.
-    fn expire(&mut self, now_ms: u64, retry: &RetryPolicy) {
-        let expired: Vec<(u64, Entry)> = self
-            .lease_timers
-            .iter()
-            .take_while(|(time, _)| *time <= now_ms)
-            .filter_map(|(_, offset)| self.entries.get(offset).map(|e| (*offset, *e)))
-            .collect();
-        for (offset, entry) in expired {
-            if let Some(deadline_ms) = entry.lease_deadline() {
-                self.fail(
-                    offset,
-                    entry,
-                    deadline_ms.saturating_add(retry.backoff_ms(entry.attempts)),
-                );
-            }
-        }
-    }
-
-    fn leased(&self, offset: u64, lease: u64, now_ms: u64) -> Result<Entry, Stale> {
-        match self.entries.get(&offset) {
-            Some(
-                entry @ Entry {
-                    state:
-                        EntryState::InFlight {
-                            deadline_ms,
-                            lease: held,
-                        },
-                    ..
-                },
-            ) if *held == lease && *deadline_ms > now_ms => Ok(*entry),
-            _ => Err(Stale::NotLeased),
-        }
-    }
-
-    fn skip_to(&mut self, start_offset: u64) {
-        if self.cursor.next_offset < start_offset {
-            self.cursor.next_offset = start_offset;
-            self.dirty_cursor = true;
-        }
-        let lost: Vec<u64> = self
-            .entries
-            .range(..start_offset)
-            .map(|(o, _)| *o)
-            .collect();
-        let any_lost = !lost.is_empty();
-        for offset in lost {
-            self.remove(offset);
-        }
-        if any_lost {
-            self.unblock_heads();
-        }
-        if self.cursor.ack_floor < start_offset {
-            self.cursor.ack_floor = start_offset;
-            self.dirty_cursor = true;
-        }
-        self.advance_floor();
-    }
-
-    /// Gives the turn to every held-back message that heads its key's queue (after the
-    /// messages ahead of it vanished without being settled).
-    fn unblock_heads(&mut self) {
-        let heads: Vec<(u64, Entry, u64)> = self
-            .key_queues
-            .values()
-            .filter_map(|queue| queue.first())
-            .filter_map(|head| self.entries.get(head).map(|e| (*head, *e)))
-            .filter_map(|(offset, entry)| match entry.state {
-                EntryState::Blocked { not_before_ms } => Some((offset, entry, not_before_ms)),
-                _ => None,
-            })
-            .collect();
-        for (offset, entry, not_before_ms) in heads {
-            self.put(
-                offset,
-                Entry {
-                    state: EntryState::Waiting {
-                        due_ms: not_before_ms,
-                    },
-                    ..entry
-                },
-            );
-        }
-    }
-
-    fn advance_floor(&mut self) {
-        while self.cursor.ack_floor < self.cursor.next_offset {
-            let floor = self.cursor.ack_floor;
-            match self.entries.get(&floor) {
-                Some(Entry {
-                    state: EntryState::Done,
-                    ..
-                }) => self.remove(floor),
-                _ => break,
-            }
-            self.cursor.ack_floor = floor + 1;
-            self.dirty_cursor = true;
-        }
-    }
-
-    fn put(&mut self, offset: u64, entry: Entry) {
-        if let Some(old) = self.entries.insert(offset, entry) {
-            self.unindex(offset, &old);
-        }
-        if let Some(time) = entry.lease_deadline() {
-            self.lease_timers.insert((time, offset));
-        }
-        if let Some(time) = entry.retry_due() {
-            self.retry_timers.insert((time, offset));
-        }
-        if let Some(key) = entry.key_hash.filter(|_| entry.holds_key()) {
-            self.key_queues.entry(key).or_default().insert(offset);
-        }
-        if entry.state == EntryState::DeadLettering {
-            self.dead_letters.insert(offset);
-        }
-        self.dirty_entries.insert(offset);
-    }
-
-    fn remove(&mut self, offset: u64) {
-        if let Some(old) = self.entries.remove(&offset) {
-            self.unindex(offset, &old);
-        }
-        self.dirty_entries.insert(offset);
-    }
-
-    fn unindex(&mut self, offset: u64, entry: &Entry) {
-        if let Some(time) = entry.lease_deadline() {
-            self.lease_timers.remove(&(time, offset));
-        }
-        if let Some(time) = entry.retry_due() {
-            self.retry_timers.remove(&(time, offset));
-        }
-        if let Some(key) = entry.key_hash
-            && let Some(queue) = self.key_queues.get_mut(&key)
-        {
-            queue.remove(&offset);
-            if queue.is_empty() {
-                self.key_queues.remove(&key);
-            }
-        }
-        self.dead_letters.remove(&offset);
-    }
-
-    fn check_invariants(&self) {
-        debug_assert!(
-            self.cursor.ack_floor <= self.cursor.next_offset,
-            "floor passed the cursor"
-        );
-        debug_assert_eq!(
-            self.entries.len() as u64,
-            self.cursor.next_offset - self.cursor.ack_floor,
-            "every offset of the unacked window has exactly one entry"
-        );
-        debug_assert_eq!(
-            self.lease_timers.len() + self.retry_timers.len(),
-            self.entries
-                .values()
-                .filter(|e| matches!(
-                    e.state,
-                    EntryState::InFlight { .. } | EntryState::Waiting { .. }
-                ))
-                .count(),
-            "timers out of step with entries"
-        );
-        debug_assert!(
-            self.key_queues.values().all(|queue| queue
-                .first()
-                .and_then(|head| self.entries.get(head))
-                .is_some_and(|head| !matches!(head.state, EntryState::Blocked { .. }))),
-            "a key's turn is held by a blocked message"
-        );
+        grant
     }
 }

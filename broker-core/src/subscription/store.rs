@@ -1,6 +1,10 @@
 //! Persistence of lease tables in sled: one tree per subscription incarnation, a cursor key per
-//! partition and an entry key per unacked offset. Each settle writes its changes as one atomic
-//! sled batch, so a cursor never moves without the entries it implies.
+//! partition, an entry key per unacked offset and a key per range of settled offsets above the
+//! floor. Each settle writes its changes as one atomic sled batch, so a cursor never moves
+//! without the entries and ranges it implies.
+//!
+//! Tables saved before settled offsets were kept as ranges hold an entry in state 3 for each
+//! one; they load as settled, and the load rewrites them as ranges.
 
 use crate::error::{BrokerError, Result};
 use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable, TablePolicy};
@@ -8,6 +12,9 @@ use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable, Ta
 const CURSOR_PREFIX: u8 = b'c';
 const REDRIVE_PREFIX: u8 = b'r';
 const ENTRY_PREFIX: u8 = b'e';
+const SETTLED_PREFIX: u8 = b's';
+/// The state tag of a settled offset in tables saved before settled ranges.
+const LEGACY_SETTLED_TAG: u8 = 3;
 
 /// The sled tree of one subscription's delivery state.
 #[derive(Debug, Clone)]
@@ -33,17 +40,46 @@ impl SubscriptionStore {
         };
         let cursor = decode_cursor(&cursor).ok_or_else(|| corrupt("cursor", partition))?;
         let mut entries = Vec::new();
+        let mut legacy = Vec::new();
         for item in self.tree.scan_prefix(entry_prefix(partition)) {
             let (key, value) = item?;
-            let offset = key
-                .get(5..13)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_be_bytes)
-                .ok_or_else(|| corrupt("entry key", partition))?;
-            let entry = decode_entry(&value).ok_or_else(|| corrupt("entry", partition))?;
-            entries.push((offset, entry));
+            let offset = u64_at(&key, 5).ok_or_else(|| corrupt("entry key", partition))?;
+            match decode_entry(&value).ok_or_else(|| corrupt("entry", partition))? {
+                Stored::Unsettled(entry) => entries.push((offset, entry)),
+                Stored::Settled => legacy.push(offset),
+            }
         }
-        Ok(Some(LeaseTable::restore(cursor, entries, policy)))
+        let mut settled: Vec<(u64, u64)> = legacy
+            .iter()
+            .map(|&offset| (offset, offset.saturating_add(1)))
+            .collect();
+        for item in self.tree.scan_prefix(settled_prefix(partition)) {
+            let (key, value) = item?;
+            let start = u64_at(&key, 5).ok_or_else(|| corrupt("settled key", partition))?;
+            let end = Some(&value[..])
+                .filter(|v| v.len() == 8)
+                .and_then(|v| u64_at(v, 0))
+                .ok_or_else(|| corrupt("settled range", partition))?;
+            settled.push((start, end));
+        }
+        let table = LeaseTable::restore(cursor, entries, &settled, policy);
+        if !legacy.is_empty() {
+            self.rewrite_legacy(partition, &legacy, &table)?;
+        }
+        Ok(Some(table))
+    }
+
+    /// Replaces the settled entries of a table saved before settled ranges by its ranges.
+    fn rewrite_legacy(&self, partition: u32, legacy: &[u64], table: &LeaseTable) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for offset in legacy {
+            batch.remove(&entry_key(partition, *offset)[..]);
+        }
+        for (start, end) in table.settled().iter() {
+            batch.insert(&settled_key(partition, start)[..], &end.to_be_bytes()[..]);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
     }
 
     /// Where redrive continues on a dead-letter partition (0 at first).
@@ -63,18 +99,25 @@ impl SubscriptionStore {
 
     /// Writes the changes a table reports, atomically.
     pub fn save(&self, partition: u32, table: &mut LeaseTable) -> Result<()> {
-        let (cursor, entries) = table.take_changes();
-        if cursor.is_none() && entries.is_empty() {
+        let changes = table.take_changes();
+        if changes.cursor.is_none() && changes.entries.is_empty() && changes.settled.is_empty() {
             return Ok(());
         }
         let mut batch = sled::Batch::default();
-        if let Some(cursor) = cursor {
+        if let Some(cursor) = changes.cursor {
             batch.insert(&cursor_key(partition)[..], &encode_cursor(&cursor)[..]);
         }
-        for (offset, entry) in entries {
+        for (offset, entry) in changes.entries {
             let key = entry_key(partition, offset);
             match entry {
                 Some(entry) => batch.insert(&key[..], &encode_entry(&entry)[..]),
+                None => batch.remove(&key[..]),
+            }
+        }
+        for (start, end) in changes.settled {
+            let key = settled_key(partition, start);
+            match end {
+                Some(end) => batch.insert(&key[..], &end.to_be_bytes()[..]),
                 None => batch.remove(&key[..]),
             }
         }
@@ -110,8 +153,22 @@ fn entry_prefix(partition: u32) -> [u8; 5] {
 }
 
 fn entry_key(partition: u32, offset: u64) -> [u8; 13] {
+    offset_key(entry_prefix(partition), offset)
+}
+
+fn settled_prefix(partition: u32) -> [u8; 5] {
+    let mut key = [SETTLED_PREFIX; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
+}
+
+fn settled_key(partition: u32, start: u64) -> [u8; 13] {
+    offset_key(settled_prefix(partition), start)
+}
+
+fn offset_key(prefix: [u8; 5], offset: u64) -> [u8; 13] {
     let mut key = [0; 13];
-    key[..5].copy_from_slice(&entry_prefix(partition));
+    key[..5].copy_from_slice(&prefix);
     key[5..].copy_from_slice(&offset.to_be_bytes());
     key
 }
@@ -163,7 +220,6 @@ fn encode_entry(entry: &Entry) -> [u8; ENTRY_BYTES] {
     let (tag, a, b) = match entry.state {
         EntryState::InFlight { deadline_ms, lease } => (1, deadline_ms, lease),
         EntryState::Waiting { due_ms } => (2, due_ms, 0),
-        EntryState::Done => (3, 0, 0),
         EntryState::Blocked { not_before_ms } => (4, not_before_ms, 0),
         EntryState::DeadLettering => (5, 0, 0),
     };
@@ -177,7 +233,14 @@ fn encode_entry(entry: &Entry) -> [u8; ENTRY_BYTES] {
     bytes
 }
 
-fn decode_entry(bytes: &[u8]) -> Option<Entry> {
+/// What an entry key holds.
+enum Stored {
+    Unsettled(Entry),
+    /// A settled offset, as tables saved before settled ranges kept them.
+    Settled,
+}
+
+fn decode_entry(bytes: &[u8]) -> Option<Stored> {
     if bytes.len() != ENTRY_BYTES {
         return None;
     }
@@ -189,7 +252,7 @@ fn decode_entry(bytes: &[u8]) -> Option<Entry> {
             lease: b,
         },
         2 => EntryState::Waiting { due_ms: a },
-        3 => EntryState::Done,
+        LEGACY_SETTLED_TAG => return Some(Stored::Settled),
         4 => EntryState::Blocked { not_before_ms: a },
         5 => EntryState::DeadLettering,
         _ => return None,
@@ -199,11 +262,11 @@ fn decode_entry(bytes: &[u8]) -> Option<Entry> {
         1 => Some(u64_at(bytes, 22)?),
         _ => return None,
     };
-    Some(Entry {
+    Some(Stored::Unsettled(Entry {
         attempts,
         key_hash,
         state,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -212,10 +275,25 @@ mod tests {
     use crate::subscription::config::RetryPolicy;
     use crate::subscription::lease_table::Candidate;
 
+    fn store() -> SubscriptionStore {
+        let db = sled::Config::new().temporary(true).open().expect("sled");
+        SubscriptionStore::new(db.open_tree("s").expect("tree"))
+    }
+
+    fn same(loaded: &LeaseTable, table: &LeaseTable) {
+        assert_eq!(loaded.cursor(), table.cursor());
+        assert_eq!(loaded.counts(1_001, 20), table.counts(1_001, 20));
+        assert_eq!(loaded.next_wake(), table.next_wake());
+        assert_eq!(loaded.unacked(), table.unacked());
+        assert_eq!(
+            loaded.settled().iter().collect::<Vec<_>>(),
+            table.settled().iter().collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn a_saved_table_loads_back_identically() {
-        let db = sled::Config::new().temporary(true).open().expect("sled");
-        let store = SubscriptionStore::new(db.open_tree("s").expect("tree"));
+        let store = store();
         let policy = TablePolicy {
             ordered_by_key: true,
             max_deliveries: 3,
@@ -238,10 +316,67 @@ mod tests {
         table
             .ack(grants[1].offset, grants[1].lease, 1_001)
             .expect("ack");
+        table.replay_ack(12);
         store.save(0, &mut table).expect("save");
+        assert_eq!(
+            table.settled().iter().collect::<Vec<_>>(),
+            vec![(6, 8), (12, 13)],
+            "the filtered 6 and the acked 7 are one range; 12 was settled by replay"
+        );
         let loaded = store.load(0, policy).expect("load").expect("present");
-        assert_eq!(loaded.cursor(), table.cursor());
-        assert_eq!(loaded.counts(1_001, 20), table.counts(1_001, 20));
-        assert_eq!(loaded.next_wake(), table.next_wake());
+        same(&loaded, &table);
+        table
+            .ack(grants[0].offset, grants[0].lease, 1_001)
+            .expect("ack");
+        store.save(0, &mut table).expect("save");
+        same(
+            &store.load(0, policy).expect("load").expect("present"),
+            &table,
+        );
+    }
+
+    #[test]
+    fn a_table_saved_with_settled_entries_loads_them_as_ranges() {
+        let store = store();
+        let policy = TablePolicy::default();
+        let cursor = Cursor {
+            ack_floor: 10,
+            next_offset: 14,
+            ..Cursor::default()
+        };
+        let waiting = Entry {
+            attempts: 1,
+            key_hash: None,
+            state: EntryState::Waiting { due_ms: 0 },
+        };
+        let mut settled = encode_entry(&waiting);
+        settled[4] = LEGACY_SETTLED_TAG;
+        store
+            .tree
+            .insert(cursor_key(0), &encode_cursor(&cursor)[..])
+            .expect("cursor");
+        store
+            .tree
+            .insert(entry_key(0, 10), &encode_entry(&waiting)[..])
+            .expect("entry");
+        for offset in [11, 12, 13] {
+            store
+                .tree
+                .insert(entry_key(0, offset), &settled[..])
+                .expect("settled");
+        }
+        let table = store.load(0, policy).expect("load").expect("present");
+        assert_eq!(table.settled().iter().collect::<Vec<_>>(), vec![(11, 14)]);
+        assert_eq!(table.unacked(), 1);
+        let reloaded = store.load(0, policy).expect("load").expect("present");
+        assert_eq!(
+            reloaded.settled().iter().collect::<Vec<_>>(),
+            vec![(11, 14)]
+        );
+        assert_eq!(
+            store.tree.scan_prefix(entry_prefix(0)).count(),
+            1,
+            "the settled entries were rewritten as a range"
+        );
     }
 }

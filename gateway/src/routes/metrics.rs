@@ -1,7 +1,7 @@
 //! `GET /metrics`: the recorder's series ([`crate::metrics`]) followed by gauges computed at
 //! scrape time from this server's state: open connections, long-polls, streams, in-flight
 //! produce bytes, and per subscription its backlog, in-flight, waiting-retry and oldest
-//! unacked age, and per topic its delayed messages.
+//! unacked age and the partitions at its unacked limit, and per topic its delayed messages.
 //!
 //! A scrape reports at most [`MAX_SCRAPED_SUBSCRIPTIONS`] subscriptions (whole topics at a
 //! time, in name order); how many it left out is itself a gauge.
@@ -29,9 +29,10 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 ///
 /// Request counts and latencies per route template and status; produced, delivered,
 /// redelivered, settled and dead-lettered messages and bytes per topic and subscription;
-/// backlog, in-flight and oldest unacked age per subscription and delayed messages per topic
-/// (at most 1000 subscriptions per scrape); writer queue depth, group-commit sizes and fsync
-/// latency; open connections, long-polls and streams. Needs a token unless `metrics_public`.
+/// backlog, in-flight, oldest unacked age and partitions at the unacked limit per
+/// subscription and delayed messages per topic (at most 1000 subscriptions per scrape);
+/// writer queue depth, group-commit sizes and fsync latency; open connections, long-polls and
+/// streams. Needs a token unless `metrics_public`.
 #[utoipa::path(get, path = "/metrics", tag = "metrics",
     responses((status = 200, description = "The Prometheus text exposition (version 0.0.4)",
         content_type = "text/plain; version=0.0.4", body = String)))]
@@ -143,6 +144,10 @@ async fn subscription_families(state: &AppState) -> Vec<Family> {
         "wharf_subscription_oldest_unacked_age_seconds",
         "Age of the oldest unacked message.",
     );
+    let mut at_limit = Family::new(
+        "wharf_subscription_unacked_limit_reached_partitions",
+        "Partitions on which the subscription holds its limit of unacked messages, so receives get no new ones there.",
+    );
     let mut delayed = Family::new(
         "wharf_topic_delayed_messages",
         "Delayed messages not yet due.",
@@ -158,6 +163,10 @@ async fn subscription_families(state: &AppState) -> Vec<Family> {
             backlog.push(labels.clone(), stats.backlog as f64);
             in_flight.push(labels.clone(), stats.in_flight as f64);
             waiting.push(labels.clone(), stats.waiting_retry as f64);
+            at_limit.push(
+                labels.clone(),
+                stats.unacked_limit_reached_partitions as f64,
+            );
             if let Some(age_ms) = stats.oldest_unacked_age_ms {
                 oldest.push(labels, age_ms as f64 / 1000.0);
             }
@@ -168,7 +177,9 @@ async fn subscription_families(state: &AppState) -> Vec<Family> {
         "Subscriptions left out of this scrape by its cap of 1000.",
         omitted,
     );
-    vec![backlog, in_flight, waiting, oldest, delayed, omitted]
+    vec![
+        backlog, in_flight, waiting, oldest, at_limit, delayed, omitted,
+    ]
 }
 
 /// Each topic's subscriptions with stats, in topic name order, while the total stays within

@@ -165,6 +165,11 @@ pub struct SubscriptionStatsView {
     pub dead_lettered: u64,
     /// Delayed messages of the topic not yet due.
     pub delayed: u64,
+    /// Partitions on which the subscription holds 100,000 unacked messages (in flight,
+    /// waiting for a retry, held back behind an earlier one of their key, delayed and not yet
+    /// due, or being dead-lettered): receives get no new messages from them until some are
+    /// acked. Acked messages never count, however far behind the oldest unacked one they are.
+    pub unacked_limit_reached_partitions: u64,
 }
 
 /// A subscription's settings and stats.
@@ -214,6 +219,7 @@ impl From<SubscriptionStats> for SubscriptionStatsView {
             filtered: stats.filtered,
             dead_lettered: stats.dead_lettered,
             delayed: stats.delayed,
+            unacked_limit_reached_partitions: stats.unacked_limit_reached_partitions,
         }
     }
 }
@@ -323,7 +329,9 @@ pub async fn list_subscriptions(
 ///
 /// Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
 /// how many messages the tag filter skipped (`filtered`), how many became dead letters
-/// (`dead_lettered`) and how many delayed messages of the topic are not yet due (`delayed`).
+/// (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
+/// on how many partitions the subscription holds as many unacked messages as it may, so that
+/// receives get no new ones there until some are acked (`unacked_limit_reached_partitions`).
 ///
 /// ```text
 /// curl localhost:8080/v1/topics/orders/subscriptions/billing

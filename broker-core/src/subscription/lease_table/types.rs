@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 /// Where a subscription stands on one partition, with its counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Cursor {
-    /// Every offset below this one is done (acked, skipped, dead-lettered, or lost to retention).
+    /// Every offset below this one is settled (acked, skipped, dead-lettered, or lost to
+    /// retention).
     pub ack_floor: u64,
     /// The next offset never looked at yet.
     pub next_offset: u64,
@@ -21,7 +22,8 @@ pub struct Cursor {
     pub dead_lettered: u64,
 }
 
-/// The state of one offset inside the unacked window.
+/// The state of one unsettled offset (settled ones have no entry: see
+/// [`super::OffsetRanges`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EntryState {
     /// Leased to a consumer until `deadline_ms`, under the lease id `lease`.
@@ -42,13 +44,11 @@ pub enum EntryState {
         /// Earliest delivery time (0: none).
         not_before_ms: u64,
     },
-    /// Out of deliveries: to be appended to the dead-letter topic, then done.
+    /// Out of deliveries: to be appended to the dead-letter topic, then settled.
     DeadLettering,
-    /// Settled, but an older offset is not, so the floor cannot pass it yet.
-    Done,
 }
 
-/// One offset inside the unacked window.
+/// One unsettled offset: an unacked message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// Deliveries made so far.
@@ -72,12 +72,6 @@ impl Entry {
             EntryState::Waiting { due_ms } => Some(due_ms),
             _ => None,
         }
-    }
-
-    /// Whether the entry still holds its key's turn (ordered subscriptions): until it is
-    /// settled, and a dead letter is settled once it reached the dead-letter topic.
-    pub(super) fn holds_key(&self) -> bool {
-        self.state != EntryState::Done
     }
 }
 
@@ -147,4 +141,20 @@ pub struct TableCounts {
     pub not_yet_due: u64,
     /// Lowest offset not yet settled, if any.
     pub oldest_unacked: Option<u64>,
+    /// The table holds [`crate::limits::MAX_UNACKED_PER_PARTITION`] unacked messages, so
+    /// receives get no new messages of this partition until some are settled.
+    pub unacked_limit_reached: bool,
+}
+
+/// What changed in a table since the last [`super::LeaseTable::take_changes`]: what a store
+/// must write to hold the same state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableChanges {
+    /// The cursor, if it changed.
+    pub cursor: Option<Cursor>,
+    /// Each changed offset with its entry (`None`: the offset has no entry any more).
+    pub entries: Vec<(u64, Option<Entry>)>,
+    /// Each changed range of settled offsets, by start, with its end (`None`: no range
+    /// starts there any more).
+    pub settled: Vec<(u64, Option<u64>)>,
 }
