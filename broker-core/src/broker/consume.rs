@@ -13,7 +13,8 @@ use crate::message::StoredRecord;
 use crate::partitioner::key_hash64;
 use crate::subscription::attempts::{MAX_ATTEMPT_ID_LEN, Remembered, valid_attempt_id};
 use crate::subscription::config::validate_ack_timeout;
-use crate::subscription::lease_table::Stale;
+use crate::subscription::events::SubscriptionEvent;
+use crate::subscription::lease_table::{EntryState, Stale};
 use crate::subscription::{Candidate, Grant, LeaseTable, ReceiptData, Subscription};
 use crate::telemetry;
 
@@ -47,8 +48,8 @@ pub const MAX_NACK_DELAY_MS: u64 = crate::subscription::config::MAX_BACKOFF_CEIL
 
 impl Broker {
     /// Leases up to `max_messages` messages: due redeliveries first, then new ones, visiting the
-    /// partitions in turn. The leases reach the disk within sled's flush interval or with the
-    /// next settle, whichever is first, not before the reply. Waits up to `wait_ms` for at least one, woken by commits to the
+    /// partitions in turn. Leases live in memory and reach the next checkpoint (about a second
+    /// later), not the disk before the reply. Waits up to `wait_ms` for at least one, woken by commits to the
     /// topic and by retry timers, not by polling. With `request.memory`, each read first
     /// reserves room for its answer; when there is none, a receive that may wait waits for
     /// it as for messages (holding nothing), and one with `wait_ms` 0 is
@@ -130,10 +131,8 @@ impl Broker {
                 if let Some(id) = &request.attempt_id {
                     sub.remember_attempt(id.clone(), deliveries.iter().map(remembered).collect());
                 }
-                // Leases are not flushed before the reply: a crash within sled's flush interval
-                // (500 ms) can only make a message come back sooner (at least once), and the
-                // next ack or nack flushes them with it. Waiting here doubled the receive
-                // latency and put sled's flush stalls on every delivery.
+                // Leases are not made durable before the reply: a crash before the next
+                // checkpoint can only make a message come back sooner (at least once).
                 let redelivered = deliveries.iter().filter(|d| d.delivery_attempt > 1).count();
                 let bytes = deliveries
                     .iter()
@@ -255,30 +254,29 @@ impl Broker {
             }
         }
         let now = now_ms();
-        let retry = sub.config.retry;
+        let mut pending = Vec::new();
         for (partition, items) in by_partition {
-            let results = sub.update(partition, |table| {
-                items
-                    .iter()
-                    .map(|(receipt, data)| {
-                        let result = match action {
-                            Settle::Ack => table.ack(data.offset, data.lease, now),
-                            Settle::Nack { delay_ms, error } => {
-                                let result =
-                                    table.nack(data.offset, data.lease, now, delay_ms, &retry);
-                                if let (Ok(()), Some(error)) = (result, error) {
-                                    sub.set_last_error(partition, data.offset, error);
-                                }
-                                result
-                            }
-                            Settle::Extend { lease_ms } => {
-                                table.extend(data.offset, data.lease, now, lease_ms)
-                            }
-                        };
-                        (*receipt, result)
-                    })
-                    .collect::<Vec<_>>()
-            })?;
+            let log = &open.partitions[partition];
+            let results = match action {
+                Settle::Extend { lease_ms } => sub.update(partition, |table| {
+                    items
+                        .iter()
+                        .map(|(receipt, data)| {
+                            (
+                                *receipt,
+                                table.extend(data.offset, data.lease, now, lease_ms),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                }),
+                _ => {
+                    let (results, append) = sub.change_durably(partition, log, |table| {
+                        settle_durably(&sub, partition, table, &items, action, now)
+                    })?;
+                    pending.extend(append);
+                    results
+                }
+            };
             for (receipt, result) in results {
                 match result {
                     Ok(()) => outcome.succeeded += 1,
@@ -287,6 +285,11 @@ impl Broker {
                         .push((receipt.clone(), ReceiptFailure::Invalid)),
                 }
             }
+        }
+        // The answer waits for the events to be durable per the fsync policy; settles of
+        // many requests share the writer's group commit.
+        for append in pending {
+            append.wait().await?;
         }
         if outcome.succeeded > 0 {
             let name = match action {
@@ -300,7 +303,6 @@ impl Broker {
             if sub.config.ordering == crate::subscription::Ordering::Key {
                 open.on_commit.notify_waiters();
             }
-            self.persist().await?;
         }
         Ok(outcome)
     }
@@ -441,7 +443,7 @@ impl Broker {
         };
         let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
         let now = now_ms();
-        let grants = sub.update(partition, |table| {
+        let grants = sub.grant(partition, log, |table| {
             table.grant(
                 now,
                 wanted,
@@ -451,7 +453,7 @@ impl Broker {
                 &sub.config.retry,
                 rand::random,
             )
-        })?;
+        });
         if grants.is_empty() {
             return Ok(0);
         }
@@ -492,7 +494,7 @@ impl Broker {
                         table.release(grant.offset, grant.lease, now);
                     }
                 }
-            })?;
+            });
         }
         Ok(reply.deliveries.len() - added)
     }
@@ -525,6 +527,70 @@ impl Broker {
 struct Reply {
     deliveries: Vec<Delivery>,
     budget: usize,
+}
+
+/// One receipt and what its settle did.
+type SettleResult<'r> = (&'r String, std::result::Result<(), Stale>);
+
+/// Acks or nacks the receipts of one partition in its table; returns each receipt's result
+/// and the events to record.
+fn settle_durably<'r>(
+    sub: &Subscription,
+    partition: usize,
+    table: &mut LeaseTable,
+    items: &[(&'r String, ReceiptData)],
+    action: Settle<'_>,
+    now: u64,
+) -> (Vec<SettleResult<'r>>, Vec<SubscriptionEvent>) {
+    let subscription = sub.config.uid;
+    let mut events = Vec::new();
+    let results = items
+        .iter()
+        .map(|(receipt, data)| {
+            let offset = data.offset;
+            let result = match action {
+                Settle::Ack => table.ack(offset, data.lease, now).map(|()| {
+                    events.push(SubscriptionEvent::Acked {
+                        subscription,
+                        offset,
+                    })
+                }),
+                Settle::Nack { delay_ms, error } => table
+                    .nack(offset, data.lease, now, delay_ms, &sub.config.retry)
+                    .map(|()| {
+                        if let Some(error) = error {
+                            sub.set_last_error(partition, offset, error);
+                        }
+                        events.push(nacked(subscription, offset, table, error));
+                    }),
+                Settle::Extend { .. } => Err(Stale::NotLeased),
+            };
+            (*receipt, result)
+        })
+        .collect();
+    (results, events)
+}
+
+/// The event of a nack, from the entry the nack left.
+fn nacked(
+    subscription: u64,
+    offset: u64,
+    table: &LeaseTable,
+    error: Option<&str>,
+) -> SubscriptionEvent {
+    let entry = table.entry(offset);
+    let due_ms = match entry.map(|e| e.state) {
+        Some(EntryState::Waiting { due_ms }) => due_ms,
+        _ => 0,
+    };
+    SubscriptionEvent::Nacked {
+        subscription,
+        offset,
+        attempts: entry.map_or(0, |e| e.attempts),
+        due_ms,
+        key_hash: entry.and_then(|e| e.key_hash),
+        error: error.map(str::to_owned),
+    }
 }
 
 /// Reads up to `max` records from `from`.

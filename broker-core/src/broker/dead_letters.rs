@@ -12,6 +12,7 @@ use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
 use crate::message::Record;
+use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{LeaseTable, Subscription};
 use crate::telemetry;
 use crate::topic::{TopicInfo, TopicSpec};
@@ -73,17 +74,29 @@ impl Broker {
         }
         self.append_shares(&dlq, shares).await?;
         let now = now_ms();
-        sub.update(partition, |table| {
+        let subscription = sub.config.uid;
+        let ((), append) = sub.change_durably(partition, &log, |table| {
             for (offset, _) in &records {
                 table.finish_dead_letter(*offset, now);
             }
             for offset in &gone {
                 table.forget(*offset, now);
             }
+            let events = records
+                .iter()
+                .map(|(offset, _)| SubscriptionEvent::DeadLettered {
+                    subscription,
+                    offset: *offset,
+                })
+                .collect();
+            ((), events)
         })?;
+        if let Some(append) = append {
+            append.wait().await?;
+        }
         tracing::info!(subscription = %sub.config.name, dead_letters = records.len(), "moved to the dead-letter topic");
         telemetry::dead_lettered(&topic.config().name, &sub.config.name, records.len());
-        self.persist().await
+        Ok(())
     }
 
     /// The subscription's dead-letter topic, created like its source topic if missing.
@@ -137,7 +150,7 @@ impl Broker {
                 if moved >= limit || self.shutting_down.load(Ordering::SeqCst) {
                     return Ok(moved);
                 }
-                let from = sub.redrive_cursor(partition)?.max(log.start_offset());
+                let from = sub.redrive_cursor(partition).max(log.start_offset());
                 let take = (limit - moved)
                     .min(per_second)
                     .min(MAX_BATCH_MESSAGES as u64) as usize;
@@ -156,8 +169,10 @@ impl Broker {
                     moved += 1;
                 }
                 self.append_shares(&open, shares).await?;
-                sub.set_redrive_cursor(partition, last + 1)?;
-                self.persist().await?;
+                let home = &open.partitions[partition % open.partitions.len()];
+                sub.set_redrive_cursor(partition, last + 1, home)?
+                    .wait()
+                    .await?;
                 let allowed_at = started + Duration::from_millis(moved * 1000 / per_second);
                 tokio::time::sleep_until(allowed_at).await;
             }

@@ -282,7 +282,7 @@ fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>
             .collect();
         let store = metadata.subscription_store(config.uid)?;
         let name = config.name.clone();
-        let subscription = Subscription::open(config, store, &starts)?;
+        let subscription = Subscription::open(config, store, &starts, &topic.partitions)?;
         super::write(&topic.subscriptions).insert(name, Arc::new(subscription));
     }
     Ok(())

@@ -7,6 +7,7 @@
 //! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
 //!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`.
 
+mod checkpoint;
 mod consume;
 mod dead_letters;
 mod delays;
@@ -19,6 +20,7 @@ mod subscriptions;
 mod topics;
 pub mod types;
 
+pub use checkpoint::CHECKPOINT_EVERY_MS;
 pub use consume::{MAX_NACK_DELAY_MS, REDRIVE_HEADER};
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
 pub use delays::PRESTAGE_LEAD_MS;
@@ -136,6 +138,7 @@ impl Broker {
             memory: std::sync::OnceLock::new(),
         });
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
+        broker.spawn_task(checkpoint::checkpoint_loop(Arc::downgrade(&broker)));
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
         for topic in topics {
             broker.spawn_task(delays::delay_loop(Arc::downgrade(&broker), topic));
@@ -144,7 +147,8 @@ impl Broker {
     }
 
     /// Stops taking work: wakes every long-poll (they return what they have), stops the
-    /// writers after they commit what is queued, and flushes the metadata store. Idempotent.
+    /// writers after they commit what is queued, checkpoints every subscription and flushes
+    /// the metadata store. Idempotent.
     pub async fn shutdown(&self) {
         if self.shutting_down.swap(true, Ordering::SeqCst) {
             return;
@@ -175,6 +179,10 @@ impl Broker {
             partitions.iter().for_each(PartitionHandle::shutdown)
         })
         .await;
+        // The writers are stopped: a last checkpoint covers the whole log.
+        if let Err(error) = self.checkpoint_all().await {
+            tracing::error!(%error, "the last checkpoint at shutdown failed");
+        }
         if let Err(error) = self.metadata.flush().await {
             tracing::error!(%error, "flushing the metadata store at shutdown failed");
         }

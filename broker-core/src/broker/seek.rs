@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{Broker, blocking};
 use crate::error::{BrokerError, Result};
+use crate::subscription::events::SubscriptionEvent;
 
 /// Where a seek moves a subscription.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +69,23 @@ impl Broker {
                 partitions,
             });
         }
+        let mut appends = Vec::with_capacity(positions.len());
         for (partition, position) in &positions {
-            sub.update(*partition as usize, |table| table.reset(*position))?;
+            let log = &open.partitions[*partition as usize];
+            let event = SubscriptionEvent::Sought {
+                subscription: sub.config.uid,
+                offset: *position,
+            };
+            let ((), append) = sub.change_durably(*partition as usize, log, |table| {
+                table.reset(*position);
+                ((), vec![event])
+            })?;
+            appends.extend(append);
         }
         sub.forget_attempts();
-        self.persist().await?;
+        for append in appends {
+            append.wait().await?;
+        }
         open.on_commit.notify_waiters();
         Ok(positions)
     }

@@ -35,7 +35,16 @@ impl Broker {
             })
             .collect();
         let store = self.metadata.subscription_store(config.uid)?;
-        let subscription = Subscription::open(config.clone(), store, &starts)?;
+        let logs = open.partitions.clone();
+        let opening = config.clone();
+        let subscription = blocking(move || {
+            let subscription = Subscription::open(opening, store, &starts, &logs)?;
+            for (partition, log) in logs.iter().enumerate() {
+                subscription.checkpoint(partition, log.end_position())?;
+            }
+            Ok(subscription)
+        })
+        .await?;
         self.metadata.save_subscription(&config)?;
         self.persist().await?;
         let subscription = Arc::new(subscription);

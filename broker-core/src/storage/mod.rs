@@ -33,4 +33,6 @@ mod writer;
 
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;
-pub use writer::{AppendResult, PartitionHandle, PendingAppend, QUEUE_FULL_RETRY_AFTER_MS};
+pub use writer::{
+    AppendResult, ControlSlot, PartitionHandle, PendingAppend, QUEUE_FULL_RETRY_AFTER_MS,
+};

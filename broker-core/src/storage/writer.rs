@@ -119,6 +119,17 @@ impl QueuedBytes {
     }
 }
 
+impl QueuedBytes {
+    /// Counts `bytes` in `budget` whatever it holds.
+    fn force(budget: &Arc<AtomicUsize>, bytes: usize) -> QueuedBytes {
+        budget.fetch_add(bytes, Ordering::AcqRel);
+        QueuedBytes {
+            budget: Arc::clone(budget),
+            bytes,
+        }
+    }
+}
+
 impl Drop for QueuedBytes {
     fn drop(&mut self) {
         self.budget.fetch_sub(self.bytes, Ordering::AcqRel);
@@ -254,6 +265,21 @@ impl PartitionHandle {
         let (reply, answer) = oneshot::channel();
         self.try_queue(Payload::Control(entries), Some(reply), None)?;
         Ok(PendingAppend(answer))
+    }
+
+    /// A place in the writer's queue, taken before a change is made so that queueing its
+    /// control batch afterwards cannot fail: [`BrokerError::Overloaded`] at once when the
+    /// queue is full (then nothing was changed), [`BrokerError::ShuttingDown`] after shutdown.
+    pub fn reserve_control(&self) -> Result<ControlSlot> {
+        let sender = self.sender(false)?;
+        let permit = sender.try_reserve_owned().map_err(|e| match e {
+            TrySendError::Full(_) => overloaded(),
+            TrySendError::Closed(_) => BrokerError::ShuttingDown,
+        })?;
+        Ok(ControlSlot {
+            permit,
+            queued_bytes: Arc::clone(&self.inner.queued_bytes),
+        })
     }
 
     /// [`PartitionHandle::queue_control`] without an answer: for changes whose loss in a crash
@@ -427,6 +453,46 @@ impl PartitionHandle {
         {
             tracing::error!(dir = %self.inner.view.dir().display(), "partition writer panicked");
         }
+    }
+}
+
+/// A reserved place in a partition writer's queue ([`PartitionHandle::reserve_control`]);
+/// dropping it unused gives the place back.
+pub struct ControlSlot {
+    permit: mpsc::OwnedPermit<AppendRequest>,
+    queued_bytes: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for ControlSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlSlot").finish_non_exhaustive()
+    }
+}
+
+impl ControlSlot {
+    /// Queues a control batch in the reserved place; it resolves once committed per the
+    /// fsync policy. Its bytes count in the queued-bytes budget without being refused by it:
+    /// control entries are tens of bytes each, and the place was already granted.
+    pub fn send(self, entries: Vec<Bytes>) -> PendingAppend {
+        let (reply, answer) = oneshot::channel();
+        self.send_with(entries, Some(reply));
+        PendingAppend(answer)
+    }
+
+    /// [`ControlSlot::send`] without an answer; a failure is logged.
+    pub fn send_detached(self, entries: Vec<Bytes>) {
+        self.send_with(entries, None);
+    }
+
+    fn send_with(self, entries: Vec<Bytes>, reply: Option<oneshot::Sender<Result<AppendResult>>>) {
+        let payload = Payload::Control(entries);
+        let queued = QueuedBytes::force(&self.queued_bytes, payload.bytes());
+        self.permit.send(AppendRequest {
+            payload,
+            reply,
+            _queued: queued,
+            _held: None,
+        });
     }
 }
 

@@ -106,6 +106,11 @@ impl LeaseTable {
         self.cursor
     }
 
+    /// The entry of an unsettled offset.
+    pub fn entry(&self, offset: u64) -> Option<Entry> {
+        self.entries.get(&offset).copied()
+    }
+
     /// Hands out up to `max` offsets, leased until `now_ms + lease_ms`: due redeliveries first
     /// (oldest due first), then the `fresh` candidates the caller peeked at the head of the log,
     /// which must start at `next_offset` (earlier ones are ignored, as another receiver took

@@ -5,20 +5,30 @@
 //! - `receipt`: MAC'd receipts ([`ReceiptCodec`]).
 //! - `events`: the durable changes of subscription state, as control entries of the
 //!   partition log ([`events::SubscriptionEvent`]).
-//! - `store`: persistence of lease tables in sled ([`SubscriptionStore`]).
+//! - `store`: checkpoints of lease tables in sled ([`SubscriptionStore`]).
+//! - `restore`: opening a table: its checkpoint plus the log's events replayed.
+//!
+//! A change that must survive a crash (ack, nack, dead letter, seek, redrive) is made to the
+//! table and queued as an event in the partition log under the table's lock, so the log holds
+//! each table's changes in the order they were made; the caller answers once the log has
+//! committed it. Leases, extends and first deliveries live in memory and reach the
+//! checkpoint, written in the background about once a second; nothing on a request's path
+//! waits for sled.
 
 pub mod attempts;
 pub mod config;
 pub mod events;
 pub mod lease_table;
 pub mod receipt;
+mod restore;
 pub mod store;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
 
 use attempts::AttemptCache;
+use events::SubscriptionEvent;
 
 pub use config::{
     Filter, Ordering, RetryPolicy, StartPosition, SubscriptionConfig, SubscriptionSpec,
@@ -28,6 +38,7 @@ pub use receipt::{ReceiptCodec, ReceiptData};
 pub use store::SubscriptionStore;
 
 use crate::error::Result;
+use crate::storage::{LogPosition, PartitionHandle, PendingAppend};
 
 /// A live subscription: its settings, one lease table per partition, and where they persist.
 #[derive(Debug)]
@@ -46,6 +57,10 @@ pub struct Subscription {
     last_errors: Mutex<HashMap<(usize, u64), String>>,
     /// Deliveries of recent receive attempt ids.
     attempts: Mutex<AttemptCache>,
+    /// Where redrive continues on each partition of the dead-letter topic.
+    redrive: Mutex<BTreeMap<u32, u64>>,
+    /// The position of each partition's last checkpoint, so an idle one writes nothing.
+    checkpointed: Mutex<Vec<Option<LogPosition>>>,
 }
 
 /// Nack error texts remembered per subscription: enough for every unacked message of a few
@@ -55,25 +70,32 @@ pub const MAX_REMEMBERED_ERRORS: usize = 10_000;
 pub const MAX_ERROR_LEN: usize = 1_024;
 
 impl Subscription {
-    /// Loads (or starts, at `start_offsets`) the tables of every partition.
+    /// Opens the tables of every partition: each from its checkpoint (or at its start offset,
+    /// for a new subscription), clamped to its log's end and brought up to date by replaying
+    /// the log's events from the checkpoint. Blocking: it reads the logs' tails.
     pub fn open(
         config: SubscriptionConfig,
         store: SubscriptionStore,
         start_offsets: &[u64],
+        logs: &[PartitionHandle],
     ) -> Result<Self> {
-        let policy = config.table_policy();
-        let mut tables = Vec::with_capacity(start_offsets.len());
-        for (partition, start) in (0u32..).zip(start_offsets) {
-            let table = match store.load(partition, policy)? {
-                Some(table) => table,
-                None => {
-                    let mut table = LeaseTable::starting_at(*start, policy);
-                    table.mark_cursor_dirty();
-                    store.save(partition, &mut table)?;
-                    table
-                }
-            };
-            tables.push(Mutex::new(table));
+        let mut tables = Vec::with_capacity(logs.len());
+        let mut last_errors = HashMap::new();
+        let mut redrive = BTreeMap::new();
+        for ((partition, start), log) in (0u32..).zip(start_offsets).zip(logs) {
+            let restored = restore::restore_partition(&config, &store, partition, *start, log)?;
+            for (offset, error) in restored.errors {
+                last_errors.insert((partition as usize, offset), error);
+            }
+            for (dead_letter_partition, next) in restored.redrive {
+                let cursor: &mut u64 = redrive.entry(dead_letter_partition).or_default();
+                *cursor = (*cursor).max(next);
+            }
+            tables.push(Mutex::new(restored.table));
+        }
+        for (dead_letter_partition, next) in store.redrive_cursors()? {
+            let cursor: &mut u64 = redrive.entry(dead_letter_partition).or_default();
+            *cursor = (*cursor).max(next);
         }
         Ok(Subscription {
             config,
@@ -82,9 +104,32 @@ impl Subscription {
             rotation: AtomicUsize::new(0),
             dead_letter_turn: tokio::sync::Mutex::new(()),
             redrive_turn: tokio::sync::Mutex::new(()),
-            last_errors: Mutex::new(HashMap::new()),
+            last_errors: Mutex::new(last_errors),
             attempts: Mutex::new(AttemptCache::default()),
+            redrive: Mutex::new(redrive),
+            checkpointed: Mutex::new(vec![None; logs.len()]),
         })
+    }
+
+    /// Writes what changed in a partition's table since its last checkpoint, with `position`,
+    /// to sled: a restart replays the log from there. `position` must be read from the log
+    /// before this is called, so every event before it is already in the table. Blocking.
+    pub fn checkpoint(&self, partition: usize, position: LogPosition) -> Result<()> {
+        let changes = self.lock(partition).take_changes();
+        let unmoved = relock(&self.checkpointed).get(partition) == Some(&Some(position));
+        if unmoved && changes.is_empty() {
+            return Ok(());
+        }
+        let redrive: Vec<(u32, u64)> = relock(&self.redrive)
+            .iter()
+            .map(|(p, o)| (*p, *o))
+            .collect();
+        self.store
+            .save_checkpoint(partition_number(partition), changes, position, &redrive)?;
+        if let Some(slot) = relock(&self.checkpointed).get_mut(partition) {
+            *slot = Some(position);
+        }
+        Ok(())
     }
 
     /// Number of partitions.
@@ -99,16 +144,60 @@ impl Subscription {
         (0..count).map(move |i| (first + i) % count)
     }
 
-    /// Runs `change` on a partition's table under its lock and persists what it changed.
-    pub fn update<T>(
+    /// Runs `change` on a partition's table under its lock: for changes that need not survive
+    /// a crash (leases, extends, first deliveries), which reach the next checkpoint.
+    pub fn update<T>(&self, partition: usize, change: impl FnOnce(&mut LeaseTable) -> T) -> T {
+        change(&mut self.lock(partition))
+    }
+
+    /// Runs `change` on a partition's table under its lock and queues the events it returns
+    /// in the partition's log, in the order of the table's changes; the caller awaits the
+    /// returned append before it answers. The log's queue place is taken first, so a full
+    /// queue ([`crate::BrokerError::Overloaded`]) changes nothing.
+    pub fn change_durably<T>(
         &self,
         partition: usize,
-        change: impl FnOnce(&mut LeaseTable) -> T,
-    ) -> Result<T> {
+        log: &PartitionHandle,
+        change: impl FnOnce(&mut LeaseTable) -> (T, Vec<SubscriptionEvent>),
+    ) -> Result<(T, Option<PendingAppend>)> {
+        let slot = log.reserve_control()?;
         let mut table = self.lock(partition);
-        let result = change(&mut table);
-        self.store.save(partition_number(partition), &mut table)?;
-        Ok(result)
+        let (result, events) = change(&mut table);
+        let pending = (!events.is_empty())
+            .then(|| slot.send(events.iter().map(SubscriptionEvent::encode).collect()));
+        Ok((result, pending))
+    }
+
+    /// [`Subscription::update`] for a receive: redeliveries among the grants `change` returns
+    /// are queued in the log as [`SubscriptionEvent::Redelivered`] without waiting (when the
+    /// queue has room), so `max_deliveries` survives a restart; losing one costs at most an
+    /// extra delivery.
+    pub fn grant(
+        &self,
+        partition: usize,
+        log: &PartitionHandle,
+        change: impl FnOnce(&mut LeaseTable) -> Vec<Grant>,
+    ) -> Vec<Grant> {
+        let slot = log.reserve_control().ok();
+        let mut table = self.lock(partition);
+        let grants = change(&mut table);
+        let events: Vec<bytes::Bytes> = grants
+            .iter()
+            .filter(|g| g.attempt > 1)
+            .map(|g| {
+                SubscriptionEvent::Redelivered {
+                    subscription: self.config.uid,
+                    offset: g.offset,
+                    attempts: g.attempt,
+                    key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
+                }
+                .encode()
+            })
+            .collect();
+        if let (Some(slot), false) = (slot, events.is_empty()) {
+            slot.send_detached(events);
+        }
+        grants
     }
 
     /// Reads a partition's table under its lock, changing nothing.
@@ -131,14 +220,31 @@ impl Subscription {
     }
 
     /// Where redrive continues on the dead-letter topic's partition.
-    pub fn redrive_cursor(&self, partition: usize) -> Result<u64> {
-        self.store.redrive_cursor(partition_number(partition))
+    pub fn redrive_cursor(&self, partition: usize) -> u64 {
+        relock(&self.redrive)
+            .get(&partition_number(partition))
+            .copied()
+            .unwrap_or(0)
     }
 
-    /// Moves the redrive cursor of a dead-letter partition.
-    pub fn set_redrive_cursor(&self, partition: usize, offset: u64) -> Result<()> {
-        self.store
-            .set_redrive_cursor(partition_number(partition), offset)
+    /// Moves the redrive cursor of a dead-letter partition, recording it in `log` (a partition
+    /// of the subscription's own topic); await the returned append before answering.
+    pub fn set_redrive_cursor(
+        &self,
+        partition: usize,
+        offset: u64,
+        log: &PartitionHandle,
+    ) -> Result<PendingAppend> {
+        let slot = log.reserve_control()?;
+        let mut redrive = relock(&self.redrive);
+        let dead_letter_partition = partition_number(partition);
+        redrive.insert(dead_letter_partition, offset);
+        let event = SubscriptionEvent::Redriven {
+            subscription: self.config.uid,
+            dead_letter_partition,
+            next_offset: offset,
+        };
+        Ok(slot.send(vec![event.encode()]))
     }
 
     /// The deliveries an attempt id got, if remembered.

@@ -1,18 +1,23 @@
-//! Persistence of lease tables in sled: one tree per subscription incarnation, a cursor key per
-//! partition, an entry key per unacked offset and a key per range of settled offsets above the
-//! floor. Each settle writes its changes as one atomic sled batch, so a cursor never moves
-//! without the entries and ranges it implies.
+//! Checkpoints of lease tables in sled: one tree per subscription incarnation, a cursor key per
+//! partition, an entry key per unacked offset, a key per range of settled offsets above the
+//! floor, the log position each partition's checkpoint covers (`p`) and the redrive cursors
+//! (`r`). Each checkpoint writes its changes as one atomic sled batch, so a cursor never moves
+//! without the entries, ranges and position it implies.
 //!
 //! Tables saved before settled offsets were kept as ranges hold an entry in state 3 for each
 //! one; they load as settled, and the load rewrites them as ranges.
 
 use crate::error::{BrokerError, Result};
-use crate::subscription::lease_table::{Cursor, Entry, EntryState, LeaseTable, TablePolicy};
+use crate::storage::LogPosition;
+use crate::subscription::lease_table::{
+    Cursor, Entry, EntryState, LeaseTable, TableChanges, TablePolicy,
+};
 
 const CURSOR_PREFIX: u8 = b'c';
 const REDRIVE_PREFIX: u8 = b'r';
 const ENTRY_PREFIX: u8 = b'e';
 const SETTLED_PREFIX: u8 = b's';
+const POSITION_PREFIX: u8 = b'p';
 /// The state tag of a settled offset in tables saved before settled ranges.
 const LEGACY_SETTLED_TAG: u8 = 3;
 
@@ -82,48 +87,100 @@ impl SubscriptionStore {
         Ok(())
     }
 
-    /// Where redrive continues on a dead-letter partition (0 at first).
-    pub fn redrive_cursor(&self, partition: u32) -> Result<u64> {
-        match self.tree.get(redrive_key(partition))? {
-            Some(value) => u64_at(&value, 0).ok_or_else(|| corrupt("redrive cursor", partition)),
-            None => Ok(0),
+    /// Where redrive continues on each dead-letter partition, as of the last checkpoint.
+    pub fn redrive_cursors(&self) -> Result<Vec<(u32, u64)>> {
+        let mut cursors = Vec::new();
+        for item in self.tree.scan_prefix([REDRIVE_PREFIX]) {
+            let (key, value) = item?;
+            let partition = key
+                .get(1..5)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_be_bytes)
+                .ok_or_else(|| corrupt("redrive key", 0))?;
+            let offset = u64_at(&value, 0).ok_or_else(|| corrupt("redrive cursor", partition))?;
+            cursors.push((partition, offset));
+        }
+        Ok(cursors)
+    }
+
+    /// The log position the last checkpoint of `partition` covers: a restart replays the
+    /// partition log from there. `None` before the first checkpoint.
+    pub fn position(&self, partition: u32) -> Result<Option<LogPosition>> {
+        let Some(value) = self.tree.get(position_key(partition))? else {
+            return Ok(None);
+        };
+        match (u64_at(&value, 0), u64_at(&value, 8), value.len()) {
+            (Some(segment_base), Some(position), 16) => Ok(Some(LogPosition {
+                segment_base,
+                position,
+            })),
+            _ => Err(corrupt("checkpoint position", partition)),
         }
     }
 
-    /// Moves the redrive cursor of a dead-letter partition.
-    pub fn set_redrive_cursor(&self, partition: u32, offset: u64) -> Result<()> {
-        self.tree
-            .insert(redrive_key(partition), &offset.to_be_bytes())?;
+    /// Writes a table's changes since its last checkpoint, the position they cover and the
+    /// redrive cursors, as one atomic batch: after a crash the store holds some checkpoint
+    /// whole, never a table without the position it goes with.
+    pub fn save_checkpoint(
+        &self,
+        partition: u32,
+        changes: TableChanges,
+        position: LogPosition,
+        redrive: &[(u32, u64)],
+    ) -> Result<()> {
+        let mut batch = changes_batch(partition, changes);
+        let mut at = [0; 16];
+        at[..8].copy_from_slice(&position.segment_base.to_be_bytes());
+        at[8..].copy_from_slice(&position.position.to_be_bytes());
+        batch.insert(&position_key(partition)[..], &at[..]);
+        for (dead_letter_partition, offset) in redrive {
+            batch.insert(
+                &redrive_key(*dead_letter_partition)[..],
+                &offset.to_be_bytes()[..],
+            );
+        }
+        self.tree.apply_batch(batch)?;
         Ok(())
     }
 
     /// Writes the changes a table reports, atomically.
     pub fn save(&self, partition: u32, table: &mut LeaseTable) -> Result<()> {
         let changes = table.take_changes();
-        if changes.cursor.is_none() && changes.entries.is_empty() && changes.settled.is_empty() {
+        if changes.is_empty() {
             return Ok(());
         }
-        let mut batch = sled::Batch::default();
-        if let Some(cursor) = changes.cursor {
-            batch.insert(&cursor_key(partition)[..], &encode_cursor(&cursor)[..]);
-        }
-        for (offset, entry) in changes.entries {
-            let key = entry_key(partition, offset);
-            match entry {
-                Some(entry) => batch.insert(&key[..], &encode_entry(&entry)[..]),
-                None => batch.remove(&key[..]),
-            }
-        }
-        for (start, end) in changes.settled {
-            let key = settled_key(partition, start);
-            match end {
-                Some(end) => batch.insert(&key[..], &end.to_be_bytes()[..]),
-                None => batch.remove(&key[..]),
-            }
-        }
-        self.tree.apply_batch(batch)?;
+        self.tree.apply_batch(changes_batch(partition, changes))?;
         Ok(())
     }
+}
+
+/// The sled batch writing a table's changes.
+fn changes_batch(partition: u32, changes: TableChanges) -> sled::Batch {
+    let mut batch = sled::Batch::default();
+    if let Some(cursor) = changes.cursor {
+        batch.insert(&cursor_key(partition)[..], &encode_cursor(&cursor)[..]);
+    }
+    for (offset, entry) in changes.entries {
+        let key = entry_key(partition, offset);
+        match entry {
+            Some(entry) => batch.insert(&key[..], &encode_entry(&entry)[..]),
+            None => batch.remove(&key[..]),
+        }
+    }
+    for (start, end) in changes.settled {
+        let key = settled_key(partition, start);
+        match end {
+            Some(end) => batch.insert(&key[..], &end.to_be_bytes()[..]),
+            None => batch.remove(&key[..]),
+        }
+    }
+    batch
+}
+
+fn position_key(partition: u32) -> [u8; 5] {
+    let mut key = [POSITION_PREFIX; 5];
+    key[1..].copy_from_slice(&partition.to_be_bytes());
+    key
 }
 
 fn corrupt(what: &str, partition: u32) -> BrokerError {

@@ -123,7 +123,7 @@ impl LeaseTable {
 
     /// Gives the turn to every held-back message that heads its key's queue (after the
     /// messages ahead of it vanished without being settled).
-    fn unblock_heads(&mut self) {
+    pub(super) fn unblock_heads(&mut self) {
         let heads: Vec<(u64, Entry, u64)> = self
             .key_queues
             .values()

@@ -105,6 +105,21 @@ impl OffsetRanges {
         }
     }
 
+    /// Drops every offset at or past `end`.
+    pub fn remove_from(&mut self, end: u64) {
+        if let Some((&start, &range_end)) = self.ranges.range(..end).next_back()
+            && range_end > end
+        {
+            self.ranges.insert(start, end);
+            self.changed.insert(start);
+        }
+        let doomed: Vec<u64> = self.ranges.range(end..).map(|(&start, _)| start).collect();
+        for start in doomed {
+            self.ranges.remove(&start);
+            self.changed.insert(start);
+        }
+    }
+
     /// Drops every offset.
     pub fn clear(&mut self) {
         self.changed.extend(self.ranges.keys().copied());
@@ -172,6 +187,15 @@ mod tests {
         assert!(set.contains(7) && !set.contains(8) && !set.contains(0) && !set.contains(3));
         assert_eq!(set.end_of(5), Some(8));
         assert_eq!(set.end_of(8), None);
+    }
+
+    #[test]
+    fn removing_from_an_end_trims_the_range_it_cuts_and_drops_later_ones() {
+        let mut set = of(&[1, 2, 3, 4, 7, 8]);
+        set.take_changes();
+        set.remove_from(3);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![(1, 3)]);
+        assert_eq!(set.take_changes(), vec![(1, Some(3)), (7, None)]);
     }
 
     #[test]

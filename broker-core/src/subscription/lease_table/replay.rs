@@ -81,4 +81,29 @@ impl LeaseTable {
             ..entry
         }
     }
+
+    /// Forgets whatever lies at or past `end`, the end of the log that survived a crash: a
+    /// checkpoint written before a power loss under `--fsync never` or an interval can know
+    /// offsets the log lost, and new messages will take those offsets again, so the table
+    /// must not count them as delivered or settled.
+    pub fn clamp_to(&mut self, end: u64) {
+        let beyond: Vec<u64> = self.entries.range(end..).map(|(o, _)| *o).collect();
+        let any = !beyond.is_empty();
+        for offset in beyond {
+            self.remove(offset);
+        }
+        if any {
+            self.unblock_heads();
+        }
+        self.settled.remove_from(end);
+        if self.cursor.next_offset > end {
+            self.cursor.next_offset = end;
+            self.dirty_cursor = true;
+        }
+        if self.cursor.ack_floor > end {
+            self.cursor.ack_floor = end;
+            self.dirty_cursor = true;
+        }
+        self.check_invariants();
+    }
 }

@@ -158,3 +158,10 @@ pub struct TableChanges {
     /// starts there any more).
     pub settled: Vec<(u64, Option<u64>)>,
 }
+
+impl TableChanges {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.cursor.is_none() && self.entries.is_empty() && self.settled.is_empty()
+    }
+}

@@ -1,0 +1,111 @@
+//! Opening a subscription: each partition's lease table is its last checkpoint in sled,
+//! clamped to the log that survived, then brought up to date by replaying the partition log's
+//! control entries from the checkpoint's position. The log is the truth; the checkpoint only
+//! shortens the replay.
+
+use std::collections::BTreeMap;
+
+use super::SubscriptionConfig;
+use super::events::SubscriptionEvent;
+use super::lease_table::LeaseTable;
+use super::store::SubscriptionStore;
+use crate::error::{BrokerError, Result};
+use crate::storage::PartitionHandle;
+
+/// What opening one partition of a subscription found.
+pub(super) struct Restored {
+    /// The table, up to date with the log.
+    pub table: LeaseTable,
+    /// Error texts of nacks replayed, for dead letters: `(offset, text)`.
+    pub errors: Vec<(u64, String)>,
+    /// Redrive positions replayed: dead-letter partition → next offset.
+    pub redrive: BTreeMap<u32, u64>,
+}
+
+/// Opens one partition's table: from its checkpoint (or at `start`, for a partition that has
+/// none), clamped to the log's end and replayed from the checkpoint's position. Blocking.
+pub(super) fn restore_partition(
+    config: &SubscriptionConfig,
+    store: &SubscriptionStore,
+    partition: u32,
+    start: u64,
+    log: &PartitionHandle,
+) -> Result<Restored> {
+    let policy = config.table_policy();
+    let end_position = log.end_position();
+    let (mut table, from) = match store.load(partition, policy)? {
+        Some(table) => (table, store.position(partition)?.unwrap_or_default()),
+        None => {
+            let mut table = LeaseTable::starting_at(start, policy);
+            table.mark_cursor_dirty();
+            (table, end_position)
+        }
+    };
+    // A checkpoint can be ahead of the log after a power loss under `--fsync never` or an
+    // interval: what the log lost never happened, and new messages will reuse its offsets.
+    let end = log.end_offset();
+    if table.next_offset() > end {
+        tracing::warn!(
+            subscription = %config.name,
+            partition,
+            cursor = table.next_offset(),
+            end,
+            "a subscription's checkpoint is ahead of its log; clamping it to the log's end"
+        );
+    }
+    table.clamp_to(end);
+    let mut restored = Restored {
+        table,
+        errors: Vec::new(),
+        redrive: BTreeMap::new(),
+    };
+    log.replay_controls(from.min(end_position), |at, entry| {
+        let event = SubscriptionEvent::decode(&entry).map_err(|e| BrokerError::Corrupt {
+            path: format!("partition {partition} log").into(),
+            position: at.position,
+            reason: format!("a control entry does not decode: {e}"),
+        })?;
+        if event.subscription() == config.uid {
+            apply(&mut restored, event);
+        }
+        Ok(())
+    })?;
+    Ok(restored)
+}
+
+/// Applies one replayed event.
+fn apply(restored: &mut Restored, event: SubscriptionEvent) {
+    let table = &mut restored.table;
+    match event {
+        SubscriptionEvent::Acked { offset, .. } => table.replay_ack(offset),
+        SubscriptionEvent::Nacked {
+            offset,
+            attempts,
+            due_ms,
+            key_hash,
+            error,
+            ..
+        } => {
+            table.replay_nack(offset, attempts, due_ms, key_hash);
+            if let Some(error) = error {
+                restored.errors.push((offset, error));
+            }
+        }
+        SubscriptionEvent::Redelivered {
+            offset,
+            attempts,
+            key_hash,
+            ..
+        } => table.replay_attempt(offset, attempts, key_hash),
+        SubscriptionEvent::DeadLettered { offset, .. } => table.replay_dead_lettered(offset),
+        SubscriptionEvent::Sought { offset, .. } => table.reset(offset),
+        SubscriptionEvent::Redriven {
+            dead_letter_partition,
+            next_offset,
+            ..
+        } => {
+            let cursor = restored.redrive.entry(dead_letter_partition).or_default();
+            *cursor = (*cursor).max(next_offset);
+        }
+    }
+}
