@@ -18,6 +18,9 @@ pub const REDELIVERED_MESSAGES: &str = "wharf_redelivered_messages_total";
 pub const SETTLED_MESSAGES: &str = "wharf_settled_messages_total";
 /// Messages moved to a dead-letter topic, per topic and subscription.
 pub const DEAD_LETTERED_MESSAGES: &str = "wharf_dead_lettered_messages_total";
+/// Messages a subscription skipped because the log could not read them (a damaged frame),
+/// per topic and subscription. Anything above 0 means disk damage: see the error log.
+pub const UNREADABLE_MESSAGES: &str = "wharf_unreadable_messages_total";
 /// Produce requests handed to a partition writer per group commit (one fsync).
 pub const GROUP_COMMIT_REQUESTS: &str = "wharf_group_commit_requests";
 /// Bytes written per group commit.
@@ -53,6 +56,11 @@ pub fn describe() {
         REDELIVERED_MESSAGES,
         Unit::Count,
         "Redeliveries made by receives."
+    );
+    describe_counter!(
+        UNREADABLE_MESSAGES,
+        Unit::Count,
+        "Messages skipped because the log could not read them (disk damage)."
     );
     describe_counter!(
         SETTLED_MESSAGES,
@@ -117,6 +125,14 @@ pub(crate) fn settled(topic: &str, subscription: &str, action: &'static str, mes
         ("action", action.to_owned()),
     ];
     counter!(SETTLED_MESSAGES, &labels).increment(messages as u64);
+}
+
+pub(crate) fn unreadable(topic: &str, subscription: &str, messages: u64) {
+    let labels = [
+        ("topic", topic.to_owned()),
+        ("subscription", subscription.to_owned()),
+    ];
+    counter!(UNREADABLE_MESSAGES, &labels).increment(messages);
 }
 
 pub(crate) fn dead_lettered(topic: &str, subscription: &str, messages: usize) {

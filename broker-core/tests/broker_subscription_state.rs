@@ -241,10 +241,82 @@ async fn a_checkpoint_ahead_of_the_log_that_survived_is_clamped_and_new_messages
     broker.shutdown().await;
 }
 
-/// The one segment file of the topic's partition 0.
-fn segment(dir: &Path) -> std::path::PathBuf {
-    let topics = dir.join("topics");
-    let topic = std::fs::read_dir(&topics)
+#[tokio::test]
+async fn a_damaged_frame_costs_its_own_messages_not_every_receive_of_the_subscription() {
+    let dir = tempfile::tempdir().expect("dir");
+    let broker = broker_with_small_segments(dir.path()).await;
+    for batch in 0..40 {
+        produce(
+            &broker,
+            (0..5).map(|n| format!("b{batch}-m{n}-{}", "x".repeat(100))),
+        )
+        .await;
+    }
+    broker.shutdown().await;
+    drop(broker);
+    let segments = segments(dir.path());
+    assert!(segments.len() >= 4, "{} segments", segments.len());
+    // Bit rot in an older, sealed segment: recovery does not rescan it.
+    let damaged = &segments[1];
+    let mut bytes = std::fs::read(damaged).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(damaged, &bytes).expect("write");
+
+    let broker = broker_with_small_segments(dir.path()).await;
+    let delivered = drain(&broker).await;
+    let count = delivered.len();
+    assert!(
+        (150..200).contains(&count),
+        "{count} of 200 delivered: only the damaged chunk's messages may be skipped"
+    );
+    let last = delivered.iter().map(|(o, _)| *o).max();
+    assert_eq!(
+        last,
+        Some(199),
+        "the messages after the damage are delivered"
+    );
+    let stats = broker
+        .describe_subscription("t", "s")
+        .await
+        .expect("describe")
+        .stats;
+    assert_eq!(stats.backlog, 0, "{stats:?}");
+    broker.shutdown().await;
+}
+
+/// A broker with 4 KiB segments; on a fresh folder it creates `t` and `s` (from the start).
+async fn broker_with_small_segments(dir: &Path) -> Arc<Broker> {
+    let fresh = !dir.join("meta").exists();
+    let mut config = BrokerConfig::new(dir);
+    config.log.segment_bytes = broker_core::config::MIN_SEGMENT_BYTES;
+    let broker = Broker::open(config).await.expect("open");
+    if fresh {
+        broker
+            .create_topic(TopicSpec {
+                name: "t".into(),
+                ..TopicSpec::default()
+            })
+            .await
+            .expect("topic");
+        broker
+            .create_subscription(
+                "t",
+                SubscriptionSpec {
+                    name: "s".into(),
+                    start: Some(StartPosition::Earliest),
+                    ..SubscriptionSpec::default()
+                },
+            )
+            .await
+            .expect("subscription");
+    }
+    broker
+}
+
+/// The segment files of the topic's partition 0, oldest first.
+fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
+    let topic = std::fs::read_dir(dir.join("topics"))
         .expect("topics")
         .map(|e| e.expect("entry").path())
         .find(|p| {
@@ -252,11 +324,18 @@ fn segment(dir: &Path) -> std::path::PathBuf {
                 .is_some_and(|n| n.to_string_lossy().starts_with("t-"))
         })
         .expect("topic folder");
-    std::fs::read_dir(topic.join("0"))
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(topic.join("0"))
         .expect("partition")
         .map(|e| e.expect("entry").path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("segment")
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The first segment file of the topic's partition 0.
+fn segment(dir: &Path) -> std::path::PathBuf {
+    segments(dir).remove(0)
 }
 
 fn segment_len(dir: &Path) -> u64 {

@@ -437,7 +437,15 @@ impl Broker {
         let start = log.start_offset();
         let (next, room) = sub.inspect(partition, |t| (t.next_offset(), t.has_room()));
         let peeked = if room && next < log.end_offset() {
-            read_range(log.clone(), next.max(start), wanted, reply.budget).await?
+            match read_range(log.clone(), next.max(start), wanted, reply.budget).await {
+                Ok(records) => records,
+                Err(error @ BrokerError::Corrupt { .. }) => {
+                    self.skip_unreadable(topic, sub, partition, next.max(start), &error)
+                        .await?;
+                    return Ok(0);
+                }
+                Err(error) => return Err(error),
+            }
         } else {
             Vec::new()
         };
@@ -464,9 +472,16 @@ impl Broker {
             .filter(|g| !records.contains_key(&g.offset))
             .copied()
             .collect();
+        let mut damaged = false;
         if !redelivered.is_empty() {
-            let read = read_granted(log.clone(), &redelivered, reply.budget).await?;
-            records.extend(read.into_iter().map(|r| (r.offset, r)));
+            match read_granted(log.clone(), &redelivered, reply.budget).await {
+                Ok(read) => records.extend(read.into_iter().map(|r| (r.offset, r))),
+                Err(error @ BrokerError::Corrupt { .. }) => {
+                    tracing::error!(%error, partition, "a redelivery met a damaged frame; its messages are dropped");
+                    damaged = true;
+                }
+                Err(error) => return Err(error),
+            }
         }
         let mut unused = Vec::new();
         let added = reply.deliveries.len();
@@ -488,7 +503,7 @@ impl Broker {
             let (now, start) = (now_ms(), log.start_offset());
             sub.update(partition, |table| {
                 for (grant, exists) in &unused {
-                    if !*exists && grant.offset < start {
+                    if !*exists && (grant.offset < start || damaged) {
                         table.forget(grant.offset, now);
                     } else {
                         table.release(grant.offset, grant.lease, now);
@@ -497,6 +512,35 @@ impl Broker {
             });
         }
         Ok(reply.deliveries.len() - added)
+    }
+
+    /// Skips the messages from `from` that a damaged frame makes unreadable, up to where the
+    /// log can be read again, so one bad frame does not fail every receive of the
+    /// subscription; logged as an error and counted in `wharf_unreadable_messages_total`.
+    async fn skip_unreadable(
+        &self,
+        topic: &Topic,
+        sub: &Subscription,
+        partition: usize,
+        from: u64,
+        error: &BrokerError,
+    ) -> Result<()> {
+        let log = topic.partitions[partition].clone();
+        let resume = blocking(move || log.next_readable_after(from)).await?;
+        let skipped = sub.update(partition, |table| table.skip_unreadable(from, resume));
+        let name = topic.config().name;
+        tracing::error!(
+            topic = %name,
+            subscription = %sub.config.name,
+            partition,
+            from,
+            resume,
+            skipped,
+            %error,
+            "skipping messages the log cannot read"
+        );
+        telemetry::unreadable(&name, &sub.config.name, skipped);
+        Ok(())
     }
 
     fn delivery(

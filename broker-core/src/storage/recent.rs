@@ -48,6 +48,12 @@ impl RecentIndex {
         after.checked_sub(1).map(|i| self.chunks[i])
     }
 
+    /// Base offset of the first chunk in memory starting after `offset`.
+    pub(crate) fn first_after(&self, offset: u64) -> Option<u64> {
+        let after = self.chunks.partition_point(|c| c.base_offset <= offset);
+        self.chunks.get(after).map(|c| c.base_offset)
+    }
+
     /// Closed chunks whose bytes all lie before `synced` (fsynced): what may go to sled.
     pub(crate) fn persistable(&self, synced: LogPosition) -> Vec<BatchLocation> {
         self.chunks

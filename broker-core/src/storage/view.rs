@@ -110,6 +110,25 @@ impl LogView {
         self.index.batch_at_or_before(offset)
     }
 
+    /// Base offset of the first index chunk after the one holding `offset`: where a reader
+    /// that met a damaged frame at `offset` can resume. The end offset if there is none.
+    pub(crate) fn next_chunk_after(&self, offset: u64) -> Result<u64> {
+        let in_memory = self.recent().first_after(offset);
+        let stored = self
+            .index
+            .batches_from(offset.saturating_add(1))
+            .next()
+            .transpose()?
+            .map(|c| c.base_offset);
+        let end = self.end_offset();
+        Ok(in_memory
+            .into_iter()
+            .chain(stored)
+            .min()
+            .unwrap_or(end)
+            .min(end))
+    }
+
     /// Base offset of the first chunk that may hold a record at or after `ts`: every chunk
     /// before it holds only earlier records. `None` if none reached `ts`.
     pub(crate) fn first_chunk_reaching(&self, ts: u64) -> Result<Option<u64>> {

@@ -396,6 +396,12 @@ impl PartitionHandle {
         self.inner.view.read(from, max_records, max_bytes)
     }
 
+    /// Where a reader that met a damaged frame while reading `offset` can resume: the first
+    /// offset of the next index chunk (a few KiB on), or the end offset. Blocking.
+    pub fn next_readable_after(&self, offset: u64) -> Result<u64> {
+        self.inner.view.next_chunk_after(offset)
+    }
+
     /// First offset still stored.
     pub fn start_offset(&self) -> u64 {
         self.inner.view.start_offset()

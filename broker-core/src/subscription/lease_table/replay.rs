@@ -106,4 +106,27 @@ impl LeaseTable {
         }
         self.check_invariants();
     }
+
+    /// Settles the fresh offsets of `from..to` as lost: the log can no longer read them (a
+    /// damaged frame), so they are skipped rather than retried forever. Returns how many it
+    /// skipped; offsets already delivered, settled or given an entry are left alone.
+    pub fn skip_unreadable(&mut self, from: u64, to: u64) -> u64 {
+        let mut skipped = 0;
+        for offset in from.max(self.cursor.next_offset)..to {
+            if !self.is_settled(offset) && !self.entries.contains_key(&offset) {
+                if offset >= self.cursor.next_offset {
+                    self.cursor.next_offset = offset + 1;
+                }
+                self.mark_settled(offset);
+                skipped += 1;
+            }
+        }
+        if self.cursor.next_offset < to {
+            self.cursor.next_offset = to;
+        }
+        self.dirty_cursor = true;
+        self.advance_floor();
+        self.check_invariants();
+        skipped
+    }
 }
