@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::consume::REDRIVE_HEADER;
-use super::{Broker, Topic, blocking, read};
+use super::reads::read_range;
+use super::{Broker, Topic, read};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
@@ -44,8 +45,7 @@ impl Broker {
         let mut records = Vec::with_capacity(pending.len());
         let mut gone = Vec::new();
         for (offset, attempts) in pending {
-            let reader = log.clone();
-            let found = blocking(move || reader.read(offset, 1, MAX_READ_BYTES)).await?;
+            let found = read_range(log.clone(), offset, 1, MAX_READ_BYTES).await?;
             match found.into_iter().next().filter(|r| r.offset == offset) {
                 Some(stored) => {
                     let error = sub.take_last_error(partition, offset);
@@ -154,8 +154,7 @@ impl Broker {
                 let take = (limit - moved)
                     .min(per_second)
                     .min(MAX_BATCH_MESSAGES as u64) as usize;
-                let reader = log.clone();
-                let batch = blocking(move || reader.read(from, take, MAX_READ_BYTES)).await?;
+                let batch = read_range(log.clone(), from, take, MAX_READ_BYTES).await?;
                 let Some(last) = batch.last().map(|r| r.offset) else {
                     break;
                 };

@@ -16,16 +16,18 @@ mod metadata;
 mod produce;
 mod reads;
 mod seek;
+mod settle;
 mod subscriptions;
 mod topics;
 pub mod types;
 
 pub use checkpoint::CHECKPOINT_EVERY_MS;
-pub use consume::{MAX_NACK_DELAY_MS, REDRIVE_HEADER};
+pub use consume::REDRIVE_HEADER;
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
 pub use delays::PRESTAGE_LEAD_MS;
 pub use produce::valid_id;
 pub use seek::SeekTarget;
+pub use settle::MAX_NACK_DELAY_MS;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

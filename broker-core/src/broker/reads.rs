@@ -94,13 +94,7 @@ impl Broker {
             _ => MAX_READ_BYTES,
         };
         let messages = loop {
-            let mut messages = match log.read_cached(offset, max, max_bytes) {
-                Some(messages) => messages,
-                None => {
-                    let reader = log.clone();
-                    blocking(move || reader.read(offset, max, max_bytes)).await?
-                }
-            };
+            let mut messages = read_range(log.clone(), offset, max, max_bytes).await?;
             // A delayed message appended ahead of its due time is not shown before then, and
             // neither is anything after it (offsets are read in order).
             let now = now_ms();
@@ -130,4 +124,18 @@ impl Broker {
             end_offset: log.end_offset(),
         })
     }
+}
+
+/// Reads up to `max` records from `from`: from the partition's tail cache when it holds
+/// `from`, else from the files on the blocking pool. Every read of records goes through here.
+pub(super) async fn read_range(
+    log: crate::storage::PartitionHandle,
+    from: u64,
+    max: usize,
+    max_bytes: usize,
+) -> Result<Vec<crate::message::StoredRecord>> {
+    if let Some(records) = log.read_cached(from, max, max_bytes) {
+        return Ok(records);
+    }
+    blocking(move || log.read(from, max, max_bytes)).await
 }

@@ -127,7 +127,6 @@ impl Broker {
 }
 
 async fn publish_time(log: &PartitionHandle, offset: u64) -> Result<Option<u64>> {
-    let log = log.clone();
-    let records = blocking(move || log.read(offset, 1, 1)).await?;
+    let records = super::reads::read_range(log.clone(), offset, 1, 1).await?;
     Ok(records.first().map(|r| r.record.timestamp_ms))
 }

@@ -1,0 +1,270 @@
+//! Settling by receipt: ack, nack and extend. Acks and nacks are events in the partition log
+//! (see `subscription`): the answer waits until they are committed per the fsync policy, and
+//! the settles of many requests share the writer's group commit. Extends live in memory.
+
+use std::collections::BTreeMap;
+
+use super::{Broker, ReceiptFailure, SettleOutcome};
+use crate::clock::now_ms;
+use crate::error::{BrokerError, Result};
+use crate::limits::MAX_RECEIPTS;
+use crate::subscription::config::validate_ack_timeout;
+use crate::subscription::events::SubscriptionEvent;
+use crate::subscription::lease_table::{EntryState, Stale};
+use crate::subscription::{LeaseTable, ReceiptData, Subscription};
+use crate::telemetry;
+
+/// What a settle does to one leased offset.
+#[derive(Debug, Clone, Copy)]
+enum Settle<'a> {
+    Ack,
+    Nack {
+        delay_ms: Option<u64>,
+        error: Option<&'a str>,
+    },
+    Extend {
+        lease_ms: u64,
+    },
+}
+
+/// Longest `delay_ms` a nack may ask for: as long as the longest backoff.
+pub const MAX_NACK_DELAY_MS: u64 = crate::subscription::config::MAX_BACKOFF_CEILING_MS;
+
+impl Broker {
+    /// Acks deliveries by receipt. Receipts that are malformed, of another subscription, or
+    /// whose lease has ended are reported in `failed` and change nothing.
+    pub async fn ack(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+    ) -> Result<SettleOutcome> {
+        self.settle(topic, subscription, receipts, Settle::Ack)
+            .await
+    }
+
+    /// Ends leases early: the messages come back after `delay_ms`, or after the retry backoff.
+    pub async fn nack(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        delay_ms: Option<u64>,
+        error: Option<&str>,
+    ) -> Result<SettleOutcome> {
+        if let Some(delay) = delay_ms.filter(|d| *d > MAX_NACK_DELAY_MS) {
+            return Err(BrokerError::invalid(
+                "delay_ms",
+                format!("must be 0 to {MAX_NACK_DELAY_MS}, got {delay}"),
+            ));
+        }
+        let outcome = self
+            .settle(
+                topic,
+                subscription,
+                receipts,
+                Settle::Nack { delay_ms, error },
+            )
+            .await?;
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        for partition in 0..sub.partitions() {
+            self.move_dead_letters(&open, &sub, partition).await?;
+        }
+        open.on_commit.notify_waiters();
+        Ok(outcome)
+    }
+
+    /// Extends leases to `ack_timeout_ms` from now.
+    pub async fn extend(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        ack_timeout_ms: u64,
+    ) -> Result<SettleOutcome> {
+        let lease_ms = validate_ack_timeout("ack_timeout_ms", ack_timeout_ms)?;
+        self.settle(topic, subscription, receipts, Settle::Extend { lease_ms })
+            .await
+    }
+
+    async fn settle(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        action: Settle<'_>,
+    ) -> Result<SettleOutcome> {
+        self.check_running()?;
+        if receipts.is_empty() || receipts.len() > MAX_RECEIPTS {
+            return Err(BrokerError::invalid(
+                "receipts",
+                format!(
+                    "must hold 1 to {MAX_RECEIPTS} receipts, got {}",
+                    receipts.len()
+                ),
+            ));
+        }
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        let mut outcome = SettleOutcome::default();
+        let mut by_partition: BTreeMap<usize, Vec<(&String, ReceiptData)>> = BTreeMap::new();
+        for receipt in receipts {
+            match self.receipts.decode(receipt) {
+                Some(data)
+                    if data.subscription_uid == sub.config.uid
+                        && (data.partition as usize) < sub.partitions() =>
+                {
+                    by_partition
+                        .entry(data.partition as usize)
+                        .or_default()
+                        .push((receipt, data));
+                }
+                _ => outcome
+                    .failed
+                    .push((receipt.clone(), ReceiptFailure::Invalid)),
+            }
+        }
+        let now = now_ms();
+        let mut pending = Vec::new();
+        for (partition, items) in by_partition {
+            let log = &open.partitions[partition];
+            let results = match action {
+                Settle::Extend { lease_ms } => sub.update(partition, |table| {
+                    items
+                        .iter()
+                        .map(|(receipt, data)| {
+                            (
+                                *receipt,
+                                table.extend(data.offset, data.lease, now, lease_ms),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                }),
+                _ => {
+                    let (results, append) = sub.change_durably(partition, log, |table| {
+                        settle_durably(&sub, partition, table, &items, action, now)
+                    })?;
+                    pending.extend(append);
+                    results
+                }
+            };
+            for (receipt, result) in results {
+                match result {
+                    Ok(()) => outcome.succeeded += 1,
+                    Err(Stale::NotLeased) => outcome
+                        .failed
+                        .push((receipt.clone(), ReceiptFailure::Invalid)),
+                }
+            }
+        }
+        // The answer waits for the events to be durable per the fsync policy; settles of
+        // many requests share the writer's group commit.
+        for append in pending {
+            append.wait().await?;
+        }
+        if outcome.succeeded > 0 {
+            let name = match action {
+                Settle::Ack => "ack",
+                Settle::Nack { .. } => "nack",
+                Settle::Extend { .. } => "extend",
+            };
+            telemetry::settled(topic, subscription, name, outcome.succeeded);
+            // On an ordered subscription an ack gives the next message of its key its turn:
+            // receivers waiting for work must look again.
+            if sub.config.ordering == crate::subscription::Ordering::Key {
+                open.on_commit.notify_waiters();
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// For each receipt, whether its lease still holds (not acked, nacked, or expired): what a
+    /// stream counts as its messages in flight.
+    pub fn still_leased(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+    ) -> Result<Vec<bool>> {
+        let open = self.topic(topic)?;
+        let sub = open.subscription(subscription)?;
+        let now = now_ms();
+        Ok(receipts
+            .iter()
+            .map(|receipt| {
+                self.receipts.decode(receipt).is_some_and(|data| {
+                    data.subscription_uid == sub.config.uid
+                        && (data.partition as usize) < sub.partitions()
+                        && sub.inspect(data.partition as usize, |t| {
+                            t.is_leased(data.offset, data.lease, now)
+                        })
+                })
+            })
+            .collect())
+    }
+}
+
+/// One receipt and what its settle did.
+type SettleResult<'r> = (&'r String, std::result::Result<(), Stale>);
+
+/// Acks or nacks the receipts of one partition in its table; returns each receipt's result
+/// and the events to record.
+fn settle_durably<'r>(
+    sub: &Subscription,
+    partition: usize,
+    table: &mut LeaseTable,
+    items: &[(&'r String, ReceiptData)],
+    action: Settle<'_>,
+    now: u64,
+) -> (Vec<SettleResult<'r>>, Vec<SubscriptionEvent>) {
+    let subscription = sub.config.uid;
+    let mut events = Vec::new();
+    let results = items
+        .iter()
+        .map(|(receipt, data)| {
+            let offset = data.offset;
+            let result = match action {
+                Settle::Ack => table.ack(offset, data.lease, now).map(|()| {
+                    events.push(SubscriptionEvent::Acked {
+                        subscription,
+                        offset,
+                    })
+                }),
+                Settle::Nack { delay_ms, error } => table
+                    .nack(offset, data.lease, now, delay_ms, &sub.config.retry)
+                    .map(|()| {
+                        if let Some(error) = error {
+                            sub.set_last_error(partition, offset, error);
+                        }
+                        events.push(nacked(subscription, offset, table, error));
+                    }),
+                Settle::Extend { .. } => Err(Stale::NotLeased),
+            };
+            (*receipt, result)
+        })
+        .collect();
+    (results, events)
+}
+
+/// The event of a nack, from the entry the nack left.
+fn nacked(
+    subscription: u64,
+    offset: u64,
+    table: &LeaseTable,
+    error: Option<&str>,
+) -> SubscriptionEvent {
+    let entry = table.entry(offset);
+    let due_ms = match entry.map(|e| e.state) {
+        Some(EntryState::Waiting { due_ms }) => due_ms,
+        _ => 0,
+    };
+    SubscriptionEvent::Nacked {
+        subscription,
+        offset,
+        attempts: entry.map_or(0, |e| e.attempts),
+        due_ms,
+        key_hash: entry.and_then(|e| e.key_hash),
+        error: error.map(str::to_owned),
+    }
+}
