@@ -100,7 +100,8 @@ async fn a_failed_fsync_fails_its_group_and_the_partition_refuses_appends_until_
     let log = TestLog::new(small_segments(FsyncPolicy::Always));
     let handle = log.open();
     let acked = append_acknowledged(&handle, 4).await;
-    fail::cfg("segment::sync", "return").expect("failpoint");
+    // One failed fsync: the next one would succeed, and the partition must refuse anyway.
+    fail::cfg("segment::sync", "1*return").expect("failpoint");
 
     let failed = records(100, 5, 100);
     let error = handle
@@ -119,7 +120,6 @@ async fn a_failed_fsync_fails_its_group_and_the_partition_refuses_appends_until_
         acked,
         "readers see nothing of the failed group"
     );
-    fail::remove("segment::sync");
     handle.shutdown();
 
     let reopened = log.open();
