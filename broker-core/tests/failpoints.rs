@@ -7,6 +7,9 @@
 //! - `writer::commit_group`: a partition writer thread about to take a group commit.
 //! - `delays::claimed`: a topic's delay mover has read and claimed the due messages, before
 //!   it appends them.
+//!
+//! The storage failpoints (`segment::sync`, `segment::append`, `partition_log::before_index`,
+//! `index::apply`) have their own binary, `tests/storage_failpoints.rs`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

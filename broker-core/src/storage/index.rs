@@ -126,8 +126,13 @@ impl LogIndex {
         })
     }
 
-    /// Applies staged entries atomically and starts a new set.
+    /// Applies staged entries atomically and starts a new set. Failpoint `index::apply`: the
+    /// sled write fails and nothing is applied.
     pub(crate) fn apply(&self, staged: &mut StagedEntries) -> Result<()> {
+        fail::fail_point!("index::apply", |_| {
+            let failed = std::io::Error::other("injected by the index::apply failpoint");
+            Err(sled::Error::Io(failed).into())
+        });
         let batch = std::mem::take(&mut staged.batch);
         self.tree.apply_batch(batch)?;
         Ok(())

@@ -202,8 +202,11 @@ impl PartitionLog {
     /// Indexes every batch appended since the last commit, ready for [`PartitionLog::publish`];
     /// `batches` (the appended message batches, with their records) go to the tail cache first,
     /// so that the cache holds every offset it may serve as soon as readers can ask for it.
+    /// Failpoint `partition_log::before_index`: the group is written (and fsynced as the
+    /// policy asks) but neither indexed nor published; a `panic` there is a crash at that point.
     pub(crate) fn commit(&mut self, batches: Vec<(BatchHeader, Vec<Record>)>) -> Result<()> {
         self.check_usable()?;
+        fail::fail_point!("partition_log::before_index");
         self.view.note_batches(&self.appended);
         self.appended.clear();
         for (header, records) in batches {

@@ -126,7 +126,7 @@ impl Segment {
     /// failed write the file is cut back so no partial frame stays behind.
     pub(crate) fn append(&self, frame: &[u8]) -> Result<u64> {
         let position = self.size();
-        if let Err(e) = write_all_at(&self.file, frame, position) {
+        if let Err(e) = self.write_frame(frame, position) {
             if let Err(cut) = self.file.set_len(position) {
                 tracing::error!(path = %self.path.display(), error = %cut, "could not cut back a failed append");
             }
@@ -137,8 +137,25 @@ impl Segment {
         Ok(position)
     }
 
-    /// Flushes the file's data to the disk.
+    /// Writes `frame` at `position`. Failpoint `segment::append`: a short write, the first
+    /// half of the frame reaches the file and then the disk is full.
+    fn write_frame(&self, frame: &[u8], position: u64) -> std::io::Result<()> {
+        fail::fail_point!("segment::append", |_| -> std::io::Result<()> {
+            write_all_at(&self.file, &frame[..frame.len() / 2], position)?;
+            Err(std::io::ErrorKind::StorageFull.into())
+        });
+        write_all_at(&self.file, frame, position)
+    }
+
+    /// Flushes the file's data to the disk. Failpoint `segment::sync`: the fdatasync fails
+    /// with EIO, as after a failed writeback.
     pub(crate) fn sync(&self) -> Result<()> {
+        fail::fail_point!("segment::sync", |_| {
+            /// The errno of EIO on Linux (and the BSDs).
+            const EIO: i32 = 5;
+            let eio = std::io::Error::from_raw_os_error(EIO);
+            Err(BrokerError::io(&self.path, eio))
+        });
         self.file
             .sync_data()
             .map_err(|e| BrokerError::io(&self.path, e))

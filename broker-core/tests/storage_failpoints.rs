@@ -1,0 +1,249 @@
+//! Storage failures injected with the `fail` crate: what producers and readers of a partition
+//! see when an fsync fails, a write is cut short, or the writer dies between writing a group
+//! and indexing it, and what the partition holds once reopened. Each test holds a
+//! [`FailScenario`], which clears every failpoint before and after it and makes the tests of
+//! this binary run one at a time (the failpoints are global to the process).
+//!
+//! Failpoints in the storage code:
+//! - `segment::sync`: the fdatasync of a segment fails with EIO.
+//! - `segment::append`: a short write: the first half of the frame reaches the file, then
+//!   the write fails as on a full disk.
+//! - `partition_log::before_index`: a group is written (and fsynced as the policy asks) but
+//!   neither indexed nor published; `panic` there is a crash of the writer at that point.
+//! - `index::apply`: the sled write of the sparse index fails.
+
+mod storage_support;
+
+use std::time::Duration;
+
+use broker_core::config::{FsyncPolicy, LogConfig};
+use broker_core::error::BrokerError;
+use broker_core::message::Record;
+use broker_core::storage::PartitionHandle;
+use fail::FailScenario;
+use storage_support::{TestLog, bare, file_len, read_all, records, small_segments};
+
+/// How long a test waits for something that takes milliseconds when all is well.
+const DEADLINE: Duration = Duration::from_secs(10);
+/// How often a test polls while it waits: the index persist it waits for comes once a second.
+const POLL: Duration = Duration::from_millis(20);
+/// Records a read takes at a time: few, so reads cross batches and segments.
+const READ_STEP: usize = 7;
+
+/// Settings of a log that stays in one segment file, whose length a test can check.
+fn one_segment() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1024 * 1024,
+        ..small_segments(FsyncPolicy::Always)
+    }
+}
+
+/// Appends `batches` batches of five 100-byte records, each acknowledged; returns them in order.
+async fn append_acknowledged(handle: &PartitionHandle, batches: u64) -> Vec<Record> {
+    let mut acked = Vec::new();
+    for n in 0..batches {
+        let batch = records(n * 5, 5, 100);
+        let appended = handle.append(batch.clone()).await.expect("append");
+        assert_eq!(appended.base_offset, acked.len() as u64);
+        acked.extend(batch);
+    }
+    acked
+}
+
+/// Asserts `error` is the refusal of a poisoned partition, caused by `cause`.
+fn assert_refused_until_reopened(error: &BrokerError, cause: &str) {
+    let message = error.to_string();
+    assert!(
+        matches!(error, BrokerError::Io { .. })
+            && message.contains(cause)
+            && message.contains("refuses writes until it is reopened"),
+        "expected a refusal after {cause:?}, got {error:?}"
+    );
+}
+
+/// Checks a reopened log: offsets from 0 with no gap, every acknowledged record byte for byte,
+/// then `unacknowledged` whole or not at all, and the next append right after. Whether
+/// `unacknowledged` survived.
+async fn assert_consistent(
+    handle: &PartitionHandle,
+    acked: &[Record],
+    unacknowledged: &[Record],
+) -> bool {
+    let stored = read_all(handle, 0, READ_STEP);
+    for (expected, record) in stored.iter().enumerate() {
+        assert_eq!(record.offset, expected as u64, "offsets follow on");
+    }
+    let survived = [acked, unacknowledged].concat();
+    let found = bare(&stored);
+    assert!(
+        found == acked || found == survived,
+        "expected the {} acknowledged records, then {} unacknowledged ones whole or not at all; found {}",
+        acked.len(),
+        unacknowledged.len(),
+        found.len()
+    );
+    let end = stored.len() as u64;
+    assert_eq!(handle.end_offset(), end);
+    let next = records(10_000, 3, 10);
+    let appended = handle
+        .append(next.clone())
+        .await
+        .expect("append after reopening");
+    assert_eq!(appended.base_offset, end, "appends continue at the end");
+    assert_eq!(bare(&read_all(handle, end, READ_STEP)), next);
+    found == survived
+}
+
+#[tokio::test]
+async fn a_failed_fsync_fails_its_group_and_the_partition_refuses_appends_until_reopened() {
+    let scenario = FailScenario::setup();
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    let acked = append_acknowledged(&handle, 4).await;
+    // One failed fsync: the next one would succeed, and the partition must refuse anyway.
+    fail::cfg("segment::sync", "1*return").expect("failpoint");
+
+    let failed = records(100, 5, 100);
+    let error = handle
+        .append(failed.clone())
+        .await
+        .expect_err("the group's fsync failed, so it is not acknowledged");
+    assert_refused_until_reopened(&error, "fsync failed");
+    let later = handle
+        .append(records(200, 5, 100))
+        .await
+        .expect_err("the partition is poisoned");
+    assert_refused_until_reopened(&later, "fsync failed");
+    assert_eq!(handle.end_offset(), acked.len() as u64);
+    assert_eq!(
+        bare(&read_all(&handle, 0, READ_STEP)),
+        acked,
+        "readers see nothing of the failed group"
+    );
+    handle.shutdown();
+
+    let reopened = log.open();
+    assert_consistent(&reopened, &acked, &failed).await;
+    reopened.shutdown();
+    scenario.teardown();
+}
+
+#[tokio::test]
+async fn a_short_write_fails_its_append_and_leaves_no_partial_frame_behind() {
+    let scenario = FailScenario::setup();
+    let log = TestLog::new(one_segment());
+    let handle = log.open();
+    let acked = append_acknowledged(&handle, 2).await;
+    let good_end = file_len(&log.last_segment());
+    fail::cfg("segment::append", "1*return").expect("failpoint");
+
+    let error = handle
+        .append(records(100, 20, 100))
+        .await
+        .expect_err("only half the frame was written");
+    assert!(
+        matches!(error, BrokerError::StorageFull { .. }),
+        "a disk that filled up mid-write is StorageFull, got {error:?}"
+    );
+    assert_eq!(
+        file_len(&log.last_segment()),
+        good_end,
+        "the half-written frame is cut off the file"
+    );
+    // Smaller than half the failed frame: bytes left of it would show past this one's end.
+    let next = records(200, 1, 10);
+    let appended = handle.append(next.clone()).await.expect("append after");
+    assert_eq!(appended.base_offset, acked.len() as u64);
+    assert_eq!(file_len(&log.last_segment()), handle.size_bytes());
+    let written = [acked.as_slice(), &next].concat();
+    assert_eq!(bare(&read_all(&handle, 0, READ_STEP)), written);
+    handle.shutdown();
+
+    let length = file_len(&log.last_segment());
+    let reopened = log.open();
+    assert_eq!(
+        file_len(&log.last_segment()),
+        length,
+        "recovery had nothing to cut"
+    );
+    assert_consistent(&reopened, &written, &[]).await;
+    reopened.shutdown();
+    scenario.teardown();
+}
+
+#[tokio::test]
+async fn a_batch_written_but_not_indexed_when_the_writer_dies_is_recovered_whole_on_reopening() {
+    let scenario = FailScenario::setup();
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    let acked = append_acknowledged(&handle, 12).await;
+    assert!(log.segments().len() > 1, "the log spans segments");
+    fail::cfg("partition_log::before_index", "1*panic").expect("failpoint");
+
+    let crashed = records(100, 5, 100);
+    let error = handle
+        .append(crashed.clone())
+        .await
+        .expect_err("the writer died before answering");
+    assert!(
+        matches!(error, BrokerError::Panicked { .. }),
+        "expected Panicked, got {error:?}"
+    );
+    assert_eq!(
+        handle.end_offset(),
+        acked.len() as u64,
+        "the batch was never published"
+    );
+    assert_eq!(bare(&read_all(&handle, 0, READ_STEP)), acked);
+
+    // Reopened while the dead writer's handle still holds its files, as after a crash.
+    let reopened = log.open();
+    let survived = assert_consistent(&reopened, &acked, &crashed).await;
+    assert!(
+        survived,
+        "the batch was written whole and fsynced before the crash: the tail scan must find it"
+    );
+    reopened.shutdown();
+    handle.shutdown();
+    scenario.teardown();
+}
+
+#[tokio::test]
+async fn a_failed_index_write_keeps_what_was_acknowledged_and_refuses_appends_until_reopened() {
+    let scenario = FailScenario::setup();
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    fail::cfg("index::apply", "return").expect("failpoint");
+
+    // The writer persists the index at most once a second, after answering the group.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let mut acked = Vec::new();
+    let refused = loop {
+        let batch = records(acked.len() as u64, 5, 100);
+        match handle.append(batch.clone()).await {
+            Ok(appended) => {
+                assert_eq!(appended.base_offset, acked.len() as u64);
+                acked.extend(batch);
+            }
+            Err(error) => break error,
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out: the failed index write never refused an append"
+        );
+        tokio::time::sleep(POLL).await;
+    };
+    assert_refused_until_reopened(&refused, "indexing failed");
+    assert_eq!(
+        bare(&read_all(&handle, 0, READ_STEP)),
+        acked,
+        "what was acknowledged stays readable"
+    );
+    fail::remove("index::apply");
+    handle.shutdown();
+
+    let reopened = log.open();
+    assert_consistent(&reopened, &acked, &[]).await;
+    reopened.shutdown();
+    scenario.teardown();
+}
