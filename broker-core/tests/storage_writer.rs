@@ -215,3 +215,26 @@ async fn the_index_is_sparse_and_reaches_sled_after_the_commits_not_with_each() 
     );
     reopened.shutdown();
 }
+
+#[tokio::test]
+async fn reads_of_a_few_records_at_a_time_match_one_whole_read_across_batches_and_segments() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    for n in 0..12 {
+        handle
+            .append(records(n * 50, 50, 30))
+            .await
+            .expect("append");
+    }
+    assert!(log.segments().len() > 3, "the reads must cross segments");
+    let whole = read_all(&handle, 0, 1_000);
+    assert_eq!(whole.len(), 600);
+    for step in [1, 3, 7, 49, 50, 51] {
+        assert_eq!(read_all(&handle, 0, step), whole, "{step} at a time");
+    }
+    let from_the_middle = handle.read(125, 3, usize::MAX).expect("read");
+    assert_eq!(from_the_middle, whole[125..128].to_vec());
+    let back_in_an_earlier_batch = handle.read(10, 2, usize::MAX).expect("read");
+    assert_eq!(back_in_an_earlier_batch, whole[10..12].to_vec());
+    handle.shutdown();
+}

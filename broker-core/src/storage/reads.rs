@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::codec::{Batch, BatchKind};
 use super::segment::{ScanStep, Segment};
-use super::view::{LogPosition, LogView};
+use super::view::{LastRead, LogPosition, LogView};
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
 use crate::message::StoredRecord;
@@ -126,37 +126,47 @@ impl LogView {
         if next >= end {
             return Ok(out);
         }
-        let cursor = match self.cursor_at(next)? {
-            Some(cursor) => Some(cursor),
-            None => {
-                next = self.start_offset();
-                self.cursor_at(next)?
-            }
-        };
-        let Some(mut cursor) = cursor else {
-            return Ok(out);
-        };
+        let limits = (max_records, max_bytes);
         let mut gathered = 0usize;
-        while let Some(batch) = cursor.next_messages()? {
-            let base = batch.header.base_offset;
-            let epoch = batch.header.leader_epoch;
-            for (offset, record) in (base..).zip(batch.records) {
-                if offset < next {
-                    continue;
-                }
-                let fits = out.is_empty() || gathered + record.value.len() <= max_bytes;
-                if offset >= end || out.len() >= max_records || !fits {
+        // Receives that read a deep backlog a few records at a time come back to the batch
+        // the last read ended in: serve them from it instead of reading and decoding the
+        // frame again.
+        let mut cursor = match self.last_read_holding(next) {
+            Some(last) => {
+                if take_records(&last.batch, next, end, limits, &mut out, &mut gathered) {
                     return Ok(out);
                 }
-                gathered += record.value.len();
-                out.push(StoredRecord {
-                    offset,
-                    leader_epoch: epoch,
-                    record,
-                });
+                self.cursor_after(&last)
+            }
+            None => match self.cursor_at(next)? {
+                Some(cursor) => Some(cursor),
+                None => {
+                    next = self.start_offset();
+                    self.cursor_at(next)?
+                }
+            },
+        };
+        while let Some(cursor) = cursor.as_mut() {
+            let Some(batch) = cursor.next_messages()? else {
+                break;
+            };
+            if take_records(&batch, next, end, limits, &mut out, &mut gathered) {
+                self.remember_read(batch, cursor.here());
+                return Ok(out);
             }
         }
         Ok(out)
+    }
+
+    /// A cursor at the frame after `last`, if its segment still exists.
+    fn cursor_after(&self, last: &LastRead) -> Option<FrameCursor<'_>> {
+        self.segment(last.after.segment_base)
+            .map(|segment| FrameCursor {
+                view: self,
+                segment,
+                position: last.after.position,
+                skip_messages: false,
+            })
     }
 
     /// First committed offset whose record timestamp is at least `ts_ms`, or the end offset.
@@ -227,4 +237,34 @@ impl LogView {
         }
         Ok(())
     }
+}
+
+/// Adds the records of `batch` from `next` to `out` within the limits `(max_records,
+/// max_bytes)` and below `end`; whether the read is complete (a limit or the end was reached
+/// inside this batch).
+fn take_records(
+    batch: &Batch,
+    next: u64,
+    end: u64,
+    (max_records, max_bytes): (usize, usize),
+    out: &mut Vec<StoredRecord>,
+    gathered: &mut usize,
+) -> bool {
+    let base = batch.header.base_offset;
+    for (offset, record) in (base..).zip(&batch.records) {
+        if offset < next {
+            continue;
+        }
+        let fits = out.is_empty() || *gathered + record.value.len() <= max_bytes;
+        if offset >= end || out.len() >= max_records || !fits {
+            return true;
+        }
+        *gathered += record.value.len();
+        out.push(StoredRecord {
+            offset,
+            leader_epoch: batch.header.leader_epoch,
+            record: record.clone(),
+        });
+    }
+    false
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::codec::Batch;
 use super::index::{BatchLocation, LogIndex};
 use super::recent::RecentIndex;
 use super::segment::Segment;
@@ -26,6 +27,21 @@ pub struct LogPosition {
     pub segment_base: u64,
     /// Byte position in that segment.
     pub position: u64,
+}
+
+/// Largest decoded batch a partition keeps from its last read (see [`LastRead`]): a batch of
+/// a hundred 1 KiB messages fits; a thousand partitions would hold 250 MiB at most, as the
+/// tail cache, which is why it is not larger.
+pub(crate) const LAST_READ_BYTES: usize = 256 * 1024;
+
+/// The batch the last file read of a partition ended in, decoded, and where the frame after
+/// it starts: consumers reading a deep backlog a few messages at a time come back to it.
+#[derive(Debug)]
+pub(crate) struct LastRead {
+    /// The decoded batch.
+    pub batch: Batch,
+    /// The position right after its frame.
+    pub after: LogPosition,
 }
 
 /// Shared state of one partition's log.
@@ -44,6 +60,8 @@ pub(crate) struct LogView {
     tail: Mutex<TailCache>,
     /// The sparse index's chunks not yet in sled.
     recent: Mutex<RecentIndex>,
+    /// The batch the last file read ended in.
+    last_read: Mutex<Option<Arc<LastRead>>>,
 }
 
 impl LogView {
@@ -68,6 +86,27 @@ impl LogView {
             retention: Mutex::new(()),
             tail: Mutex::new(TailCache::default()),
             recent: Mutex::new(recent),
+            last_read: Mutex::new(None),
+        }
+    }
+
+    /// The batch the last file read ended in, if it holds committed `offset`.
+    pub(super) fn last_read_holding(&self, offset: u64) -> Option<Arc<LastRead>> {
+        let last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+        last.as_ref()
+            .filter(|l| {
+                let header = &l.batch.header;
+                header.base_offset <= offset && offset < header.next_offset()
+            })
+            .cloned()
+    }
+
+    /// Keeps the batch a file read ended in, if it is at most [`LAST_READ_BYTES`].
+    pub(super) fn remember_read(&self, batch: Batch, after: LogPosition) {
+        let bytes: usize = batch.records.iter().map(Record::approx_size).sum();
+        if bytes <= LAST_READ_BYTES {
+            let mut last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+            *last = Some(Arc::new(LastRead { batch, after }));
         }
     }
 
