@@ -34,9 +34,21 @@ async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
     }
 }
 
-/// A broker with a one-partition topic `t` and a subscription `s` from the start.
+/// A broker with a one-partition topic `t` and a subscription `s` from the start, redelivering
+/// without backoff.
 async fn broker_with_subscription(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
     let broker = open(dir, fsync).await;
+    let no_backoff = RetryPolicy {
+        initial_backoff_ms: 0,
+        max_backoff_ms: 0,
+        multiplier: 1.0,
+    };
+    create_topic_and_subscription(&broker, Some(no_backoff)).await;
+    broker
+}
+
+/// Creates the one-partition topic `t` and its subscription `s`, from the start.
+async fn create_topic_and_subscription(broker: &Broker, retry: Option<RetryPolicy>) {
     broker
         .create_topic(TopicSpec {
             name: "t".into(),
@@ -50,17 +62,12 @@ async fn broker_with_subscription(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker>
             SubscriptionSpec {
                 name: "s".into(),
                 start: Some(StartPosition::Earliest),
-                retry: Some(RetryPolicy {
-                    initial_backoff_ms: 0,
-                    max_backoff_ms: 0,
-                    multiplier: 1.0,
-                }),
+                retry,
                 ..SubscriptionSpec::default()
             },
         )
         .await
         .expect("subscription");
-    broker
 }
 
 async fn produce(broker: &Broker, values: impl IntoIterator<Item = String>) {
@@ -292,24 +299,7 @@ async fn broker_with_small_segments(dir: &Path) -> Arc<Broker> {
     config.log.segment_bytes = broker_core::config::MIN_SEGMENT_BYTES;
     let broker = Broker::open(config).await.expect("open");
     if fresh {
-        broker
-            .create_topic(TopicSpec {
-                name: "t".into(),
-                ..TopicSpec::default()
-            })
-            .await
-            .expect("topic");
-        broker
-            .create_subscription(
-                "t",
-                SubscriptionSpec {
-                    name: "s".into(),
-                    start: Some(StartPosition::Earliest),
-                    ..SubscriptionSpec::default()
-                },
-            )
-            .await
-            .expect("subscription");
+        create_topic_and_subscription(&broker, None).await;
     }
     broker
 }

@@ -13,11 +13,7 @@ mod child;
 use child::Server;
 
 async fn post(client: &reqwest::Client, url: String, body: Value) -> Value {
-    let response = client.post(&url).json(&body).send().await.expect("request");
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert!(status.is_success(), "POST {url} → {status}: {body}");
-    body
+    child::post_ok(client, &url, body).await
 }
 
 /// One message a producer saw acknowledged.

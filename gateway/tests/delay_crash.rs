@@ -27,11 +27,7 @@ fn now_ms() -> u64 {
 }
 
 async fn post(client: &reqwest::Client, url: &str, body: Value) -> Value {
-    let response = client.post(url).json(&body).send().await.expect("request");
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert!(status.is_success(), "POST {url} → {status}: {body}");
-    body
+    child::post_ok(client, url, body).await
 }
 
 /// Receives and acks until `until` or until `expected` ids were seen; records when each id was

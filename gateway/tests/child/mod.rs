@@ -120,3 +120,16 @@ impl Server {
         }
     }
 }
+
+/// POSTs `body` as JSON to `url`, asserts a 2xx, and returns the answer's JSON (`Null` if none).
+pub async fn post_ok(
+    client: &reqwest::Client,
+    url: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let response = client.post(url).json(&body).send().await.expect("request");
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
+    assert!(status.is_success(), "POST {url} → {status}: {body}");
+    body
+}
