@@ -1,4 +1,4 @@
-//! Poison-tolerant locking: [`lock`], [`read`] and [`write`] take a `std::sync` lock even
+//! Poison-tolerant locking: [`lock`], [`read`] and [`write()`] take a `std::sync` lock even
 //! when a thread panicked while holding it.
 //!
 //! A poisoned lock only says that some holder panicked. Refusing it would turn one panicked
