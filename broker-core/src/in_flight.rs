@@ -6,11 +6,12 @@
 //! id store it once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
 use crate::dedup::FirstResult;
+use crate::sync::lock;
 
 /// How a claim ended, as its waiters see it: `None` until it ends with a first result.
 type Outcome = Option<FirstResult>;
@@ -18,7 +19,8 @@ type Outcome = Option<FirstResult>;
 /// The claimed ids of one topic.
 #[derive(Debug, Default)]
 pub struct InFlightIds {
-    /// Held for map updates only, never across an await.
+    /// Held for map updates only, never across an await. Changed by single inserts and
+    /// removes, so a panicked holder cannot leave it half-updated ([`crate::sync`]).
     ids: Mutex<HashMap<String, watch::Receiver<Outcome>>>,
 }
 
@@ -101,13 +103,6 @@ impl Drop for Claims {
             held.remove(id);
         }
     }
-}
-
-fn lock(
-    ids: &Mutex<HashMap<String, watch::Receiver<Outcome>>>,
-) -> MutexGuard<'_, HashMap<String, watch::Receiver<Outcome>>> {
-    // Single inserts and removes: a panic cannot leave the map half-updated.
-    ids.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 //!   the ids of produces under way ([`in_flight::InFlightIds`]).
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
-//! - `names`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared by all.
+//! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
+//!   by all; `sync`: locks that stay usable after a holder panicked ([`sync::lock`]).
 //!
 //! The broker never depends on HTTP types.
 
@@ -32,6 +33,8 @@ pub mod partitioner;
 pub mod schedule;
 pub mod storage;
 pub mod subscription;
+pub mod sync;
+pub mod tags;
 pub mod telemetry;
 pub mod topic;
 

@@ -1,4 +1,9 @@
-//! Every bound the broker enforces, each with the reason for its number.
+//! Every bound the broker enforces, each with the reason for its number, and
+//! [`check_range`], the one check (and wording) of a request value against its bounds.
+
+use std::fmt::Display;
+
+use crate::error::BrokerError;
 
 /// Longest topic or subscription name: API.md's `[A-Za-z0-9._-]{1,200}`.
 pub const MAX_NAME_LEN: usize = 200;
@@ -69,3 +74,67 @@ pub const MAX_WRITER_QUEUED_BYTES: usize = 64 * 1024 * 1024;
 pub const WRITER_ENQUEUE_TIMEOUT_MS: u64 = 2_000;
 /// Largest batch the log accepts in one frame: a request body's limit (8 MiB) with framing room.
 pub const MAX_FRAME_BYTES: usize = 32 * 1024 * 1024;
+
+/// A request value outside its bounds: says "must be {min} to {max}, got {value}". Becomes
+/// [`BrokerError::InvalidArgument`] naming the field; the gateway words its own parameters
+/// `field: reason`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be {min} to {max}, got {value}")]
+pub struct OutOfRange {
+    /// The field (JSON name) or parameter at fault.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The smallest value accepted.
+    pub min: String,
+    /// The largest value accepted.
+    pub max: String,
+}
+
+impl From<OutOfRange> for BrokerError {
+    fn from(error: OutOfRange) -> Self {
+        BrokerError::invalid(error.field, error.to_string())
+    }
+}
+
+/// `value` if it lies in `min..=max`; else which `field` is out of which bounds.
+pub fn check_range<T: PartialOrd + Display>(
+    field: &'static str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<T, OutOfRange> {
+    if min <= value && value <= max {
+        return Ok(value);
+    }
+    Err(OutOfRange {
+        field,
+        value: value.to_string(),
+        min: min.to_string(),
+        max: max.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_bounds_are_accepted_and_one_past_either_is_refused() {
+        assert_eq!(check_range("max", 1, 1, 1000), Ok(1));
+        assert_eq!(check_range("max", 1000, 1, 1000), Ok(1000));
+        assert!(check_range("max", 0, 1, 1000).is_err());
+        assert!(check_range("max", 1001, 1, 1000).is_err());
+    }
+
+    #[test]
+    fn a_refusal_names_the_field_the_bounds_and_the_value() {
+        let error = BrokerError::from(
+            check_range("wait_ms", 60_001_u64, 0, MAX_WAIT_MS).expect_err("past the limit"),
+        );
+        assert_eq!(
+            error.to_string(),
+            "invalid wait_ms: must be 0 to 60000, got 60001"
+        );
+    }
+}

@@ -9,6 +9,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
+
 /// The shared budget. Cloning shares it.
 #[derive(Debug, Clone)]
 pub struct MemoryBudget {
@@ -175,6 +177,8 @@ pub struct AnswerMemory {
     max_reserve: usize,
     min_reserve: usize,
     bytes_per_value_byte: usize,
+    /// This answer's reservation. Changed by single assignments, so a panicked holder
+    /// leaves it whole ([`crate::sync`]).
     taken: Arc<Mutex<Option<MemoryCharge>>>,
 }
 
@@ -202,7 +206,7 @@ impl AnswerMemory {
     /// receives woken at once all get room (smaller and smaller) instead of the first few
     /// taking it all. Replaces an earlier reservation of this answer.
     pub fn reserve(&self) -> Option<usize> {
-        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        let mut taken = lock(&self.taken);
         *taken = None;
         let share = (self.budget.available() / ANSWER_SHARE_OF_FREE).max(self.min_reserve);
         let charge = self
@@ -215,7 +219,7 @@ impl AnswerMemory {
 
     /// Returns the reservation: the read found nothing.
     pub fn release(&self) {
-        *self.taken.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&self.taken) = None;
     }
 }
 

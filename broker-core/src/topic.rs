@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
-use crate::limits::{DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_CEILING, MAX_PARTITIONS};
+use crate::limits::{
+    DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_CEILING, MAX_PARTITIONS, check_range,
+};
 use crate::names;
 
 /// A topic's settings as stored in the metadata store.
@@ -96,13 +98,12 @@ impl TopicSpec {
     /// Validates the spec and fills in defaults.
     pub fn into_config(self, created_ms: u64, uid: u64) -> Result<TopicConfig, BrokerError> {
         names::validate("name", &self.name)?;
-        let partitions = self.partitions.unwrap_or(1);
-        if partitions == 0 || partitions > MAX_PARTITIONS {
-            return Err(BrokerError::invalid(
-                "partitions",
-                format!("must be 1 to {MAX_PARTITIONS}, got {partitions}"),
-            ));
-        }
+        let partitions = check_range(
+            "partitions",
+            self.partitions.unwrap_or(1),
+            1,
+            MAX_PARTITIONS,
+        )?;
         let replication_factor = self.replication_factor.unwrap_or(1);
         if replication_factor != 1 {
             return Err(BrokerError::invalid(
@@ -152,13 +153,8 @@ impl TopicConfig {
             next.retention_bytes = retention_bytes;
         }
         if let Some(max) = patch.max_message_bytes {
-            if max == 0 || max > MAX_MESSAGE_BYTES_CEILING {
-                return Err(BrokerError::invalid(
-                    "max_message_bytes",
-                    format!("must be 1 to {MAX_MESSAGE_BYTES_CEILING}, got {max}"),
-                ));
-            }
-            next.max_message_bytes = max;
+            next.max_message_bytes =
+                check_range("max_message_bytes", max, 1, MAX_MESSAGE_BYTES_CEILING)?;
         }
         if let Some(limit) = patch.rate_limit {
             if limit.messages_per_second == Some(0) || limit.bytes_per_second == Some(0) {
@@ -170,13 +166,7 @@ impl TopicConfig {
             next.rate_limit = limit;
         }
         if let Some(window) = patch.dedup_window_ms {
-            if window > MAX_DEDUP_WINDOW_MS {
-                return Err(BrokerError::invalid(
-                    "dedup_window_ms",
-                    format!("must be 0 to {MAX_DEDUP_WINDOW_MS}, got {window}"),
-                ));
-            }
-            next.dedup_window_ms = window;
+            next.dedup_window_ms = check_range("dedup_window_ms", window, 0, MAX_DEDUP_WINDOW_MS)?;
         }
         Ok(next)
     }

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use broker_core::sync::lock;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Default `max_connections`: open TCP connections served at once. Each costs a file handle
@@ -128,6 +129,8 @@ pub struct ConcurrencyCap {
 struct CapInner {
     global: usize,
     per_principal: usize,
+    /// Slots held. A count and its principal's entry change together with nothing between
+    /// them that can panic, so a panicked holder leaves them whole ([`broker_core::sync`]).
     held: Mutex<CapCounts>,
 }
 
@@ -173,7 +176,7 @@ impl ConcurrencyCap {
     /// Takes a slot for `principal`, or says which cap is full. The map holds only
     /// principals with a slot, so it is bounded by `global`.
     pub fn try_acquire(&self, principal: &str) -> Result<CapPermit, CapExceeded> {
-        let mut held = self.inner.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = lock(&self.inner.held);
         let mine = held.by_principal.get(principal).copied().unwrap_or(0);
         if mine >= self.inner.per_principal {
             return Err(CapExceeded::PerPrincipal);
@@ -191,17 +194,13 @@ impl ConcurrencyCap {
 
     /// Slots held right now.
     pub fn held(&self) -> usize {
-        self.inner
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .total
+        lock(&self.inner.held).total
     }
 }
 
 impl Drop for CapPermit {
     fn drop(&mut self) {
-        let mut held = self.cap.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = lock(&self.cap.held);
         held.total = held.total.saturating_sub(1);
         if let Some(count) = held.by_principal.get_mut(&self.principal) {
             *count = count.saturating_sub(1);

@@ -21,6 +21,7 @@ use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes, HttpBody};
 pub use broker_core::memory::{AnswerMemory, MemoryBudget, MemoryCharge};
+use broker_core::sync::lock;
 use http_body::{Frame, SizeHint};
 
 /// Default `max_memory_bytes`: request and response bytes held at once. Wharf's own resident
@@ -73,7 +74,8 @@ pub const RESPONSE_FRAME_BYTES: usize = 64 * 1024;
 /// The charge of a request's body, which the edge puts in the request's extensions: a
 /// handler that has parsed the body sets it to what it still holds ([`BodyCharge::fit`]),
 /// so that a produce waiting for its write is charged its values, not the parse's peak.
-/// The edge returns it once the handler is done.
+/// The edge returns it once the handler is done. A charge changes in single steps, so its
+/// lock stays usable after a holder panicked ([`broker_core::sync`]).
 #[derive(Debug, Clone)]
 pub struct BodyCharge(Arc<Mutex<MemoryCharge>>);
 
@@ -86,7 +88,7 @@ impl BodyCharge {
     /// Makes the charge `bytes`: returns the excess at once; takes more only if it fits
     /// (whether it did).
     pub fn fit(&self, bytes: usize) -> bool {
-        let mut charge = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut charge = lock(&self.0);
         let now = charge.bytes();
         if bytes <= now {
             charge.set(bytes);
@@ -98,7 +100,7 @@ impl BodyCharge {
 
     /// Bytes charged now.
     pub fn bytes(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).bytes()
+        lock(&self.0).bytes()
     }
 }
 

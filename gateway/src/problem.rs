@@ -4,6 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use broker_core::BrokerError;
+use broker_core::limits::OutOfRange;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -101,6 +102,13 @@ pub enum ApiError {
         /// What failed, for the log only.
         detail: String,
     },
+}
+
+impl From<OutOfRange> for ApiError {
+    /// A parameter the gateway checks itself, worded as its other refusals: `field: reason`.
+    fn from(error: OutOfRange) -> Self {
+        ApiError::invalid(format!("{}: {error}", error.field))
+    }
 }
 
 impl ApiError {

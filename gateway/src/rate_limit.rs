@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use broker_core::sync::lock;
 use broker_core::topic::RateLimit;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::NoOpMiddleware;
@@ -64,6 +65,8 @@ struct TopicBuckets<C: Clock> {
 pub struct TopicRateLimits<C: Clock + Clone = DefaultClock> {
     burst_ms: u64,
     clock: C,
+    /// Buckets by topic. Changed by single inserts and clears of buckets built beforehand,
+    /// so a panicked holder leaves the map whole ([`broker_core::sync`]).
     topics: Mutex<HashMap<String, Arc<TopicBuckets<C>>>>,
 }
 
@@ -93,7 +96,7 @@ impl<C: Clock + Clone> TopicRateLimits<C> {
     }
 
     fn buckets(&self, topic: &str, uid: u64, limit: RateLimit) -> Arc<TopicBuckets<C>> {
-        let mut topics = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let mut topics = lock(&self.topics);
         if let Some(found) = topics.get(topic)
             && found.uid == uid
             && found.limit == limit

@@ -6,10 +6,11 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{Broker, blocking, read};
+use super::{Broker, blocking};
 use crate::error::Result;
 use crate::storage::PartitionHandle;
 use crate::subscription::Subscription;
+use crate::sync::read;
 
 /// How often lease tables are checkpointed: a crash makes the next start replay about this
 /// much of the log, and lets messages leased since the last checkpoint come back before

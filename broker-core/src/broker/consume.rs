@@ -10,7 +10,7 @@ use super::reads::read_range;
 use super::{Broker, Delivery, ReceiveRequest, Topic, blocking};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
-use crate::limits::{MAX_READ_BYTES, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS};
+use crate::limits::{MAX_READ_BYTES, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS, check_range};
 use crate::message::StoredRecord;
 use crate::partitioner::key_hash64;
 use crate::subscription::attempts::{MAX_ATTEMPT_ID_LEN, Remembered, valid_attempt_id};
@@ -45,21 +45,13 @@ impl Broker {
         request: ReceiveRequest,
     ) -> Result<Vec<Delivery>> {
         self.check_running()?;
-        if request.max_messages == 0 || request.max_messages > MAX_RECEIVE_MESSAGES {
-            return Err(BrokerError::invalid(
-                "max_messages",
-                format!(
-                    "must be 1 to {MAX_RECEIVE_MESSAGES}, got {}",
-                    request.max_messages
-                ),
-            ));
-        }
-        if request.wait_ms > MAX_WAIT_MS {
-            return Err(BrokerError::invalid(
-                "wait_ms",
-                format!("must be 0 to {MAX_WAIT_MS}, got {}", request.wait_ms),
-            ));
-        }
+        check_range(
+            "max_messages",
+            request.max_messages,
+            1,
+            MAX_RECEIVE_MESSAGES,
+        )?;
+        check_range("wait_ms", request.wait_ms, 0, MAX_WAIT_MS)?;
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
         let lease_ms = match request.ack_timeout_ms {

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use super::consume::REDRIVE_HEADER;
 use super::reads::read_range;
-use super::{Broker, Topic, read};
+use super::{Broker, Topic};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
 use crate::message::Record;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{LeaseTable, Subscription};
+use crate::sync::read;
 use crate::telemetry;
 use crate::topic::{TopicInfo, TopicSpec};
 

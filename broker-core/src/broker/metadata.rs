@@ -27,6 +27,7 @@ use crate::schedule::{self, DelayStore};
 use crate::storage::PartitionHandle;
 use crate::subscription::receipt::RECEIPT_KEY_BYTES;
 use crate::subscription::{Subscription, SubscriptionConfig, SubscriptionStore, store};
+use crate::sync::{read, write};
 use crate::topic::TopicConfig;
 
 /// sled's page cache. Its default (1 GiB) would let the metadata store alone pass the node's
@@ -264,7 +265,7 @@ pub(super) fn open_topic_files(
 }
 
 fn read_name(topic: &Topic) -> String {
-    super::read(&topic.config).name.clone()
+    read(&topic.config).name.clone()
 }
 
 fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) -> Result<()> {
@@ -283,7 +284,7 @@ fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>
         let store = metadata.subscription_store(config.uid)?;
         let name = config.name.clone();
         let subscription = Subscription::open(config, store, &starts, &topic.partitions)?;
-        super::write(&topic.subscriptions).insert(name, Arc::new(subscription));
+        write(&topic.subscriptions).insert(name, Arc::new(subscription));
     }
     Ok(())
 }
@@ -301,7 +302,7 @@ fn remove_leftovers(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) 
         }
         known_trees.insert(schedule::tree_name(config.uid));
         known_trees.insert(dedup::tree_name(config.uid));
-        for subscription in super::read(&topic.subscriptions).values() {
+        for subscription in read(&topic.subscriptions).values() {
             known_trees.insert(store::tree_name(subscription.config.uid));
         }
     }

@@ -6,6 +6,10 @@
 //!   the receipt key, the node id) and where things live on disk.
 //! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
 //!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`.
+//!
+//! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
+//! list) change only by single inserts, removes and assignments, so they are taken through
+//! [`crate::sync`] and stay usable after a holder panicked.
 
 mod checkpoint;
 mod consume;
@@ -45,6 +49,7 @@ use crate::partitioner::Partitioner;
 use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
 use crate::subscription::{ReceiptCodec, Subscription};
+use crate::sync::{lock, read};
 use crate::topic::TopicConfig;
 use metadata::Metadata;
 
@@ -163,12 +168,7 @@ impl Broker {
         }
         // The background tasks hold topics (and so sled trees): they must be gone before the
         // data folder can be opened again. Stopping one mid-move is safe (see `schedule`).
-        let tasks = std::mem::take(
-            &mut *self
-                .tasks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let tasks = std::mem::take(&mut *lock(&self.tasks));
         for task in tasks {
             task.abort();
             let _ = task.await;
@@ -193,10 +193,7 @@ impl Broker {
     /// Starts a background task that shutdown stops.
     fn spawn_task(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(task);
-        let mut tasks = self
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tasks = lock(&self.tasks);
         tasks.retain(|t| !t.is_finished());
         tasks.push(handle);
     }
@@ -236,17 +233,6 @@ impl Broker {
         }
         Ok(())
     }
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    // Writers never leave these maps half-updated, so a poisoned lock is still consistent.
-    lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn blocking<T: Send + 'static>(

@@ -14,12 +14,11 @@ use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
 use crate::in_flight::Claims;
 use crate::limits::{
-    MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES, MAX_TAG_LEN,
-    MAX_TAGS,
+    MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES,
 };
 use crate::message::Record;
 use crate::schedule::Scheduled;
-use crate::subscription::config::valid_tag;
+use crate::tags;
 use crate::telemetry;
 
 /// Where each message of a batch ended up, before offsets are known.
@@ -378,19 +377,7 @@ fn validate(
     if message.headers.iter().any(|(name, _)| name.is_empty()) {
         return Err(BrokerError::invalid("headers", "a header name is empty"));
     }
-    if message.tags.len() > MAX_TAGS {
-        return Err(BrokerError::invalid(
-            "tags",
-            format!("at most {MAX_TAGS} tags, got {}", message.tags.len()),
-        ));
-    }
-    if let Some(bad) = message.tags.iter().find(|tag| !valid_tag(tag)) {
-        return Err(BrokerError::invalid(
-            "tags",
-            format!("tag {bad:?} is not 1 to {MAX_TAG_LEN} characters of A-Z a-z 0-9 . _ - : /"),
-        ));
-    }
-    Ok(())
+    tags::validate("tags", &message.tags)
 }
 
 /// Message ids travel in URL paths (`DELETE /v1/topics/{topic}/messages/{id}`): printable

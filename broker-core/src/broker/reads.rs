@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Broker, PartitionRead, blocking};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
-use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS};
+use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS, check_range};
 use crate::memory::AnswerMemory;
 
 /// How long a read refused for a spent memory budget should wait before it is retried: the
@@ -43,18 +43,8 @@ impl Broker {
         memory: Option<&AnswerMemory>,
     ) -> Result<PartitionRead> {
         self.check_running()?;
-        if max == 0 || max > MAX_READ_RECORDS {
-            return Err(BrokerError::invalid(
-                "max",
-                format!("must be 1 to {MAX_READ_RECORDS}, got {max}"),
-            ));
-        }
-        if wait_ms > MAX_WAIT_MS {
-            return Err(BrokerError::invalid(
-                "wait_ms",
-                format!("must be 0 to {MAX_WAIT_MS}, got {wait_ms}"),
-            ));
-        }
+        check_range("max", max, 1, MAX_READ_RECORDS)?;
+        check_range("wait_ms", wait_ms, 0, MAX_WAIT_MS)?;
         let open = self.topic(topic)?;
         let partitions = open.config().partitions;
         let log = open

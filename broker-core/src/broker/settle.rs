@@ -52,11 +52,8 @@ impl Broker {
         delay_ms: Option<u64>,
         error: Option<&str>,
     ) -> Result<SettleOutcome> {
-        if let Some(delay) = delay_ms.filter(|d| *d > MAX_NACK_DELAY_MS) {
-            return Err(BrokerError::invalid(
-                "delay_ms",
-                format!("must be 0 to {MAX_NACK_DELAY_MS}, got {delay}"),
-            ));
+        if let Some(delay) = delay_ms {
+            crate::limits::check_range("delay_ms", delay, 0, MAX_NACK_DELAY_MS)?;
         }
         let outcome = self
             .settle(

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use super::{Broker, SubscriptionInfo, SubscriptionStats, Topic, blocking, read, write};
+use super::{Broker, SubscriptionInfo, SubscriptionStats, Topic, blocking};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::storage::PartitionHandle;
 use crate::subscription::{StartPosition, Subscription, SubscriptionSpec};
+use crate::sync::{read, write};
 
 impl Broker {
     /// Creates a subscription starting at the end of every partition (`latest`) or at the

@@ -4,10 +4,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{Broker, Topic, blocking, metadata, read, write};
+use super::{Broker, Topic, blocking, metadata};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::storage::PartitionHandle;
+use crate::sync::{read, write};
 use crate::topic::{PartitionInfo, TopicInfo, TopicPatch, TopicSpec};
 
 impl Broker {

@@ -21,13 +21,14 @@
 //! message is never both cancelled and delivered.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
 use crate::storage::codec;
+use crate::sync::lock;
 
 const DUE: u8 = b'd';
 const ID: u8 = b'i';
@@ -56,7 +57,8 @@ pub struct Scheduled {
 pub struct DelayStore {
     tree: sled::Tree,
     /// Ids of the messages the mover has claimed and not yet released. Held only for sled
-    /// calls, never across an await.
+    /// calls, never across an await. Changed by single inserts and removes, after the sled
+    /// calls that can fail, so a panicked holder cannot leave it half-done ([`crate::sync`]).
     moving: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -77,11 +79,6 @@ impl Drop for MoveClaim {
             moving.remove(id);
         }
     }
-}
-
-fn lock(moving: &Mutex<HashSet<String>>) -> MutexGuard<'_, HashSet<String>> {
-    // The set is changed by single inserts and removes: a panic cannot leave it half-done.
-    moving.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl DelayStore {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::BrokerError;
 use crate::limits::{
     DEFAULT_ACK_TIMEOUT_MS, DEFAULT_MAX_DELIVERIES, MAX_ACK_TIMEOUT_MS, MAX_MAX_DELIVERIES,
-    MAX_NAME_LEN, MAX_TAG_LEN, MAX_TAGS, MIN_ACK_TIMEOUT_MS,
+    MAX_NAME_LEN, MAX_TAG_LEN, MIN_ACK_TIMEOUT_MS,
 };
 use crate::names;
 
@@ -237,20 +237,7 @@ impl SubscriptionSpec {
             ));
         }
         let filter = self.filter.unwrap_or_default();
-        if filter.tags.len() > MAX_TAGS {
-            return Err(BrokerError::invalid(
-                "filter.tags",
-                format!("at most {MAX_TAGS} tags, got {}", filter.tags.len()),
-            ));
-        }
-        if let Some(bad) = filter.tags.iter().find(|tag| !valid_tag(tag)) {
-            return Err(BrokerError::invalid(
-                "filter.tags",
-                format!(
-                    "tag {bad:?} is not 1 to {MAX_TAG_LEN} characters of A-Z a-z 0-9 . _ - : /"
-                ),
-            ));
-        }
+        crate::tags::validate("filter.tags", &filter.tags)?;
         Ok(SubscriptionConfig {
             topic: topic.to_owned(),
             name: self.name,

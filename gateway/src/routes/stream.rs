@@ -18,6 +18,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
 use broker_core::BrokerError;
 use broker_core::broker::{Delivery, ReceiveRequest};
+use broker_core::limits::check_range;
 use broker_core::subscription::config::validate_ack_timeout;
 use futures_util::Stream;
 use serde::Deserialize;
@@ -79,18 +80,18 @@ struct StreamSettings {
 
 impl StreamQuery {
     fn settings(&self) -> Result<StreamSettings, ApiError> {
-        let max_in_flight = self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT);
-        if !(1..=MAX_MAX_IN_FLIGHT).contains(&max_in_flight) {
-            return Err(ApiError::invalid(format!(
-                "max_in_flight: must be 1 to {MAX_MAX_IN_FLIGHT}, got {max_in_flight}"
-            )));
-        }
-        let heartbeat_ms = self.heartbeat_ms.unwrap_or(DEFAULT_HEARTBEAT_MS);
-        if !(MIN_HEARTBEAT_MS..=MAX_HEARTBEAT_MS).contains(&heartbeat_ms) {
-            return Err(ApiError::invalid(format!(
-                "heartbeat_ms: must be {MIN_HEARTBEAT_MS} to {MAX_HEARTBEAT_MS}, got {heartbeat_ms}"
-            )));
-        }
+        let max_in_flight = check_range(
+            "max_in_flight",
+            self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            1,
+            MAX_MAX_IN_FLIGHT,
+        )?;
+        let heartbeat_ms = check_range(
+            "heartbeat_ms",
+            self.heartbeat_ms.unwrap_or(DEFAULT_HEARTBEAT_MS),
+            MIN_HEARTBEAT_MS,
+            MAX_HEARTBEAT_MS,
+        )?;
         let ack_timeout_ms = self
             .ack_timeout_ms
             .map(|ms| validate_ack_timeout("ack_timeout_ms", ms))
@@ -336,5 +337,47 @@ impl StreamLoop {
         if let Err(error) = nacked {
             tracing::warn!(%error, "could not release the unsent messages of a closed stream");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(query: StreamQuery) -> String {
+        query.settings().expect_err("out of range").to_string()
+    }
+
+    #[test]
+    fn out_of_range_parameters_are_refused_naming_the_parameter_and_its_bounds() {
+        let in_flight = StreamQuery {
+            max_in_flight: Some(MAX_MAX_IN_FLIGHT + 1),
+            ..StreamQuery::default()
+        };
+        assert_eq!(
+            refusal(in_flight),
+            "max_in_flight: must be 1 to 1000, got 1001"
+        );
+        let heartbeat = StreamQuery {
+            heartbeat_ms: Some(MIN_HEARTBEAT_MS - 1),
+            ..StreamQuery::default()
+        };
+        assert_eq!(
+            refusal(heartbeat),
+            "heartbeat_ms: must be 100 to 60000, got 99"
+        );
+    }
+
+    #[test]
+    fn the_bounds_themselves_are_accepted() {
+        let settings = StreamQuery {
+            max_in_flight: Some(MAX_MAX_IN_FLIGHT),
+            heartbeat_ms: Some(MAX_HEARTBEAT_MS),
+            ..StreamQuery::default()
+        }
+        .settings()
+        .expect("in range");
+        assert_eq!(settings.max_in_flight, MAX_MAX_IN_FLIGHT);
+        assert_eq!(settings.heartbeat, Duration::from_millis(MAX_HEARTBEAT_MS));
     }
 }

@@ -1,0 +1,66 @@
+//! Message tags and subscription filters on them: [`validate`] checks a list of tags against
+//! [`MAX_TAGS`] and the rule of one tag ([`valid_tag`]), and words the one refusal both a
+//! produce and a subscription's filter give.
+
+use crate::error::BrokerError;
+use crate::limits::{MAX_TAG_LEN, MAX_TAGS};
+use crate::subscription::config::valid_tag;
+
+/// Checks `tags`: at most [`MAX_TAGS`], each one [`valid_tag`]; `field` names the request
+/// field in the error (`tags`, `filter.tags`).
+pub fn validate(field: &'static str, tags: &[String]) -> Result<(), BrokerError> {
+    if tags.len() > MAX_TAGS {
+        return Err(BrokerError::invalid(
+            field,
+            format!("at most {MAX_TAGS} tags, got {}", tags.len()),
+        ));
+    }
+    if let Some(bad) = tags.iter().find(|tag| !valid_tag(tag)) {
+        return Err(BrokerError::invalid(
+            field,
+            format!("tag {bad:?} is not 1 to {MAX_TAG_LEN} characters of A-Z a-z 0-9 . _ - : /"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(list: &[&str]) -> Vec<String> {
+        list.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    #[test]
+    fn accepts_up_to_the_most_tags_of_the_documented_alphabet() {
+        assert!(validate("tags", &[]).is_ok());
+        assert!(
+            validate(
+                "tags",
+                &tags(&["eu", "a.b_c-d:e/f", &"t".repeat(MAX_TAG_LEN)])
+            )
+            .is_ok()
+        );
+        assert!(validate("tags", &vec!["t".to_owned(); MAX_TAGS]).is_ok());
+    }
+
+    #[test]
+    fn refuses_one_tag_too_many() {
+        let error = validate("tags", &vec!["t".to_owned(); MAX_TAGS + 1]).expect_err("too many");
+        assert_eq!(error.to_string(), "invalid tags: at most 32 tags, got 33");
+    }
+
+    #[test]
+    fn refuses_empty_long_and_foreign_tags_naming_the_field_and_the_tag() {
+        for bad in ["", "a b", "é", &"t".repeat(MAX_TAG_LEN + 1)] {
+            let error = validate("filter.tags", &tags(&["ok", bad])).expect_err(bad);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "invalid filter.tags: tag {bad:?} is not 1 to 200 characters of A-Z a-z 0-9 . _ - : /"
+                )
+            );
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! [`ServeArgs`]: the flags of `wharf serve` and their env vars, merged over the config file.
+
+use std::path::PathBuf;
+
+use super::edge_args::EdgeArgs;
+use super::error::ConfigError;
+use super::file::{FileSettings, read_file, value_text};
+use super::raw::RawSettings;
+use super::settings::Settings;
+
+/// The flags of `wharf serve`; each falls back to its `WHARF_*` environment variable.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, IP:port [default: 127.0.0.1:8080].
+    #[arg(long, env = "WHARF_LISTEN")]
+    pub listen: Option<String>,
+    /// Folder for the broker's data [default: ./wharf-data].
+    #[arg(long, env = "WHARF_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// TOML file with the same keys as these flags (listen, data_dir, fsync, segment_bytes,
+    /// max_body_bytes).
+    #[arg(long, env = "WHARF_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// When to fsync: `always`, `never`, or an interval in milliseconds [default: always].
+    #[arg(long, env = "WHARF_FSYNC")]
+    pub fsync: Option<String>,
+    /// Segment file size in bytes [default: 64 MiB].
+    #[arg(long, env = "WHARF_SEGMENT_BYTES")]
+    pub segment_bytes: Option<String>,
+    /// Largest request body in bytes [default: 8 MiB].
+    #[arg(long, env = "WHARF_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<String>,
+    /// Serve without authentication on a non-loopback address (no keys configured).
+    #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
+    pub allow_anonymous: bool,
+    /// Auth, limits and timeouts.
+    #[command(flatten)]
+    pub edge: EdgeArgs,
+}
+
+impl ServeArgs {
+    /// Merges flags/env (already merged by clap) over the config file, then validates.
+    pub fn load(self) -> Result<Settings, ConfigError> {
+        let (file, edge) = match &self.config {
+            Some(path) => read_file(path, self.edge)?,
+            None => (
+                FileSettings::default(),
+                self.edge.merge(&mut toml::Table::new()),
+            ),
+        };
+        RawSettings {
+            listen: self.listen.or(file.listen),
+            data_dir: self.data_dir.or(file.data_dir),
+            fsync: self.fsync.or(file.fsync.map(value_text)),
+            segment_bytes: self.segment_bytes.or(file.segment_bytes.map(value_text)),
+            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes.map(value_text)),
+            allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
+            auth_keys: file.auth_keys,
+            edge,
+        }
+        .freeze()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::file::config_file as file;
+    use broker_core::FsyncPolicy;
+
+    #[test]
+    fn flags_override_the_file_and_the_file_overrides_defaults() {
+        let config = file("listen = \"0.0.0.0:9000\"\nfsync = 250\nsegment_bytes = 8192\n");
+        let settings = ServeArgs {
+            listen: Some("127.0.0.1:7000".into()),
+            config: Some(config.path().to_owned()),
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect("valid");
+        assert_eq!(settings.listen().to_string(), "127.0.0.1:7000");
+        assert_eq!(settings.fsync(), FsyncPolicy::IntervalMs(250));
+        assert_eq!(settings.segment_bytes(), 8192);
+    }
+
+    #[test]
+    fn edge_keys_come_from_the_file_and_flags_override_them() {
+        let config =
+            file("max_headers = 20\nprincipal_requests_per_second = 5\ndocs_public = true\n");
+        let settings = ServeArgs {
+            config: Some(config.path().to_owned()),
+            edge: EdgeArgs {
+                max_headers: Some("30".into()),
+                ..EdgeArgs::default()
+            },
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect("valid");
+        assert_eq!(settings.edge().max_headers, 30);
+        assert_eq!(settings.edge().principal_requests_per_second, 5);
+        assert!(settings.edge().docs_public);
+    }
+}

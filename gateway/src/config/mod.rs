@@ -1,0 +1,36 @@
+//! Settings of `wharf serve`: parsed from flags, `WHARF_*` environment variables and a TOML
+//! file (in that order of precedence, then defaults), validated as a whole, then frozen into
+//! [`Settings`]. Every error names the setting and the value.
+//!
+//! # Layout
+//! - `args`: [`ServeArgs`], the flags (each with its env var, by clap) and
+//!   [`ServeArgs::load`], which merges them over the config file and freezes the result.
+//! - `edge_args`: the edge's settings declared once: [`EdgeArgs`] (flags and env vars), their
+//!   file keys, and [`EdgeRaw`] (their text before validation).
+//! - `file`: the TOML config file: its known keys, unknown ones refused, values as text.
+//! - `raw`: [`RawSettings`] and [`RawSettings::freeze`]: defaults, each value parsed and
+//!   checked, then the relations between them (no anonymous access on a network address).
+//! - `edge`: [`EdgeSettings`], their defaults and their validation, with the auth keys.
+//! - `values`: one setting's text into a number, a number within a range, or a boolean.
+//! - `settings`: [`Settings`], the frozen result, and the server's defaults
+//!   ([`DEFAULT_LISTEN`], …).
+//! - `error`: [`ConfigError`].
+
+mod args;
+mod edge;
+mod edge_args;
+mod error;
+mod file;
+mod raw;
+mod settings;
+mod values;
+
+pub use args::ServeArgs;
+pub use edge::EdgeSettings;
+pub use edge_args::{EdgeArgs, EdgeRaw};
+pub use error::ConfigError;
+pub use raw::RawSettings;
+pub use settings::{
+    DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, MIN_MAX_BODY_BYTES,
+    Settings,
+};

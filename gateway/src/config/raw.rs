@@ -1,0 +1,180 @@
+//! [`RawSettings`]: every setting still optional text, and [`RawSettings::freeze`], which fills
+//! in defaults, validates each value and the relations between them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use broker_core::FsyncPolicy;
+use broker_core::config::{DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
+use broker_core::limits::MAX_FRAME_BYTES;
+
+use super::edge::freeze_edge;
+use super::edge_args::EdgeRaw;
+use super::error::{ConfigError, invalid};
+use super::settings::{
+    DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, MIN_MAX_BODY_BYTES,
+    Settings,
+};
+use super::values::parse_number;
+use crate::auth::KeySpec;
+
+/// Settings before validation: every value optional and still text.
+#[derive(Debug, Clone, Default)]
+pub struct RawSettings {
+    /// See [`Settings::listen`].
+    pub listen: Option<String>,
+    /// See [`Settings::data_dir`].
+    pub data_dir: Option<PathBuf>,
+    /// See [`Settings::fsync`].
+    pub fsync: Option<String>,
+    /// See [`Settings::segment_bytes`].
+    pub segment_bytes: Option<String>,
+    /// See [`Settings::max_body_bytes`].
+    pub max_body_bytes: Option<String>,
+    /// Serve without auth on a non-loopback address.
+    pub allow_anonymous: bool,
+    /// Keys from the config file's `[[auth_keys]]`.
+    pub auth_keys: Vec<KeySpec>,
+    /// Auth, limits and timeouts, as text.
+    pub edge: EdgeRaw,
+}
+
+impl RawSettings {
+    /// Fills in defaults, parses and validates every value and their relations.
+    pub fn freeze(self) -> Result<Settings, ConfigError> {
+        let listen_text = self.listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+        let listen: SocketAddr = listen_text.parse().map_err(|_| {
+            invalid(
+                "listen",
+                &listen_text,
+                "expected IP:port, e.g. 127.0.0.1:8080",
+            )
+        })?;
+        let data_dir = self
+            .data_dir
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        if data_dir.as_os_str().is_empty() {
+            return Err(invalid("data_dir", "", "must not be empty"));
+        }
+        let fsync_text = self.fsync.unwrap_or_else(|| DEFAULT_FSYNC.to_owned());
+        let fsync = FsyncPolicy::parse(fsync_text.trim()).ok_or_else(|| {
+            invalid(
+                "fsync",
+                &fsync_text,
+                "expected always, never, or milliseconds > 0",
+            )
+        })?;
+        let segment_bytes = match self.segment_bytes {
+            Some(text) => parse_number::<u64>("segment_bytes", &text)?,
+            None => DEFAULT_SEGMENT_BYTES,
+        };
+        if segment_bytes < MIN_SEGMENT_BYTES {
+            return Err(invalid(
+                "segment_bytes",
+                &segment_bytes.to_string(),
+                format!("must be at least {MIN_SEGMENT_BYTES}"),
+            ));
+        }
+        let max_body_bytes = match self.max_body_bytes {
+            Some(text) => parse_number::<usize>("max_body_bytes", &text)?,
+            None => DEFAULT_MAX_BODY_BYTES,
+        };
+        if !(MIN_MAX_BODY_BYTES..=MAX_FRAME_BYTES).contains(&max_body_bytes) {
+            return Err(invalid(
+                "max_body_bytes",
+                &max_body_bytes.to_string(),
+                format!(
+                    "must be {MIN_MAX_BODY_BYTES} to {MAX_FRAME_BYTES} (a body's batch must fit one log frame)"
+                ),
+            ));
+        }
+        let (auth, edge) = freeze_edge(self.edge, self.auth_keys)?;
+        if !auth.enabled() && !listen.ip().is_loopback() && !self.allow_anonymous {
+            return Err(ConfigError::AnonymousOnNetwork { listen });
+        }
+        Ok(Settings {
+            listen,
+            data_dir,
+            fsync,
+            segment_bytes,
+            max_body_bytes,
+            auth,
+            edge,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_loopback_fsync_always_and_eight_mebibyte_bodies() {
+        let settings = RawSettings::default().freeze().expect("defaults are valid");
+        assert_eq!(settings.listen().to_string(), DEFAULT_LISTEN);
+        assert_eq!(settings.fsync(), FsyncPolicy::Always);
+        assert_eq!(settings.max_body_bytes(), 8 * 1024 * 1024);
+        assert_eq!(settings.segment_bytes(), DEFAULT_SEGMENT_BYTES);
+    }
+
+    #[test]
+    fn errors_name_the_setting_and_the_value() {
+        let error = RawSettings {
+            fsync: Some("sometimes".into()),
+            ..RawSettings::default()
+        }
+        .freeze()
+        .expect_err("invalid");
+        let text = error.to_string();
+        assert!(
+            text.contains("fsync") && text.contains("sometimes"),
+            "{text}"
+        );
+        let error = RawSettings {
+            segment_bytes: Some((MIN_SEGMENT_BYTES - 1).to_string()),
+            ..RawSettings::default()
+        }
+        .freeze()
+        .expect_err("too small");
+        assert!(error.to_string().contains("segment_bytes"), "{error}");
+    }
+
+    #[test]
+    fn body_limit_is_checked_on_both_sides() {
+        let with = |bytes: usize| {
+            RawSettings {
+                max_body_bytes: Some(bytes.to_string()),
+                ..RawSettings::default()
+            }
+            .freeze()
+        };
+        assert!(with(MIN_MAX_BODY_BYTES - 1).is_err());
+        assert!(with(MIN_MAX_BODY_BYTES).is_ok());
+        assert!(with(MAX_FRAME_BYTES).is_ok());
+        assert!(with(MAX_FRAME_BYTES + 1).is_err());
+    }
+
+    #[test]
+    fn no_keys_on_a_network_address_refuses_to_start_unless_anonymous_is_allowed() {
+        let public = |allow_anonymous| {
+            RawSettings {
+                listen: Some("0.0.0.0:8080".into()),
+                allow_anonymous,
+                ..RawSettings::default()
+            }
+            .freeze()
+        };
+        let error = public(false).expect_err("refused");
+        assert!(error.to_string().contains("--allow-anonymous"), "{error}");
+        assert!(public(true).is_ok());
+        let with_key = RawSettings {
+            listen: Some("0.0.0.0:8080".into()),
+            edge: EdgeRaw {
+                auth_hs256_secret: Some("k".repeat(40)),
+                ..EdgeRaw::default()
+            },
+            ..RawSettings::default()
+        };
+        assert!(with_key.freeze().is_ok());
+    }
+}

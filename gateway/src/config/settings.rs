@@ -1,0 +1,90 @@
+//! [`Settings`]: the validated, frozen settings of one server, and the defaults of its own
+//! (non-edge) settings.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use broker_core::{BrokerConfig, FsyncPolicy};
+
+use super::edge::EdgeSettings;
+use super::error::ConfigError;
+use super::raw::RawSettings;
+use crate::auth::Authenticator;
+
+/// Default listen address: loopback, so a fresh install is not open to the network.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default data folder, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "./wharf-data";
+/// Default fsync policy: an ack means the data is on disk.
+pub const DEFAULT_FSYNC: &str = "always";
+/// Default largest request body: 8 MiB (API.md), room for a full batch of modest messages.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// Smallest `max_body_bytes` accepted: below 1 KiB even a small JSON batch cannot be sent.
+pub const MIN_MAX_BODY_BYTES: usize = 1024;
+
+/// Validated, frozen settings of one server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub(super) listen: SocketAddr,
+    pub(super) data_dir: PathBuf,
+    pub(super) fsync: FsyncPolicy,
+    pub(super) segment_bytes: u64,
+    pub(super) max_body_bytes: usize,
+    pub(super) auth: Authenticator,
+    pub(super) edge: EdgeSettings,
+}
+
+impl Settings {
+    /// Token verification (disabled when no key is configured).
+    pub fn auth(&self) -> &Authenticator {
+        &self.auth
+    }
+
+    /// The edge's limits, timeouts and switches.
+    pub fn edge(&self) -> &EdgeSettings {
+        &self.edge
+    }
+
+    /// Defaults, with the given data folder and an ephemeral loopback port (for tests).
+    pub fn ephemeral(data_dir: impl Into<PathBuf>) -> Result<Settings, ConfigError> {
+        RawSettings {
+            listen: Some("127.0.0.1:0".to_owned()),
+            data_dir: Some(data_dir.into()),
+            ..RawSettings::default()
+        }
+        .freeze()
+    }
+
+    /// Address to listen on.
+    pub fn listen(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// Folder holding the broker's data.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// When the log calls fsync.
+    pub fn fsync(&self) -> FsyncPolicy {
+        self.fsync
+    }
+
+    /// Segment file size in bytes.
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bytes
+    }
+
+    /// Largest request body accepted, in bytes.
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+
+    /// The broker's configuration.
+    pub fn broker_config(&self) -> BrokerConfig {
+        let mut config = BrokerConfig::new(&self.data_dir);
+        config.log.fsync = self.fsync;
+        config.log.segment_bytes = self.segment_bytes;
+        config
+    }
+}
