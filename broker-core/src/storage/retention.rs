@@ -20,7 +20,7 @@ impl LogView {
         retention_ms: Option<u64>,
         retention_bytes: Option<u64>,
     ) -> Result<usize> {
-        let _serial = self.retention.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = crate::sync::lock(&self.retention);
         let mut deleted = 0;
         while let Some((oldest, next_base)) = self.oldest_sealed() {
             let expired = match retention_ms {

@@ -114,12 +114,12 @@ impl Segment {
 
     /// The cached largest timestamp of a sealed segment, if computed.
     pub(crate) fn cached_max_ts(&self) -> Option<u64> {
-        *self.max_ts.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.max_ts)
     }
 
     /// Caches the largest timestamp of this segment once it is sealed.
     pub(crate) fn cache_max_ts(&self, max_ts: u64) {
-        *self.max_ts.lock().unwrap_or_else(|p| p.into_inner()) = Some(max_ts);
+        *crate::sync::lock(&self.max_ts) = Some(max_ts);
     }
 
     /// Appends a frame at the end; returns its position. Only the writer calls this. On a

@@ -92,7 +92,7 @@ impl LogView {
 
     /// The batch the last file read ended in, if it holds committed `offset`.
     pub(super) fn last_read_holding(&self, offset: u64) -> Option<Arc<LastRead>> {
-        let last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+        let last = crate::sync::lock(&self.last_read);
         last.as_ref()
             .filter(|l| {
                 let header = &l.batch.header;
@@ -105,13 +105,13 @@ impl LogView {
     pub(super) fn remember_read(&self, batch: Batch, after: LogPosition) {
         let bytes: usize = batch.records.iter().map(Record::approx_size).sum();
         if bytes <= LAST_READ_BYTES {
-            let mut last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = crate::sync::lock(&self.last_read);
             *last = Some(Arc::new(LastRead { batch, after }));
         }
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, RecentIndex> {
-        self.recent.lock().unwrap_or_else(|p| p.into_inner())
+        crate::sync::lock(&self.recent)
     }
 
     /// Notes committed message batches in the sparse index (in memory); only the writer calls
@@ -191,11 +191,7 @@ impl LogView {
     /// Keeps a batch in the tail cache; only the writer calls this, as it commits the batch
     /// (readers get nothing at or past the end offset from it).
     pub(crate) fn remember(&self, base_offset: u64, leader_epoch: u64, records: Vec<Record>) {
-        self.tail.lock().unwrap_or_else(|p| p.into_inner()).push(
-            base_offset,
-            leader_epoch,
-            records,
-        );
+        crate::sync::lock(&self.tail).push(base_offset, leader_epoch, records);
     }
 
     /// What [`LogView::read`] would return, if the tail cache holds `max(from, start_offset)`;
@@ -208,10 +204,7 @@ impl LogView {
     ) -> Option<Vec<StoredRecord>> {
         let from = from.max(self.start_offset());
         let end = self.end_offset();
-        self.tail
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .read(from, end, max_records, max_bytes)
+        crate::sync::lock(&self.tail).read(from, end, max_records, max_bytes)
     }
 
     /// The partition's directory.
@@ -237,13 +230,13 @@ impl LogView {
     /// One past the last visible frame: a replay of control entries up to here sees every
     /// state change whose writer was answered (per the fsync policy).
     pub(crate) fn end_position(&self) -> LogPosition {
-        *self.end_position.lock().unwrap_or_else(|p| p.into_inner())
+        *crate::sync::lock(&self.end_position)
     }
 
     /// Makes offsets below `end` and frames before `position` visible; only the writer calls
     /// this, after indexing them. Whether anything new became visible.
     pub(crate) fn publish_end(&self, end: u64, position: LogPosition) -> bool {
-        let mut visible = self.end_position.lock().unwrap_or_else(|p| p.into_inner());
+        let mut visible = crate::sync::lock(&self.end_position);
         debug_assert!(*visible <= position, "end position went back");
         let moved = *visible != position;
         *visible = position;
@@ -274,7 +267,7 @@ impl LogView {
     /// The oldest segment and the base of the one after it, when that one exists and every
     /// batch of the oldest is committed: the only segment retention may delete.
     pub(super) fn oldest_sealed(&self) -> Option<(Arc<Segment>, u64)> {
-        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segments = crate::sync::read(&self.segments);
         let mut bases = segments.values();
         let oldest = bases.next()?;
         let next_base = bases.next()?.base_offset();
@@ -283,19 +276,19 @@ impl LogView {
 
     /// Bytes in all segment files.
     pub(crate) fn size_bytes(&self) -> u64 {
-        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segments = crate::sync::read(&self.segments);
         segments.values().map(|s| s.size()).sum()
     }
 
     /// The segment with that base offset, if it still exists.
     pub(super) fn segment(&self, base_offset: u64) -> Option<Arc<Segment>> {
-        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segments = crate::sync::read(&self.segments);
         segments.get(&base_offset).cloned()
     }
 
     /// The first segment after the one with base offset `base`, if any.
     pub(super) fn segment_after(&self, base: u64) -> Option<Arc<Segment>> {
-        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segments = crate::sync::read(&self.segments);
         segments
             .range(base.saturating_add(1)..)
             .next()
@@ -304,11 +297,11 @@ impl LogView {
 
     /// Every segment, oldest first.
     pub(super) fn all_segments(&self) -> Vec<Arc<Segment>> {
-        let segments = self.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segments = crate::sync::read(&self.segments);
         segments.values().cloned().collect()
     }
 
     fn segments_mut(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u64, Arc<Segment>>> {
-        self.segments.write().unwrap_or_else(|p| p.into_inner())
+        crate::sync::write(&self.segments)
     }
 }

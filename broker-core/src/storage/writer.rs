@@ -314,7 +314,7 @@ impl PartitionHandle {
 
     /// Why the queue is closed: shutdown took the sender, or else the writer thread died.
     fn stopped(&self) -> BrokerError {
-        let sender = self.inner.sender.read().unwrap_or_else(|p| p.into_inner());
+        let sender = crate::sync::read(&self.inner.sender);
         if sender.is_some() {
             self.panicked()
         } else {
@@ -367,7 +367,7 @@ impl PartitionHandle {
                 "an append needs at least one record",
             ));
         }
-        let sender = self.inner.sender.read().unwrap_or_else(|p| p.into_inner());
+        let sender = crate::sync::read(&self.inner.sender);
         sender.clone().ok_or(BrokerError::ShuttingDown)
     }
 
@@ -440,20 +440,9 @@ impl PartitionHandle {
     /// Stops taking appends, lets the writer finish what is queued, fsyncs, joins the thread.
     /// Idempotent. Blocking.
     pub fn shutdown(&self) {
-        drop(
-            self.inner
-                .sender
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(),
-        );
+        drop(crate::sync::write(&self.inner.sender).take());
         self.inner.stop.notify_one();
-        let thread = self
-            .inner
-            .thread
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let thread = crate::sync::lock(&self.inner.thread).take();
         if let Some(thread) = thread
             && thread.join().is_err()
         {

@@ -116,17 +116,17 @@ impl Subscription {
     /// before this is called, so every event before it is already in the table. Blocking.
     pub fn checkpoint(&self, partition: usize, position: LogPosition) -> Result<()> {
         let changes = self.lock(partition).take_changes();
-        let unmoved = relock(&self.checkpointed).get(partition) == Some(&Some(position));
+        let unmoved = crate::sync::lock(&self.checkpointed).get(partition) == Some(&Some(position));
         if unmoved && changes.is_empty() {
             return Ok(());
         }
-        let redrive: Vec<(u32, u64)> = relock(&self.redrive)
+        let redrive: Vec<(u32, u64)> = crate::sync::lock(&self.redrive)
             .iter()
             .map(|(p, o)| (*p, *o))
             .collect();
         self.store
             .save_checkpoint(partition_number(partition), changes, position, &redrive)?;
-        if let Some(slot) = relock(&self.checkpointed).get_mut(partition) {
+        if let Some(slot) = crate::sync::lock(&self.checkpointed).get_mut(partition) {
             *slot = Some(position);
         }
         Ok(())
@@ -207,7 +207,7 @@ impl Subscription {
 
     /// Remembers the error text a nack gave for an offset.
     pub fn set_last_error(&self, partition: usize, offset: u64, error: &str) {
-        let mut errors = relock(&self.last_errors);
+        let mut errors = crate::sync::lock(&self.last_errors);
         if errors.len() < MAX_REMEMBERED_ERRORS {
             let text: String = error.chars().take(MAX_ERROR_LEN).collect();
             errors.insert((partition, offset), text);
@@ -216,12 +216,12 @@ impl Subscription {
 
     /// The error text of an offset's last nack, forgetting it.
     pub fn take_last_error(&self, partition: usize, offset: u64) -> Option<String> {
-        relock(&self.last_errors).remove(&(partition, offset))
+        crate::sync::lock(&self.last_errors).remove(&(partition, offset))
     }
 
     /// Where redrive continues on the dead-letter topic's partition.
     pub fn redrive_cursor(&self, partition: usize) -> u64 {
-        relock(&self.redrive)
+        crate::sync::lock(&self.redrive)
             .get(&partition_number(partition))
             .copied()
             .unwrap_or(0)
@@ -236,7 +236,7 @@ impl Subscription {
         log: &PartitionHandle,
     ) -> Result<PendingAppend> {
         let slot = log.reserve_control()?;
-        let mut redrive = relock(&self.redrive);
+        let mut redrive = crate::sync::lock(&self.redrive);
         let dead_letter_partition = partition_number(partition);
         redrive.insert(dead_letter_partition, offset);
         let event = SubscriptionEvent::Redriven {
@@ -249,32 +249,28 @@ impl Subscription {
 
     /// The deliveries an attempt id got, if remembered.
     pub fn remembered_attempt(&self, id: &str) -> Option<Vec<attempts::Remembered>> {
-        relock(&self.attempts).get(id).map(<[_]>::to_vec)
+        crate::sync::lock(&self.attempts).get(id).map(<[_]>::to_vec)
     }
 
     /// Remembers the deliveries an attempt id got.
     pub fn remember_attempt(&self, id: String, deliveries: Vec<attempts::Remembered>) {
-        relock(&self.attempts).remember(id, deliveries);
+        crate::sync::lock(&self.attempts).remember(id, deliveries);
     }
 
     /// Forgets every attempt id.
     pub fn forget_attempts(&self) {
-        relock(&self.attempts).clear();
+        crate::sync::lock(&self.attempts).clear();
     }
 
     fn lock(&self, partition: usize) -> MutexGuard<'_, LeaseTable> {
-        // A panic while holding the lock cannot leave the table half-changed in a way the
-        // store did not see, so a poisoned lock is still usable.
+        // Not `crate::sync::lock`'s single-step rule: a table changes in several steps. A
+        // panic inside it is a bug (its invariant checks catch those in tests); serving on is
+        // still right, because the log, not the table, is the truth: the worst a bent table
+        // does is deliver again, and a restart rebuilds it from the log.
         self.tables[partition]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-fn relock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn partition_number(partition: usize) -> u32 {
