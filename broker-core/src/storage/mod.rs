@@ -22,6 +22,7 @@
 pub(crate) mod codec;
 mod index;
 mod partition_log;
+mod queued_bytes;
 mod reads;
 mod recent;
 mod recovery;
@@ -30,6 +31,7 @@ mod segment;
 mod tail;
 mod view;
 mod writer;
+mod writer_thread;
 
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;

@@ -23,21 +23,20 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::runtime::Runtime;
 use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
 use tokio::sync::{Notify, mpsc, oneshot};
-use tokio::time::Instant;
 
 use bytes::Bytes;
 
 use super::partition_log::PartitionLog;
+use super::queued_bytes::QueuedBytes;
 use super::view::{LogPosition, LogView};
-use crate::config::{FsyncPolicy, LogConfig};
+use super::writer_thread::PartitionWriter;
+use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_WRITER_QUEUED_BYTES, WRITER_ENQUEUE_TIMEOUT_MS, WRITER_QUEUE_DEPTH};
 use crate::memory::MemoryCharge;
 use crate::message::{Record, StoredRecord};
-use crate::telemetry;
 
 /// The `Retry-After` a producer gets when the writer queue stays full: a full queue of
 /// [`WRITER_QUEUE_DEPTH`] batches drains within about a second at disk speed, and a shorter
@@ -55,18 +54,16 @@ pub struct AppendResult {
     pub fsynced: bool,
 }
 
-/// The `Retry-After` a producer gets when the partition's queued-bytes budget is spent: the
-/// writer drains [`MAX_WRITER_QUEUED_BYTES`] in well under a second at disk speed.
-pub const QUEUED_BYTES_RETRY_AFTER_MS: u64 = 1_000;
-
 /// What one request appends: a message batch or a control batch of state changes.
-enum Payload {
+pub(super) enum Payload {
+    /// A message batch.
     Messages(Vec<Record>),
+    /// A control batch.
     Control(Vec<Bytes>),
 }
 
 impl Payload {
-    fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         match self {
             Payload::Messages(records) => batch_bytes(records),
             Payload::Control(entries) => entries.iter().map(Bytes::len).sum(),
@@ -76,64 +73,12 @@ impl Payload {
 
 /// One producer's batch, with where to send the answer (none for fire-and-forget), and its
 /// share of the queued-bytes budget, given back when the request is dropped (answered).
-struct AppendRequest {
-    payload: Payload,
-    reply: Option<oneshot::Sender<Result<AppendResult>>>,
+pub(super) struct AppendRequest {
+    pub(super) payload: Payload,
+    pub(super) reply: Option<oneshot::Sender<Result<AppendResult>>>,
     _queued: QueuedBytes,
     /// Memory charged for a detached append, returned once it is written.
     _held: Option<MemoryCharge>,
-}
-
-/// Bytes of one request counted in a partition's queued-bytes budget; returned on drop.
-struct QueuedBytes {
-    budget: Arc<AtomicUsize>,
-    bytes: usize,
-}
-
-impl QueuedBytes {
-    /// Counts `bytes` in `budget` unless that would pass `limit` with other bytes queued.
-    fn reserve(budget: &Arc<AtomicUsize>, bytes: usize, limit: usize) -> Result<QueuedBytes> {
-        let mut queued = budget.load(Ordering::Acquire);
-        loop {
-            if queued > 0 && queued.saturating_add(bytes) > limit {
-                return Err(BrokerError::Overloaded {
-                    resource: "partition writer byte budget",
-                    retry_after_ms: QUEUED_BYTES_RETRY_AFTER_MS,
-                });
-            }
-            match budget.compare_exchange_weak(
-                queued,
-                queued + bytes,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    return Ok(QueuedBytes {
-                        budget: Arc::clone(budget),
-                        bytes,
-                    });
-                }
-                Err(now) => queued = now,
-            }
-        }
-    }
-}
-
-impl QueuedBytes {
-    /// Counts `bytes` in `budget` whatever it holds.
-    fn force(budget: &Arc<AtomicUsize>, bytes: usize) -> QueuedBytes {
-        budget.fetch_add(bytes, Ordering::AcqRel);
-        QueuedBytes {
-            budget: Arc::clone(budget),
-            bytes,
-        }
-    }
-}
-
-impl Drop for QueuedBytes {
-    fn drop(&mut self) {
-        self.budget.fetch_sub(self.bytes, Ordering::AcqRel);
-    }
 }
 
 /// The approximate bytes of a batch in memory.
@@ -187,14 +132,7 @@ impl PartitionHandle {
         let view = Arc::clone(log.view());
         let (sender, receiver) = mpsc::channel(WRITER_QUEUE_DEPTH);
         let stop = Arc::new(Notify::new());
-        let writer = PartitionWriter {
-            log,
-            receiver,
-            stop: Arc::clone(&stop),
-            on_commit,
-            fsync,
-            fsync_deadline: None,
-        };
+        let writer = PartitionWriter::new(log, receiver, Arc::clone(&stop), on_commit, fsync);
         let thread = std::thread::Builder::new()
             .name(format!("wharf-writer-{name}"))
             .spawn(move || writer.run(&runtime))
@@ -511,209 +449,5 @@ fn overloaded() -> BrokerError {
     BrokerError::Overloaded {
         resource: "partition writer queue",
         retry_after_ms: QUEUE_FULL_RETRY_AFTER_MS,
-    }
-}
-
-/// What woke the writer.
-enum Wake {
-    Request(AppendRequest),
-    FsyncDue,
-    Stop,
-}
-
-/// The state the writer thread owns.
-struct PartitionWriter {
-    log: PartitionLog,
-    receiver: mpsc::Receiver<AppendRequest>,
-    stop: Arc<Notify>,
-    on_commit: Arc<Notify>,
-    fsync: FsyncPolicy,
-    fsync_deadline: Option<Instant>,
-}
-
-impl PartitionWriter {
-    fn run(mut self, runtime: &Runtime) {
-        loop {
-            match runtime.block_on(self.next_wake()) {
-                Wake::Request(first) => self.commit_group(first),
-                Wake::FsyncDue => self.fsync_now(),
-                Wake::Stop => break,
-            }
-        }
-        self.receiver.close();
-        while let Ok(first) = self.receiver.try_recv() {
-            self.commit_group(first);
-        }
-        self.fsync_now();
-        if let Err(e) = self.log.persist_index(true) {
-            tracing::error!(error = %e, "persisting the partition index at shutdown failed");
-        }
-    }
-
-    async fn next_wake(&mut self) -> Wake {
-        let deadline = self.fsync_deadline;
-        let fsync_due = async move {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            () = self.stop.notified() => Wake::Stop,
-            () = fsync_due => Wake::FsyncDue,
-            request = self.receiver.recv() => request.map_or(Wake::Stop, Wake::Request),
-        }
-    }
-
-    /// Fsyncs now and publishes what the fsync made durable (an interval's writes become
-    /// visible only once fsynced).
-    fn fsync_now(&mut self) {
-        self.fsync_deadline = None;
-        match self.sync_timed().and_then(|()| {
-            self.publish();
-            self.log.persist_index(false)
-        }) {
-            Ok(()) => {}
-            Err(e) => tracing::error!(error = %e, "partition fsync failed"),
-        }
-    }
-
-    /// Fsyncs what is unsynced, recording the fsync's time when there was one to do.
-    fn sync_timed(&mut self) -> Result<()> {
-        if !self.log.is_unsynced() {
-            return self.log.sync();
-        }
-        let started = std::time::Instant::now();
-        let synced = self.log.sync();
-        telemetry::fsync(started.elapsed().as_secs_f64());
-        synced
-    }
-
-    /// Writes `first` and whatever else is queued as one group commit, then answers each.
-    fn commit_group(&mut self, first: AppendRequest) {
-        fail::fail_point!("writer::commit_group", |_| {});
-        let queue_depth = 1 + self.receiver.len();
-        let mut group = vec![first];
-        while group.len() < WRITER_QUEUE_DEPTH {
-            match self.receiver.try_recv() {
-                Ok(request) => group.push(request),
-                Err(_) => break,
-            }
-        }
-        let bytes = group.iter().map(|r| r.payload.bytes()).sum();
-        telemetry::group_commit(group.len(), bytes, queue_depth);
-        let now = crate::clock::now_ms();
-        let written: Vec<_> = group
-            .iter()
-            .map(|r| match &r.payload {
-                Payload::Messages(records) => self.log.append(records),
-                Payload::Control(entries) => self.log.append_control(entries, now),
-            })
-            .collect();
-        let committed = if written.iter().any(Result::is_ok) {
-            // The written records move into the tail cache as they become visible.
-            let batches = group
-                .iter_mut()
-                .zip(&written)
-                .filter_map(|(request, written)| {
-                    let header = written.as_ref().ok()?;
-                    match &mut request.payload {
-                        Payload::Messages(records) => Some((*header, std::mem::take(records))),
-                        Payload::Control(_) => None,
-                    }
-                })
-                .collect();
-            self.flush_per_policy().and_then(|fsynced| {
-                self.log.commit(batches)?;
-                if fsynced || self.fsync == FsyncPolicy::Never {
-                    self.publish();
-                }
-                Ok(fsynced)
-            })
-        } else {
-            Ok(false)
-        };
-        if let Err(e) = &committed {
-            tracing::error!(error = %e, "partition group commit failed");
-        }
-        for (request, written) in group.into_iter().zip(written) {
-            let answer = match (&committed, written) {
-                (Ok(fsynced), Ok(header)) => Ok(AppendResult {
-                    base_offset: header.base_offset,
-                    count: header.message_count(),
-                    fsynced: *fsynced,
-                }),
-                (Err(_), Ok(_)) => Err(self.log.failure_error()),
-                (_, Err(e)) => Err(e),
-            };
-            answer_producer(request.reply, answer);
-        }
-        // After the answers: no producer of this group waits for the index's sled write.
-        if let Err(e) = self.log.persist_index(false) {
-            tracing::error!(error = %e, "persisting the partition index failed");
-        }
-    }
-
-    /// Makes what is committed visible and wakes readers if anything new is.
-    fn publish(&mut self) {
-        if self.log.publish() {
-            self.on_commit.notify_waiters();
-        }
-    }
-
-    /// Fsyncs as the policy asks after a group's writes; whether the group is now fsynced.
-    fn flush_per_policy(&mut self) -> Result<bool> {
-        match self.fsync {
-            FsyncPolicy::Always => self.sync_timed().map(|()| true),
-            FsyncPolicy::Never => Ok(false),
-            FsyncPolicy::IntervalMs(ms) => {
-                let now = Instant::now();
-                let deadline = *self
-                    .fsync_deadline
-                    .get_or_insert(now + Duration::from_millis(ms));
-                if deadline > now && self.log.is_unsynced() {
-                    return Ok(false);
-                }
-                self.fsync_deadline = None;
-                self.sync_timed().map(|()| true)
-            }
-        }
-    }
-}
-
-fn answer_producer(
-    reply: Option<oneshot::Sender<Result<AppendResult>>>,
-    answer: Result<AppendResult>,
-) {
-    match (reply, answer) {
-        (Some(reply), answer) => {
-            let _gone = reply.send(answer);
-        }
-        (None, Err(e)) => tracing::warn!(error = %e, "a fire-and-forget append failed"),
-        (None, Ok(_)) => {}
-    }
-}
-
-#[cfg(test)]
-mod queued_bytes_tests {
-    use super::*;
-
-    #[test]
-    fn the_queued_bytes_budget_is_checked_on_both_sides_and_freed_on_drop() {
-        let budget = Arc::new(AtomicUsize::new(0));
-        let first = QueuedBytes::reserve(&budget, 60, 100).expect("empty queue");
-        let second = QueuedBytes::reserve(&budget, 39, 100).expect("limit - 1");
-        let refused = QueuedBytes::reserve(&budget, 2, 100);
-        assert!(
-            matches!(refused, Err(BrokerError::Overloaded { .. })),
-            "limit + 1"
-        );
-        let exact = QueuedBytes::reserve(&budget, 1, 100).expect("exactly the limit");
-        drop((first, second, exact));
-        assert_eq!(budget.load(Ordering::Acquire), 0);
-        let alone = QueuedBytes::reserve(&budget, 500, 100).expect("alone always fits");
-        assert!(QueuedBytes::reserve(&budget, 1, 100).is_err());
-        drop(alone);
     }
 }

@@ -1,0 +1,218 @@
+//! The writer thread of a partition: it takes whatever is queued as one group commit (see
+//! `writer` for the contract), fsyncs per the policy, publishes, answers, and between groups
+//! moves fsynced index chunks into sled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::partition_log::PartitionLog;
+use super::writer::{AppendRequest, AppendResult, Payload};
+use crate::config::FsyncPolicy;
+use crate::error::Result;
+use crate::limits::WRITER_QUEUE_DEPTH;
+use crate::telemetry;
+
+/// What woke the writer.
+enum Wake {
+    Request(AppendRequest),
+    FsyncDue,
+    Stop,
+}
+
+/// The state the writer thread owns.
+pub(super) struct PartitionWriter {
+    log: PartitionLog,
+    receiver: mpsc::Receiver<AppendRequest>,
+    stop: Arc<Notify>,
+    on_commit: Arc<Notify>,
+    fsync: FsyncPolicy,
+    fsync_deadline: Option<Instant>,
+}
+
+impl PartitionWriter {
+    /// The writer of `log`, taking requests from `receiver` until `stop` or the queue closes.
+    pub(super) fn new(
+        log: PartitionLog,
+        receiver: mpsc::Receiver<AppendRequest>,
+        stop: Arc<Notify>,
+        on_commit: Arc<Notify>,
+        fsync: FsyncPolicy,
+    ) -> PartitionWriter {
+        PartitionWriter {
+            log,
+            receiver,
+            stop,
+            on_commit,
+            fsync,
+            fsync_deadline: None,
+        }
+    }
+
+    /// The thread's loop: group commits until stopped, then what is queued, then a last
+    /// fsync and index persist.
+    pub(super) fn run(mut self, runtime: &Runtime) {
+        loop {
+            match runtime.block_on(self.next_wake()) {
+                Wake::Request(first) => self.commit_group(first),
+                Wake::FsyncDue => self.fsync_now(),
+                Wake::Stop => break,
+            }
+        }
+        self.receiver.close();
+        while let Ok(first) = self.receiver.try_recv() {
+            self.commit_group(first);
+        }
+        self.fsync_now();
+        if let Err(e) = self.log.persist_index(true) {
+            tracing::error!(error = %e, "persisting the partition index at shutdown failed");
+        }
+    }
+
+    async fn next_wake(&mut self) -> Wake {
+        let deadline = self.fsync_deadline;
+        let fsync_due = async move {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = self.stop.notified() => Wake::Stop,
+            () = fsync_due => Wake::FsyncDue,
+            request = self.receiver.recv() => request.map_or(Wake::Stop, Wake::Request),
+        }
+    }
+
+    /// Fsyncs now and publishes what the fsync made durable (an interval's writes become
+    /// visible only once fsynced).
+    fn fsync_now(&mut self) {
+        self.fsync_deadline = None;
+        match self.sync_timed().and_then(|()| {
+            self.publish();
+            self.log.persist_index(false)
+        }) {
+            Ok(()) => {}
+            Err(e) => tracing::error!(error = %e, "partition fsync failed"),
+        }
+    }
+
+    /// Fsyncs what is unsynced, recording the fsync's time when there was one to do.
+    fn sync_timed(&mut self) -> Result<()> {
+        if !self.log.is_unsynced() {
+            return self.log.sync();
+        }
+        let started = std::time::Instant::now();
+        let synced = self.log.sync();
+        telemetry::fsync(started.elapsed().as_secs_f64());
+        synced
+    }
+
+    /// Writes `first` and whatever else is queued as one group commit, then answers each.
+    fn commit_group(&mut self, first: AppendRequest) {
+        fail::fail_point!("writer::commit_group", |_| {});
+        let queue_depth = 1 + self.receiver.len();
+        let mut group = vec![first];
+        while group.len() < WRITER_QUEUE_DEPTH {
+            match self.receiver.try_recv() {
+                Ok(request) => group.push(request),
+                Err(_) => break,
+            }
+        }
+        let bytes = group.iter().map(|r| r.payload.bytes()).sum();
+        telemetry::group_commit(group.len(), bytes, queue_depth);
+        let now = crate::clock::now_ms();
+        let written: Vec<_> = group
+            .iter()
+            .map(|r| match &r.payload {
+                Payload::Messages(records) => self.log.append(records),
+                Payload::Control(entries) => self.log.append_control(entries, now),
+            })
+            .collect();
+        let committed = if written.iter().any(Result::is_ok) {
+            // The written records move into the tail cache as they become visible.
+            let batches = group
+                .iter_mut()
+                .zip(&written)
+                .filter_map(|(request, written)| {
+                    let header = written.as_ref().ok()?;
+                    match &mut request.payload {
+                        Payload::Messages(records) => Some((*header, std::mem::take(records))),
+                        Payload::Control(_) => None,
+                    }
+                })
+                .collect();
+            self.flush_per_policy().and_then(|fsynced| {
+                self.log.commit(batches)?;
+                if fsynced || self.fsync == FsyncPolicy::Never {
+                    self.publish();
+                }
+                Ok(fsynced)
+            })
+        } else {
+            Ok(false)
+        };
+        if let Err(e) = &committed {
+            tracing::error!(error = %e, "partition group commit failed");
+        }
+        for (request, written) in group.into_iter().zip(written) {
+            let answer = match (&committed, written) {
+                (Ok(fsynced), Ok(header)) => Ok(AppendResult {
+                    base_offset: header.base_offset,
+                    count: header.message_count(),
+                    fsynced: *fsynced,
+                }),
+                (Err(_), Ok(_)) => Err(self.log.failure_error()),
+                (_, Err(e)) => Err(e),
+            };
+            answer_producer(request.reply, answer);
+        }
+        // After the answers: no producer of this group waits for the index's sled write.
+        if let Err(e) = self.log.persist_index(false) {
+            tracing::error!(error = %e, "persisting the partition index failed");
+        }
+    }
+
+    /// Makes what is committed visible and wakes readers if anything new is.
+    fn publish(&mut self) {
+        if self.log.publish() {
+            self.on_commit.notify_waiters();
+        }
+    }
+
+    /// Fsyncs as the policy asks after a group's writes; whether the group is now fsynced.
+    fn flush_per_policy(&mut self) -> Result<bool> {
+        match self.fsync {
+            FsyncPolicy::Always => self.sync_timed().map(|()| true),
+            FsyncPolicy::Never => Ok(false),
+            FsyncPolicy::IntervalMs(ms) => {
+                let now = Instant::now();
+                let deadline = *self
+                    .fsync_deadline
+                    .get_or_insert(now + Duration::from_millis(ms));
+                if deadline > now && self.log.is_unsynced() {
+                    return Ok(false);
+                }
+                self.fsync_deadline = None;
+                self.sync_timed().map(|()| true)
+            }
+        }
+    }
+}
+
+fn answer_producer(
+    reply: Option<oneshot::Sender<Result<AppendResult>>>,
+    answer: Result<AppendResult>,
+) {
+    match (reply, answer) {
+        (Some(reply), answer) => {
+            let _gone = reply.send(answer);
+        }
+        (None, Err(e)) => tracing::warn!(error = %e, "a fire-and-forget append failed"),
+        (None, Ok(_)) => {}
+    }
+}
