@@ -123,6 +123,21 @@ async fn drain(broker: &Broker) -> Vec<(u64, u32)> {
     }
 }
 
+/// Shuts `broker` down, replaces `s`'s checkpoint by the one of a fresh subscription (see
+/// [`forget_the_checkpoint`]) and opens the folder again.
+async fn restart_without_checkpoint(dir: &Path, broker: Arc<Broker>) -> Arc<Broker> {
+    let uid = broker
+        .describe_subscription("t", "s")
+        .await
+        .expect("describe")
+        .config
+        .uid;
+    broker.shutdown().await;
+    drop(broker);
+    forget_the_checkpoint(dir, uid);
+    open(dir, FsyncPolicy::Always).await
+}
+
 /// Replaces the subscription's checkpoint by the one it had when it was created: a fresh table
 /// at offset 0 covering nothing of the log, so all its state must come from the log.
 fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
@@ -154,17 +169,7 @@ async fn acks_and_nacks_survive_the_loss_of_every_checkpoint_because_the_log_hol
         .nack("t", "s", &receipts(&first, |o| o == 5), None, Some("boom"))
         .await
         .expect("nack");
-    let uid = broker
-        .describe_subscription("t", "s")
-        .await
-        .expect("describe")
-        .config
-        .uid;
-    broker.shutdown().await;
-    drop(broker);
-    forget_the_checkpoint(dir.path(), uid);
-
-    let broker = open(dir.path(), FsyncPolicy::Always).await;
+    let broker = restart_without_checkpoint(dir.path(), broker).await;
     let after: Vec<(u64, u32)> = drain(&broker).await;
     let offsets: BTreeSet<u64> = after.iter().map(|(o, _)| *o).collect();
     assert_eq!(
@@ -194,17 +199,7 @@ async fn a_seek_survives_the_loss_of_every_checkpoint_because_the_log_holds_it()
         .seek("t", "s", SeekTarget::Offsets([(0, 7)].into()))
         .await
         .expect("seek");
-    let uid = broker
-        .describe_subscription("t", "s")
-        .await
-        .expect("describe")
-        .config
-        .uid;
-    broker.shutdown().await;
-    drop(broker);
-    forget_the_checkpoint(dir.path(), uid);
-
-    let broker = open(dir.path(), FsyncPolicy::Always).await;
+    let broker = restart_without_checkpoint(dir.path(), broker).await;
     let offsets: Vec<u64> = drain(&broker).await.iter().map(|(o, _)| *o).collect();
     assert_eq!(offsets, vec![7, 8, 9]);
     broker.shutdown().await;

@@ -192,17 +192,19 @@ impl PartitionHandle {
         held: Option<MemoryCharge>,
         done: Option<oneshot::Sender<Result<AppendResult>>>,
     ) -> Result<()> {
-        self.try_queue(Payload::Messages(records), done, held)
+        self.try_queue(records, done, held)
     }
 
     /// Queues a control batch (durable state changes: acks, nacks, seeks…) without waiting:
-    /// [`BrokerError::Overloaded`] at once when the queue is full, so a caller may hold a lock
-    /// while it queues and keep the log's order equal to the order of its changes. The
-    /// returned [`PendingAppend`] resolves once the batch is committed per the fsync policy.
+    /// [`BrokerError::Overloaded`] at once when the queue is full. The returned
+    /// [`PendingAppend`] resolves once the batch is committed per the fsync policy. A caller
+    /// that must change state only if the batch can be queued takes the place first
+    /// ([`PartitionHandle::reserve_control`]).
     pub fn queue_control(&self, entries: Vec<Bytes>) -> Result<PendingAppend> {
-        let (reply, answer) = oneshot::channel();
-        self.try_queue(Payload::Control(entries), Some(reply), None)?;
-        Ok(PendingAppend(answer))
+        if entries.is_empty() {
+            return Err(empty_append());
+        }
+        Ok(self.reserve_control()?.send(entries))
     }
 
     /// A place in the writer's queue, taken before a change is made so that queueing its
@@ -212,7 +214,7 @@ impl PartitionHandle {
         let sender = self.sender(false)?;
         let permit = sender.try_reserve_owned().map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
-            TrySendError::Closed(_) => BrokerError::ShuttingDown,
+            TrySendError::Closed(_) => self.stopped(),
         })?;
         Ok(ControlSlot {
             permit,
@@ -220,23 +222,14 @@ impl PartitionHandle {
         })
     }
 
-    /// [`PartitionHandle::queue_control`] without an answer: for changes whose loss in a crash
-    /// costs at most a repeated delivery (a redelivery's attempt count); a failure is logged.
-    pub fn queue_control_detached(&self, entries: Vec<Bytes>) -> Result<()> {
-        self.try_queue(Payload::Control(entries), None, None)
-    }
-
     fn try_queue(
         &self,
-        payload: Payload,
+        records: Vec<Record>,
         reply: Option<oneshot::Sender<Result<AppendResult>>>,
         held: Option<MemoryCharge>,
     ) -> Result<()> {
-        let empty = match &payload {
-            Payload::Messages(records) => records.is_empty(),
-            Payload::Control(entries) => entries.is_empty(),
-        };
-        let sender = self.sender(empty)?;
+        let sender = self.sender(records.is_empty())?;
+        let payload = Payload::Messages(records);
         let queued = self.reserve(&payload)?;
         let request = AppendRequest {
             payload,
@@ -300,10 +293,7 @@ impl PartitionHandle {
 
     fn sender(&self, empty: bool) -> Result<mpsc::Sender<AppendRequest>> {
         if empty {
-            return Err(BrokerError::invalid(
-                "records",
-                "an append needs at least one record",
-            ));
+            return Err(empty_append());
         }
         let sender = crate::sync::read(&self.inner.sender);
         sender.clone().ok_or(BrokerError::ShuttingDown)
@@ -443,6 +433,10 @@ impl PendingAppend {
             })
         })
     }
+}
+
+fn empty_append() -> BrokerError {
+    BrokerError::invalid("records", "an append needs at least one record")
 }
 
 fn overloaded() -> BrokerError {

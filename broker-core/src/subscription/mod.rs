@@ -171,14 +171,13 @@ impl Subscription {
     /// [`Subscription::update`] for a receive: redeliveries among the grants `change` returns
     /// are queued in the log as [`SubscriptionEvent::Redelivered`] without waiting (when the
     /// queue has room), so `max_deliveries` survives a restart; losing one costs at most an
-    /// extra delivery.
+    /// extra delivery. A receive of first deliveries only takes no place in the log's queue.
     pub fn grant(
         &self,
         partition: usize,
         log: &PartitionHandle,
         change: impl FnOnce(&mut LeaseTable) -> Vec<Grant>,
     ) -> Vec<Grant> {
-        let slot = log.reserve_control().ok();
         let mut table = self.lock(partition);
         let grants = change(&mut table);
         let events: Vec<bytes::Bytes> = grants
@@ -194,7 +193,10 @@ impl Subscription {
                 .encode()
             })
             .collect();
-        if let (Some(slot), false) = (slot, events.is_empty()) {
+        // Queued under the table's lock, so the log keeps this table's order of changes.
+        if !events.is_empty()
+            && let Ok(slot) = log.reserve_control()
+        {
             slot.send_detached(events);
         }
         grants
