@@ -1,26 +1,36 @@
-//! One keep-alive HTTP/1.1 connection (hyper's low-level client) with a per-request timeout.
+//! One keep-alive HTTP/1.1 connection with a per-request timeout, spoken directly on the
+//! socket by the task that sends (`socket`): the request written from one buffer (`request`), the
+//! reply read with `httparse` (`response`, chunked bodies in `chunked`). No connection task and
+//! no channel between the sender and the socket, so a reply wakes one task, and the generator
+//! costs about what wrk costs per request (loadtest/README.md, "The instrument").
 //!
 //! A worker owns one [`Connection`] and sends one request at a time on it, so "N connections"
 //! means exactly N sockets. A request that times out or fails leaves the socket in an unknown
 //! state, so the connection is dropped and the next request dials again; so is one whose reply
-//! said `connection: close`.
+//! said `connection: close`, and one the server closed while it was idle.
 
+mod chunked;
+mod request;
+mod response;
+mod socket;
+
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONNECTION, CONTENT_TYPE, HOST, RETRY_AFTER};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use http::header::RETRY_AFTER;
+use http::{HeaderMap, StatusCode};
+use tokio::time::{Instant, Sleep};
 
 use crate::target::Target;
+use socket::Socket;
+
+pub use response::MAX_BODY_BYTES;
 
 /// Why a request got no HTTP reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// The TCP connect or HTTP handshake failed.
+    /// The TCP connect failed.
     #[error("connect failed")]
     Connect,
     /// No complete reply within the per-request timeout.
@@ -32,6 +42,9 @@ pub enum RequestError {
     /// The request could not be built (a bad path).
     #[error("invalid request")]
     Invalid,
+    /// The reply was not HTTP/1.1 this client reads, or passed one of its bounds.
+    #[error("malformed reply")]
+    Malformed,
 }
 
 impl RequestError {
@@ -42,6 +55,16 @@ impl RequestError {
             RequestError::Timeout => "timeout",
             RequestError::Transport => "transport",
             RequestError::Invalid => "invalid_request",
+            RequestError::Malformed => "malformed_reply",
+        }
+    }
+}
+
+impl From<response::ReadError> for RequestError {
+    fn from(error: response::ReadError) -> RequestError {
+        match error {
+            response::ReadError::Transport => RequestError::Transport,
+            response::ReadError::Malformed(_) => RequestError::Malformed,
         }
     }
 }
@@ -53,7 +76,7 @@ pub struct Reply {
     pub status: StatusCode,
     /// The headers.
     pub headers: HeaderMap,
-    /// The body, collected.
+    /// The body, whole (chunked bodies decoded).
     pub body: Bytes,
 }
 
@@ -67,22 +90,23 @@ impl Reply {
     pub fn has_retry_after(&self) -> bool {
         self.headers.contains_key(RETRY_AFTER)
     }
-
-    /// Whether the server said it closes the connection after this reply.
-    fn closes_connection(&self) -> bool {
-        self.headers
-            .get_all(CONNECTION)
-            .iter()
-            .any(|value| value.as_bytes().eq_ignore_ascii_case(b"close"))
-    }
 }
 
 /// One HTTP/1.1 connection to a target, dialled lazily and redialled after a failure.
+///
+/// The per-request timeout is one alarm per connection, armed lazily: a request that starts
+/// before the alarm is due leaves it alone, and an alarm that goes off before the request's
+/// own deadline is re-armed to it. So a connection touches the runtime's timer about once per
+/// timeout period, not once per request (a timer per request cost a wake-up of the runtime's
+/// driver per request, a syscall each).
 #[derive(Debug)]
 pub struct Connection {
     target: Target,
     timeout: Duration,
-    sender: Option<SendRequest<Full<Bytes>>>,
+    socket: Socket,
+    /// Goes off at or before the current request's deadline; made by the first request, on
+    /// the runtime that runs it.
+    alarm: Option<Pin<Box<Sleep>>>,
 }
 
 impl Connection {
@@ -91,102 +115,60 @@ impl Connection {
         Connection {
             target,
             timeout,
-            sender: None,
+            socket: Socket::default(),
+            alarm: None,
         }
     }
 
     /// Dials now unless already connected, so that the next request does not pay for it.
     pub async fn open(&mut self) -> Result<(), RequestError> {
-        if self
-            .sender
-            .as_ref()
-            .is_some_and(|sender| !sender.is_closed())
-        {
+        self.socket.drop_if_closed_by_server();
+        if self.socket.is_open() {
             return Ok(());
         }
-        let dialled = tokio::time::timeout(self.timeout, dial(&self.target)).await;
-        self.sender = Some(dialled.map_err(|_| RequestError::Timeout)??);
-        Ok(())
+        tokio::time::timeout(self.timeout, self.socket.dial(&self.target))
+            .await
+            .map_err(|_| RequestError::Timeout)?
     }
 
     /// `POST path` with a JSON body.
     pub async fn post(&mut self, path: &str, body: Bytes) -> Result<Reply, RequestError> {
-        self.send(Method::POST, path, body).await
+        self.send("POST", path, &body).await
     }
 
     /// `GET path`.
     pub async fn get(&mut self, path: &str) -> Result<Reply, RequestError> {
-        self.send(Method::GET, path, Bytes::new()).await
+        self.send("GET", path, b"").await
     }
 
-    async fn send(
-        &mut self,
-        method: Method,
-        path: &str,
-        body: Bytes,
-    ) -> Result<Reply, RequestError> {
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, self.target.authority())
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(body))
+    async fn send(&mut self, method: &str, path: &str, body: &[u8]) -> Result<Reply, RequestError> {
+        let authority = self.target.authority();
+        request::encode(&mut self.socket.outgoing, method, path, authority, body)
             .map_err(|_| RequestError::Invalid)?;
-        match tokio::time::timeout(self.timeout, self.exchange(request)).await {
-            Ok(Ok(reply)) => {
-                if reply.closes_connection() {
-                    self.sender = None;
+        self.socket.drop_if_closed_by_server();
+        let deadline = Instant::now() + self.timeout;
+        let alarm = self
+            .alarm
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        let result = {
+            let exchange = self.socket.exchange(&self.target);
+            tokio::pin!(exchange);
+            loop {
+                tokio::select! {
+                    biased;
+                    result = &mut exchange => break result,
+                    () = alarm.as_mut() => {
+                        if Instant::now() >= deadline {
+                            break Err(RequestError::Timeout);
+                        }
+                        alarm.as_mut().reset(deadline);
+                    }
                 }
-                Ok(reply)
             }
-            Ok(Err(error)) => {
-                self.sender = None;
-                Err(error)
-            }
-            Err(_) => {
-                self.sender = None;
-                Err(RequestError::Timeout)
-            }
-        }
-    }
-
-    async fn exchange(&mut self, request: Request<Full<Bytes>>) -> Result<Reply, RequestError> {
-        let sender = match self.sender.take() {
-            Some(sender) if !sender.is_closed() => sender,
-            _ => dial(&self.target).await?,
         };
-        let sender = self.sender.insert(sender);
-        sender.ready().await.map_err(|_| RequestError::Transport)?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|_| RequestError::Transport)?;
-        let (head, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|_| RequestError::Transport)?
-            .to_bytes();
-        Ok(Reply {
-            status: head.status,
-            headers: head.headers,
-            body,
-        })
+        if result.is_err() {
+            self.socket.close();
+        }
+        result
     }
-}
-
-async fn dial(target: &Target) -> Result<SendRequest<Full<Bytes>>, RequestError> {
-    let stream = TcpStream::connect(target.address())
-        .await
-        .map_err(|_| RequestError::Connect)?;
-    stream
-        .set_nodelay(true)
-        .map_err(|_| RequestError::Connect)?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|_| RequestError::Connect)?;
-    tokio::spawn(async move {
-        let _closed = connection.await;
-    });
-    Ok(sender)
 }

@@ -155,6 +155,21 @@ pub struct ReceivedMessage {
     pub value: Option<String>,
 }
 
+/// The reply to a receive, read for its receipts alone: the values are skipped, not copied,
+/// so a consumer that only acks spends less per message than the server it measures.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ReceiptsReply {
+    /// The leased messages' receipts.
+    pub messages: Vec<Receipt>,
+}
+
+/// One leased message's receipt.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Receipt {
+    /// Acks the delivery.
+    pub receipt: String,
+}
+
 /// The reply to an ack.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AckReply {

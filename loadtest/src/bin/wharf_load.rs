@@ -29,6 +29,8 @@ const MAX_MESSAGES: u64 = 10_000_000;
 const MAX_SPREAD_MS: u64 = 60_000;
 /// Largest `overload --factor`: past it the generator, not the server, is what gets measured.
 const MAX_OVERLOAD_FACTOR: f64 = 20.0;
+/// Most messages one produce request carries: Wharf's bound (API.md: 1..=1000).
+const MAX_BATCH: usize = 1000;
 /// Open files this process needs beside its connections (the runtime, stdio, `/proc` reads).
 const SPARE_OPEN_FILES: u64 = 64;
 
@@ -70,6 +72,13 @@ enum Command {
     },
     /// Print a free loopback TCP port.
     FreePort,
+    /// Print the JSON body `produce` sends (`--batch` messages of 1 KiB), for wrk's
+    /// `loadtest/wrk/produce.lua`.
+    ProduceBody {
+        /// Messages in the body.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+    },
     /// Append a server's lifetime peak RSS and CPU time to the results.
     ServerUsage {
         /// Its process id.
@@ -384,7 +393,7 @@ async fn run(command: Command) -> Result<(), String> {
             let spec = DelaySpec {
                 messages: args.messages.min(MAX_MESSAGES),
                 spread_ms: args.spread_ms.min(MAX_SPREAD_MS),
-                batch: args.batch.clamp(1, 1000),
+                batch: args.batch.clamp(1, MAX_BATCH),
                 producers: args.producers.max(1),
                 consumers: args.consumers.max(1),
                 max_messages: args.max_messages.clamp(1, 1000),
@@ -398,7 +407,7 @@ async fn run(command: Command) -> Result<(), String> {
             let load = load(&args.common, args.connections)?;
             let spec = ScheduleSpec {
                 messages: args.messages.min(MAX_MESSAGES),
-                batch: args.batch.clamp(1, 1000),
+                batch: args.batch.clamp(1, MAX_BATCH),
                 value_bytes: args.value_bytes.clamp(1, 1024 * 1024),
                 delay_ms: args.delay_ms,
                 connections: args.connections,
@@ -414,6 +423,15 @@ async fn run(command: Command) -> Result<(), String> {
             let port = listener.local_addr().map_err(|e| e.to_string())?.port();
             println!("{port}");
             Ok(())
+        }
+        Command::ProduceBody { batch } => {
+            let body = loadtest::wire::produce_body(
+                batch.clamp(1, MAX_BATCH),
+                loadtest::wire::MESSAGE_BYTES,
+            );
+            std::io::stdout()
+                .write_all(&body)
+                .map_err(|e| format!("stdout: {e}"))
         }
         Command::ServerUsage { pid, name, out } => {
             let record = Record::Server(ServerRecord {
@@ -498,7 +516,7 @@ async fn overload(args: OverloadArgs) -> Result<(), String> {
         connections: args.connections,
         unloaded_connections: args.unloaded_connections.max(1),
         factor: args.factor,
-        batch: args.batch.clamp(1, 1000),
+        batch: args.batch.clamp(1, MAX_BATCH),
         value_bytes: args.value_bytes.clamp(1, 1024 * 1024),
         partitions: args.common.partitions,
     };

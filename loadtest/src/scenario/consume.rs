@@ -13,7 +13,7 @@ use super::{
     create_topic, fill, join_tallies, unique_name,
 };
 use crate::client::Connection;
-use crate::wire::{self, AckReply, ReceiveReply};
+use crate::wire::{self, AckReply, ReceiptsReply};
 
 /// What to consume and how.
 #[derive(Debug, Clone)]
@@ -98,7 +98,7 @@ impl Worker {
             let Some(reply) = tally.request(start.elapsed(), result) else {
                 continue;
             };
-            let Ok(received) = serde_json::from_slice::<ReceiveReply>(&reply.body) else {
+            let Ok(received) = serde_json::from_slice::<ReceiptsReply>(&reply.body) else {
                 tally.error("bad_receive_reply");
                 continue;
             };

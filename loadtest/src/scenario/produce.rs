@@ -118,7 +118,9 @@ impl Worker {
             if start >= self.window.deadline || !self.budget.take() {
                 break;
             }
-            tokio::time::sleep_until(start).await;
+            if self.schedule.is_some() {
+                tokio::time::sleep_until(start).await;
+            }
             let result = self.connection.post(&self.path, self.body.clone()).await;
             if !self.window.measures(start) {
                 continue;
