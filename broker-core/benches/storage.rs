@@ -57,6 +57,7 @@ fn batch(records: usize) -> Vec<Record> {
             value: value.clone(),
             binary: false,
             scheduled: false,
+            client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
         })

@@ -9,7 +9,9 @@
 //! - `subscription`: subscription specs, the pure lease table ([`subscription::LeaseTable`]:
 //!   leases, retries, key order, filters, dead letters), MAC'd receipts, attempt ids, and
 //!   their persistence in sled.
-//! - `schedule`: the on-disk schedule of delayed messages ([`schedule::DelayStore`]).
+//! - `control`: which layer owns a control entry of a partition log, by its kind byte.
+//! - `schedule`: the schedule of delayed messages ([`schedule::DelayStore`]), derived from
+//!   the schedule events of the partition logs ([`schedule::ScheduleEvent`]).
 //! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]); `in_flight`:
 //!   the ids of produces under way ([`in_flight::InFlightIds`]).
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
@@ -22,6 +24,7 @@
 pub mod broker;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod dedup;
 pub mod error;
 pub mod in_flight;

@@ -21,6 +21,10 @@ pub struct Record {
     /// subscription nor an offset read hands it out before then (it is appended a little
     /// ahead, see [`crate::broker::PRESTAGE_LEAD_MS`]).
     pub scheduled: bool,
+    /// The producer chose `id` and the topic remembers it for its dedup window: the dedup
+    /// index is derived from the records (and scheduled events) that carry this mark, so a
+    /// restart or a replica rebuilds it from the log.
+    pub client_id: bool,
     /// Application headers, in the order given.
     pub headers: Vec<(String, String)>,
     /// Tags for subscription filters.

@@ -2,7 +2,9 @@
 //! installed; the gateway installs a Prometheus one and serves `/metrics`). The names are API
 //! for dashboards and alerts: keep them stable.
 
-use metrics::{Unit, counter, describe_counter, describe_histogram, histogram};
+use std::sync::OnceLock;
+
+use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
 
 /// Messages stored by produces, per topic (delayed ones when they are scheduled).
 pub const PRODUCED_MESSAGES: &str = "wharf_produced_messages_total";
@@ -94,53 +96,111 @@ pub fn describe() {
     );
 }
 
-pub(crate) fn produced(topic: &str, messages: usize, bytes: usize) {
-    let topic = topic.to_owned();
-    counter!(PRODUCED_MESSAGES, "topic" => topic.clone()).increment(messages as u64);
-    counter!(PRODUCED_BYTES, "topic" => topic).increment(bytes as u64);
+/// A topic's produce counters, registered with the recorder on first use and then counted
+/// without a registry lookup (and its label allocations) per request. The gateway installs
+/// its recorder before it opens the broker; a counter first used before any recorder is
+/// installed stays a no-op.
+#[derive(Debug, Default)]
+pub(crate) struct TopicCounters {
+    produced: OnceLock<[Counter; 2]>,
 }
 
-pub(crate) fn delivered(
-    topic: &str,
-    subscription: &str,
-    messages: usize,
-    redelivered: usize,
-    bytes: usize,
-) {
-    let labels = [
-        ("topic", topic.to_owned()),
-        ("subscription", subscription.to_owned()),
-    ];
-    counter!(DELIVERED_MESSAGES, &labels).increment(messages as u64);
-    counter!(DELIVERED_BYTES, &labels).increment(bytes as u64);
-    if redelivered > 0 {
-        counter!(REDELIVERED_MESSAGES, &labels).increment(redelivered as u64);
+impl TopicCounters {
+    /// Counts messages and value bytes stored by a produce to `topic`.
+    pub(crate) fn produced(&self, topic: &str, messages: usize, bytes: usize) {
+        let [stored, stored_bytes] = self.produced.get_or_init(|| {
+            let topic = topic.to_owned();
+            [
+                counter!(PRODUCED_MESSAGES, "topic" => topic.clone()),
+                counter!(PRODUCED_BYTES, "topic" => topic),
+            ]
+        });
+        stored.increment(messages as u64);
+        stored_bytes.increment(bytes as u64);
     }
 }
 
-pub(crate) fn settled(topic: &str, subscription: &str, action: &'static str, messages: usize) {
-    let labels = [
+/// A subscription's delivery and settle counters, registered on first use as
+/// [`TopicCounters`] are.
+#[derive(Debug, Default)]
+pub(crate) struct SubscriptionCounters {
+    delivered: OnceLock<[Counter; 3]>,
+    acked: OnceLock<Counter>,
+    nacked: OnceLock<Counter>,
+    extended: OnceLock<Counter>,
+}
+
+/// What a settle did, for [`SETTLED_MESSAGES`]'s `action` label.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SettleAction {
+    /// `ack`.
+    Ack,
+    /// `nack`.
+    Nack,
+    /// `extend`.
+    Extend,
+}
+
+impl SubscriptionCounters {
+    /// Counts a receive's deliveries (`redelivered` of them not for the first time).
+    pub(crate) fn delivered(
+        &self,
+        topic: &str,
+        subscription: &str,
+        messages: usize,
+        redelivered: usize,
+        bytes: usize,
+    ) {
+        let [delivered, delivered_bytes, again] = self.delivered.get_or_init(|| {
+            let labels = labels(topic, subscription);
+            [
+                counter!(DELIVERED_MESSAGES, &labels),
+                counter!(DELIVERED_BYTES, &labels),
+                counter!(REDELIVERED_MESSAGES, &labels),
+            ]
+        });
+        delivered.increment(messages as u64);
+        delivered_bytes.increment(bytes as u64);
+        if redelivered > 0 {
+            again.increment(redelivered as u64);
+        }
+    }
+
+    /// Counts messages a settle request acked, nacked or extended.
+    pub(crate) fn settled(
+        &self,
+        topic: &str,
+        subscription: &str,
+        action: SettleAction,
+        messages: usize,
+    ) {
+        let (cell, name) = match action {
+            SettleAction::Ack => (&self.acked, "ack"),
+            SettleAction::Nack => (&self.nacked, "nack"),
+            SettleAction::Extend => (&self.extended, "extend"),
+        };
+        let settled = cell.get_or_init(|| {
+            let [topic, subscription] = labels(topic, subscription);
+            let labels = [topic, subscription, ("action", name.to_owned())];
+            counter!(SETTLED_MESSAGES, &labels)
+        });
+        settled.increment(messages as u64);
+    }
+}
+
+fn labels(topic: &str, subscription: &str) -> [(&'static str, String); 2] {
+    [
         ("topic", topic.to_owned()),
         ("subscription", subscription.to_owned()),
-        ("action", action.to_owned()),
-    ];
-    counter!(SETTLED_MESSAGES, &labels).increment(messages as u64);
+    ]
 }
 
 pub(crate) fn unreadable(topic: &str, subscription: &str, messages: u64) {
-    let labels = [
-        ("topic", topic.to_owned()),
-        ("subscription", subscription.to_owned()),
-    ];
-    counter!(UNREADABLE_MESSAGES, &labels).increment(messages);
+    counter!(UNREADABLE_MESSAGES, &labels(topic, subscription)).increment(messages);
 }
 
 pub(crate) fn dead_lettered(topic: &str, subscription: &str, messages: usize) {
-    let labels = [
-        ("topic", topic.to_owned()),
-        ("subscription", subscription.to_owned()),
-    ];
-    counter!(DEAD_LETTERED_MESSAGES, &labels).increment(messages as u64);
+    counter!(DEAD_LETTERED_MESSAGES, &labels(topic, subscription)).increment(messages as u64);
 }
 
 /// Records one group commit of a partition writer.

@@ -2,6 +2,8 @@
 //! the log, the sled checkpoint only shortens the replay, and a checkpoint ahead of the log
 //! that survived is clamped to it.
 
+mod broker_support;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -10,28 +12,11 @@ use broker_core::broker::{AckMode, Delivery, NewMessage, ReceiveRequest, SeekTar
 use broker_core::config::FsyncPolicy;
 use broker_core::storage::LogPosition;
 use broker_core::subscription::store::{SubscriptionStore, tree_name};
-use broker_core::subscription::{
-    LeaseTable, RetryPolicy, StartPosition, SubscriptionSpec, TablePolicy,
-};
-use broker_core::topic::TopicSpec;
+use broker_core::subscription::{LeaseTable, RetryPolicy, TablePolicy};
 use broker_core::{Broker, BrokerConfig};
 
-/// Opens a broker on `dir`, waiting (at most 10 s) for the last one's sled threads to let go
-/// of the folder's lock.
 async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(dir);
-    config.log.fsync = fsync;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Broker::open(config.clone()).await {
-            Ok(broker) => return broker,
-            Err(error) if std::time::Instant::now() < deadline => {
-                eprintln!("retrying the open: {error}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            Err(error) => panic!("open: {error}"),
-        }
-    }
+    broker_support::open(dir, fsync).await
 }
 
 /// A broker with a one-partition topic `t` and a subscription `s` from the start, redelivering
@@ -49,25 +34,8 @@ async fn broker_with_subscription(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker>
 
 /// Creates the one-partition topic `t` and its subscription `s`, from the start.
 async fn create_topic_and_subscription(broker: &Broker, retry: Option<RetryPolicy>) {
-    broker
-        .create_topic(TopicSpec {
-            name: "t".into(),
-            ..TopicSpec::default()
-        })
-        .await
-        .expect("topic");
-    broker
-        .create_subscription(
-            "t",
-            SubscriptionSpec {
-                name: "s".into(),
-                start: Some(StartPosition::Earliest),
-                retry,
-                ..SubscriptionSpec::default()
-            },
-        )
-        .await
-        .expect("subscription");
+    broker_support::create_topic(broker, 1).await;
+    broker_support::create_subscription(broker, retry).await;
 }
 
 async fn produce(broker: &Broker, values: impl IntoIterator<Item = String>) {

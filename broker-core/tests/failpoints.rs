@@ -7,16 +7,18 @@
 //! - `writer::commit_group`: a partition writer thread about to take a group commit.
 //! - `delays::claimed`: a topic's delay mover has read and claimed the due messages, before
 //!   it appends them.
+//! - `metadata::flush`: the metadata store (sled) is about to be flushed.
 //!
 //! The storage failpoints (`segment::sync`, `segment::append`, `partition_log::before_index`,
 //! `index::apply`) have their own binary, `tests/storage_failpoints.rs`.
+
+mod broker_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use broker_core::broker::{AckMode, Delay, NewMessage};
-use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig, BrokerError};
 use fail::FailScenario;
 
@@ -26,13 +28,7 @@ async fn broker_with_topic() -> (tempfile::TempDir, Arc<Broker>) {
     let broker = Broker::open(BrokerConfig::new(dir.path()))
         .await
         .expect("open");
-    broker
-        .create_topic(TopicSpec {
-            name: "t".into(),
-            ..TopicSpec::default()
-        })
-        .await
-        .expect("topic");
+    broker_support::create_topic(&broker, 1).await;
     (dir, broker)
 }
 
@@ -240,6 +236,49 @@ async fn a_fire_and_forget_produce_whose_write_fails_leaves_its_id_free_for_the_
         "the first write failed, so the retry must store the message"
     );
     assert_eq!(retry.messages[0].offset, Some(0));
+    scenario.teardown();
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn produces_with_delays_or_ids_and_cancels_never_flush_the_metadata_store() {
+    let scenario = FailScenario::setup();
+    let dir = tempfile::tempdir().expect("dir");
+    let mut config = BrokerConfig::new(dir.path());
+    // The policy under which a flush on the request path would be needed, if sled held the
+    // truth.
+    config.log.fsync = broker_core::FsyncPolicy::Always;
+    let broker = Broker::open(config).await.expect("open");
+    broker_support::create_topic(&broker, 1).await;
+    fail::cfg("metadata::flush", "panic").expect("failpoint");
+
+    let delayed = |id: &str| NewMessage {
+        delay: Some(Delay::AfterMs(60_000)),
+        ..with_id(id)
+    };
+    for ack in [AckMode::Leader, AckMode::None] {
+        broker
+            .produce(
+                "t",
+                vec![
+                    delayed(&format!("d-{ack:?}")),
+                    with_id(&format!("i-{ack:?}")),
+                ],
+                ack,
+            )
+            .await
+            .expect("produced");
+    }
+    broker
+        .cancel_delayed("t", "d-Leader")
+        .await
+        .expect("cancelled");
+    let again = broker
+        .produce("t", vec![with_id("i-Leader")], AckMode::Leader)
+        .await
+        .expect("answered");
+    assert!(again.messages[0].duplicate);
+
     scenario.teardown();
     broker.shutdown().await;
 }

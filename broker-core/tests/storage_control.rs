@@ -103,3 +103,33 @@ async fn a_torn_control_frame_at_the_tail_is_cut_at_recovery_and_the_messages_st
     assert_eq!(read_all(&reopened, 0, 10).len(), 3);
     reopened.shutdown();
 }
+
+#[tokio::test]
+async fn control_batches_past_a_full_segment_without_a_message_keep_it_active_until_one_comes() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    handle.append(records(0, 2, 100)).await.expect("append");
+    let mut sent = Vec::new();
+    // Segments are 4 KiB: a few of these fill one, and then many more come with no message.
+    for n in 0..200 {
+        let changes = vec![entry(n)];
+        let pending = handle.queue_control(changes.clone()).expect("queue");
+        pending
+            .wait()
+            .await
+            .expect("control batches never fail for want of an offset");
+        sent.extend(changes);
+    }
+    let segments = log.segments().len();
+    let appended = handle.append(records(2, 3, 100)).await.expect("append");
+    assert_eq!(appended.base_offset, 2);
+    assert_eq!(bare(&read_all(&handle, 0, 10)), records(0, 5, 100));
+    assert_eq!(entries(&replay(&handle, LogPosition::default())), sent);
+    handle.shutdown();
+
+    let reopened = log.open();
+    assert_eq!(reopened.end_offset(), 5);
+    assert_eq!(entries(&replay(&reopened, LogPosition::default())), sent);
+    assert!(log.segments().len() <= segments + 1);
+    reopened.shutdown();
+}

@@ -1,14 +1,18 @@
-//! Model-based test: random appends, reads, restarts and torn tails against a `Vec<Record>`.
+//! Model-based test: random appends of message and control batches, reads, control replays,
+//! restarts and torn tails against a `Vec<Record>` and a `Vec` of control entries.
 //!
 //! Segments are 4 KiB so batches keep rolling into new files. A torn tail cuts the last segment
-//! file at a random byte after a shutdown; the model then drops the batch the cut lands in and
-//! every batch after it. Every read must equal the model's slice.
+//! file at a random byte after a shutdown; the model then drops the frame the cut lands in and
+//! every frame after it, message or control. Every read must equal the model's slice, message
+//! offsets stay contiguous however control batches fall between them, and a replay from the
+//! start yields exactly the model's control entries, in order.
 
 mod storage_support;
 
 use broker_core::config::FsyncPolicy;
 use broker_core::message::Record;
-use broker_core::storage::PartitionHandle;
+use broker_core::storage::{LogPosition, PartitionHandle};
+use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use storage_support::{TestLog, bare, file_len, read_all, record, small_segments, truncate_file};
@@ -17,6 +21,10 @@ use storage_support::{TestLog, bare, file_len, read_all, record, small_segments,
 enum Op {
     /// Append one batch with these value sizes.
     Append(Vec<usize>),
+    /// Append one control batch with entries of these sizes.
+    Control(Vec<usize>),
+    /// Replay every control entry from the start of the log.
+    Replay,
     /// Read from a random offset (up to a little past the end).
     Read {
         from: Index,
@@ -32,6 +40,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => prop::collection::vec(0usize..400, 1..6).prop_map(Op::Append),
+        3 => prop::collection::vec(1usize..300, 1..5).prop_map(Op::Control),
+        1 => Just(Op::Replay),
         3 => (any::<Index>(), 1usize..20, prop::option::of(0usize..1500)).prop_map(
             |(from, max_records, max_bytes)| Op::Read { from, max_records, max_bytes }
         ),
@@ -40,16 +50,24 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// One appended batch as the model sees it: where it starts and how many bytes it took.
-#[derive(Debug, Clone, Copy)]
-struct ModelBatch {
-    base_offset: u64,
+/// One appended frame as the model sees it: the segment it went to, the bytes it took, and
+/// its message offsets (none for a control batch) or control entries.
+#[derive(Debug, Clone)]
+struct ModelFrame {
+    segment_base: u64,
     frame_len: u64,
+    contents: Contents,
+}
+
+#[derive(Debug, Clone)]
+enum Contents {
+    Messages { base_offset: u64 },
+    Control(Vec<Bytes>),
 }
 
 struct Model {
     records: Vec<Record>,
-    batches: Vec<ModelBatch>,
+    frames: Vec<ModelFrame>,
     next_id: u64,
 }
 
@@ -68,25 +86,41 @@ impl Model {
         out
     }
 
-    /// Drops the batches a cut at byte `cut` of the segment starting at `segment_base` loses.
+    /// Every control entry in log order.
+    fn controls(&self) -> Vec<Bytes> {
+        self.frames
+            .iter()
+            .filter_map(|f| match &f.contents {
+                Contents::Control(entries) => Some(entries.clone()),
+                Contents::Messages { .. } => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Drops the frames a cut at byte `cut` of the segment starting at `segment_base` loses:
+    /// the one the cut lands in and every later one.
     fn tear(&mut self, segment_base: u64, cut: u64) {
-        let mut position = 0;
         let first_in_segment = self
-            .batches
-            .partition_point(|b| b.base_offset < segment_base);
+            .frames
+            .partition_point(|f| f.segment_base < segment_base);
+        let mut position = 0;
         let mut keep = first_in_segment;
-        for batch in &self.batches[first_in_segment..] {
-            if position + batch.frame_len > cut {
+        for frame in &self.frames[first_in_segment..] {
+            if position + frame.frame_len > cut {
                 break;
             }
-            position += batch.frame_len;
+            position += frame.frame_len;
             keep += 1;
         }
-        let end = self
-            .batches
-            .get(keep)
-            .map_or(self.records.len() as u64, |b| b.base_offset);
-        self.batches.truncate(keep);
+        let end = self.frames[keep..]
+            .iter()
+            .find_map(|f| match f.contents {
+                Contents::Messages { base_offset } => Some(base_offset),
+                Contents::Control(_) => None,
+            })
+            .unwrap_or(self.records.len() as u64);
+        self.frames.truncate(keep);
         self.records.truncate(end as usize);
     }
 }
@@ -100,12 +134,14 @@ fn run(ops: Vec<Op>) {
     let mut handle = log.open();
     let mut model = Model {
         records: Vec::new(),
-        batches: Vec::new(),
+        frames: Vec::new(),
         next_id: 0,
     };
     for op in ops {
         match op {
-            Op::Append(sizes) => append(&runtime, &handle, &mut model, &sizes),
+            Op::Append(sizes) => append(&runtime, &log, &handle, &mut model, &sizes),
+            Op::Control(sizes) => control(&runtime, &log, &handle, &mut model, &sizes),
+            Op::Replay => assert_eq!(replay(&handle), model.controls(), "replay"),
             Op::Read {
                 from,
                 max_records,
@@ -142,11 +178,59 @@ fn run(ops: Vec<Op>) {
         assert_eq!(handle.end_offset(), model.records.len() as u64);
     }
     assert_eq!(bare(&read_all(&handle, 0, 1000)), model.records);
+    assert_eq!(replay(&handle), model.controls(), "final replay");
     handle.shutdown();
+}
+
+/// Every control entry from the start of the log.
+fn replay(handle: &PartitionHandle) -> Vec<Bytes> {
+    let mut seen = Vec::new();
+    handle
+        .replay_controls(LogPosition::default(), |_, entry| {
+            seen.push(entry);
+            Ok(())
+        })
+        .expect("replay");
+    seen
+}
+
+/// The base offset of the segment the last frame went to (segments roll before a write).
+fn active_segment(log: &TestLog) -> u64 {
+    let last = log.last_segment();
+    let stem = last.file_stem().and_then(|s| s.to_str()).expect("stem");
+    stem.parse().expect("base")
+}
+
+fn control(
+    runtime: &tokio::runtime::Runtime,
+    log: &TestLog,
+    handle: &PartitionHandle,
+    model: &mut Model,
+    sizes: &[usize],
+) {
+    let entries: Vec<Bytes> = sizes
+        .iter()
+        .map(|&size| {
+            model.next_id += 1;
+            let tag = model.next_id.to_le_bytes();
+            Bytes::from_iter(tag.iter().copied().cycle().take(size))
+        })
+        .collect();
+    let size_before = handle.size_bytes();
+    let pending = handle.queue_control(entries.clone()).expect("queue");
+    let committed = runtime.block_on(pending.wait()).expect("commit");
+    assert_eq!(committed.count, 0, "a control batch takes no offsets");
+    assert_eq!(committed.base_offset, model.records.len() as u64);
+    model.frames.push(ModelFrame {
+        segment_base: active_segment(log),
+        frame_len: handle.size_bytes() - size_before,
+        contents: Contents::Control(entries),
+    });
 }
 
 fn append(
     runtime: &tokio::runtime::Runtime,
+    log: &TestLog,
     handle: &PartitionHandle,
     model: &mut Model,
     sizes: &[usize],
@@ -163,9 +247,12 @@ fn append(
         .block_on(handle.append(batch.clone()))
         .expect("append");
     assert_eq!(appended.base_offset, model.records.len() as u64);
-    model.batches.push(ModelBatch {
-        base_offset: appended.base_offset,
+    model.frames.push(ModelFrame {
+        segment_base: active_segment(log),
         frame_len: handle.size_bytes() - size_before,
+        contents: Contents::Messages {
+            base_offset: appended.base_offset,
+        },
     });
     model.records.extend(batch);
 }
@@ -178,6 +265,28 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40)
     ) {
         run(ops);
+    }
+}
+
+#[test]
+fn tails_torn_at_every_point_among_control_batches_lose_the_torn_frame_and_what_follows_only() {
+    // Cuts every 10 bytes through ~600 bytes of alternating message and control frames, so
+    // some land inside control frames, some inside message frames, some on boundaries.
+    for cut in (0..650).step_by(10) {
+        run(vec![
+            Op::Append(vec![100, 100]),
+            Op::Control(vec![50, 60]),
+            Op::Append(vec![30]),
+            Op::Control(vec![40]),
+            Op::Append(vec![50]),
+            Op::Replay,
+            Op::TearTail(cut),
+            Op::Replay,
+            Op::Control(vec![10]),
+            Op::Append(vec![20]),
+            Op::Restart,
+            Op::Replay,
+        ]);
     }
 }
 

@@ -5,7 +5,7 @@ mod storage_support;
 
 use broker_core::config::FsyncPolicy;
 use broker_core::message::Record;
-use broker_core::storage::PartitionHandle;
+use broker_core::storage::{LogPosition, PartitionHandle};
 use storage_support::{TestLog, bare, read_all, records, segment_files, small_segments};
 
 /// 60 batches of 4 records with 150-byte values over 4 KiB segments.
@@ -75,7 +75,7 @@ async fn retention_by_bytes_deletes_the_oldest_whole_segments_and_moves_the_star
     let before = handle.size_bytes();
     let limit = before / 2;
     let deleted = handle
-        .enforce_retention(0, None, Some(limit))
+        .enforce_retention(0, None, Some(limit), LogPosition::MAX)
         .expect("retention");
     assert!(deleted > 0);
     assert!(handle.size_bytes() <= limit);
@@ -87,7 +87,7 @@ async fn retention_by_bytes_deletes_the_oldest_whole_segments_and_moves_the_star
     assert_eq!(bare(&from_zero), all[start as usize..]);
     assert_eq!(
         handle
-            .enforce_retention(0, None, Some(limit))
+            .enforce_retention(0, None, Some(limit), LogPosition::MAX)
             .expect("again"),
         0
     );
@@ -100,11 +100,27 @@ async fn retention_by_bytes_deletes_the_oldest_whole_segments_and_moves_the_star
 }
 
 #[tokio::test]
+async fn retention_keeps_the_segment_holding_state_a_checkpoint_does_not_yet_reflect() {
+    let (log, handle, _) = rolled_log().await;
+    let bases = segment_bases(&log);
+    let checkpoint = LogPosition {
+        segment_base: bases[2],
+        position: 0,
+    };
+    let deleted = handle
+        .enforce_retention(u64::MAX, Some(0), Some(0), checkpoint)
+        .expect("retention");
+    assert_eq!(deleted, 2, "only the segments before the checkpoint's");
+    assert_eq!(segment_bases(&log), bases[2..].to_vec());
+    handle.shutdown();
+}
+
+#[tokio::test]
 async fn retention_never_deletes_the_active_segment_and_appends_go_on() {
     let (log, handle, _) = rolled_log().await;
     let last_base = *segment_bases(&log).last().expect("a segment");
     handle
-        .enforce_retention(u64::MAX, Some(0), Some(0))
+        .enforce_retention(u64::MAX, Some(0), Some(0), LogPosition::MAX)
         .expect("retention");
     assert_eq!(segment_bases(&log), vec![last_base]);
     assert_eq!(handle.start_offset(), last_base);
@@ -121,7 +137,7 @@ async fn retention_by_age_deletes_only_segments_whose_newest_record_is_too_old()
     let newest_of_second = bases[2] - 1;
     let now = all[newest_of_second as usize].timestamp_ms + 10_000;
     let deleted = handle
-        .enforce_retention(now, Some(10_000), None)
+        .enforce_retention(now, Some(10_000), None, LogPosition::MAX)
         .expect("retention");
     assert_eq!(
         deleted, 1,
@@ -129,7 +145,7 @@ async fn retention_by_age_deletes_only_segments_whose_newest_record_is_too_old()
     );
     assert_eq!(handle.start_offset(), bases[1]);
     let deleted = handle
-        .enforce_retention(now + 1, Some(10_000), None)
+        .enforce_retention(now + 1, Some(10_000), None, LogPosition::MAX)
         .expect("retention");
     assert_eq!(deleted, 1);
     assert_eq!(handle.start_offset(), bases[2]);
@@ -172,7 +188,7 @@ async fn offset_for_timestamp_finds_the_first_record_at_or_after_it_even_with_sk
 async fn offset_for_timestamp_after_retention_answers_from_the_new_start() {
     let (_log, handle, all) = rolled_log().await;
     handle
-        .enforce_retention(0, None, Some(handle.size_bytes() / 2))
+        .enforce_retention(0, None, Some(handle.size_bytes() / 2), LogPosition::MAX)
         .expect("retention");
     let start = handle.start_offset();
     assert_eq!(handle.offset_for_timestamp(0).expect("lookup"), start);

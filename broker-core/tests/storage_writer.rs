@@ -238,3 +238,42 @@ async fn reads_of_a_few_records_at_a_time_match_one_whole_read_across_batches_an
     assert_eq!(back_in_an_earlier_batch, whole[10..12].to_vec());
     handle.shutdown();
 }
+
+#[tokio::test]
+async fn a_reader_walking_an_old_batch_is_served_from_memory_and_its_next_frame_is_read_ahead() {
+    let log = TestLog::new(small_segments(FsyncPolicy::Always));
+    let handle = log.open();
+    // 1 MiB of 100-record batches: far past the tail cache, so old batches live on disk only.
+    for n in 0..10 {
+        let batch = records(n * 100, 100, 1024);
+        handle.append(batch).await.expect("append");
+    }
+    let whole = read_all(&handle, 0, 1_000);
+    assert_eq!(whole.len(), 1_000);
+    let first = handle.read(0, 10, usize::MAX).expect("read from disk");
+    assert_eq!(first, whole[..10].to_vec());
+    assert!(!handle.prefetch_due(), "nothing drained yet");
+    for from in (10..100).step_by(10) {
+        let from_memory = handle.read_cached(from as u64, 10, usize::MAX);
+        assert_eq!(
+            from_memory,
+            Some(whole[from..from + 10].to_vec()),
+            "from {from}"
+        );
+    }
+    assert!(
+        handle.prefetch_due(),
+        "taking the batch's last record asks for the next frame"
+    );
+    assert_eq!(
+        handle.read_cached(100, 10, usize::MAX),
+        None,
+        "not read ahead yet"
+    );
+    handle.prefetch().expect("read ahead");
+    let ahead = handle.read_cached(100, 10, usize::MAX);
+    assert_eq!(ahead, Some(whole[100..110].to_vec()));
+    // A read the batch cannot complete goes to the files.
+    assert_eq!(handle.read_cached(195, 10, usize::MAX), None);
+    handle.shutdown();
+}

@@ -225,13 +225,14 @@ async fn admit(
             .authenticate(authorization.map(|value| value.as_bytes()))?
     };
     if access.rule != Rule::Public {
-        let key = if principal.anonymous {
-            let client = client_address(peer, &parts.headers, &edge.settings.trusted_proxies);
-            format!("ip:{client}")
-        } else {
-            format!("sub:{}", principal.subject)
-        };
-        edge.principals.admit(&key)?;
+        edge.principals.admit(|| {
+            if principal.anonymous {
+                let client = client_address(peer, &parts.headers, &edge.settings.trusted_proxies);
+                format!("ip:{client}")
+            } else {
+                format!("sub:{}", principal.subject)
+            }
+        })?;
     }
     let mut held = Held::default();
     authorize(&principal, &access, &[])?;

@@ -167,6 +167,7 @@ mod tests {
             value: Bytes::copy_from_slice(value),
             binary,
             scheduled: false,
+            client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
         }

@@ -212,8 +212,9 @@ impl PrincipalRateLimits {
         }
     }
 
-    /// Admits one request by `key`.
-    pub fn admit(&self, key: &str) -> Result<(), RateLimited> {
+    /// Admits one request by the key `key` builds; it is built only when a limit is set, so
+    /// an unlimited server formats no key per request.
+    pub fn admit(&self, key: impl FnOnce() -> String) -> Result<(), RateLimited> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
@@ -221,7 +222,7 @@ impl PrincipalRateLimits {
         let key = if limiter.len() >= MAX_LIMITER_KEYS {
             OVERFLOW_KEY.to_owned()
         } else {
-            key.to_owned()
+            key()
         };
         limiter.check_key(&key).map_err(|not_until| RateLimited {
             detail: format!(
@@ -351,11 +352,21 @@ mod tests {
     #[test]
     fn principals_are_limited_separately() {
         let limits = PrincipalRateLimits::new(2, 1000);
-        assert!(limits.admit("a").is_ok());
-        assert!(limits.admit("a").is_ok());
-        assert!(limits.admit("a").is_err());
-        assert!(limits.admit("b").is_ok());
+        let key = |name: &'static str| move || name.to_owned();
+        assert!(limits.admit(key("a")).is_ok());
+        assert!(limits.admit(key("a")).is_ok());
+        assert!(limits.admit(key("a")).is_err());
+        assert!(limits.admit(key("b")).is_ok());
         assert_eq!(limits.tracked(), 2);
-        assert!(PrincipalRateLimits::new(0, 1000).admit("a").is_ok());
+    }
+
+    #[test]
+    fn without_a_limit_every_request_is_admitted_and_no_key_is_built() {
+        let unlimited = PrincipalRateLimits::new(0, 1000);
+        for _ in 0..100 {
+            let admitted = unlimited.admit(|| unreachable!("no key without a limit"));
+            assert!(admitted.is_ok());
+        }
+        assert_eq!(unlimited.tracked(), 0);
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{Broker, blocking};
+use super::{Broker, background_blocking, blocking};
 use crate::error::Result;
 use crate::storage::PartitionHandle;
 use crate::subscription::Subscription;
@@ -60,8 +60,9 @@ pub(super) async fn checkpoint_loop(broker: Weak<Broker>) {
             return;
         }
         let work = live.checkpoint_work();
+        let gate = Arc::clone(&live.background);
         drop(live);
-        if let Err(error) = blocking(move || checkpoint(&work)).await {
+        if let Err(error) = background_blocking(&gate, move || checkpoint(&work)).await {
             tracing::error!(%error, "checkpointing subscription state failed");
         }
     }

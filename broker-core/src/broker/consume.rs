@@ -114,7 +114,8 @@ impl Broker {
                     .iter()
                     .map(|d| d.message.record.value.len())
                     .sum();
-                telemetry::delivered(topic, subscription, deliveries.len(), redelivered, bytes);
+                sub.counters
+                    .delivered(topic, subscription, deliveries.len(), redelivered, bytes);
                 return Ok(deliveries);
             }
             let now = tokio::time::Instant::now();

@@ -229,6 +229,9 @@ fn dead_letter(
     }
     record.timestamp_ms = now_ms();
     record.scheduled = false;
+    // Not a produce of the client's id: neither the dead-letter topic nor a redrive's target
+    // may remember it as one (the origin's first result stays the answer to a retry).
+    record.client_id = false;
     record
 }
 
@@ -242,5 +245,8 @@ fn redriven(mut record: Record, subscription: &str) -> Record {
         .push((REDRIVE_HEADER.to_owned(), subscription.to_owned()));
     record.timestamp_ms = now_ms();
     record.scheduled = false;
+    // Not a produce of the client's id: neither the dead-letter topic nor a redrive's target
+    // may remember it as one (the origin's first result stays the answer to a retry).
+    record.client_id = false;
     record
 }

@@ -1,7 +1,8 @@
 //! Fire-and-forget produces (`ack=none`): the reply comes once the records are queued, so
-//! what follows their writes happens here, after the reply: their client ids are recorded in
-//! the dedup index once written, and not at all if the write fails, so a retry after a failed
-//! write stores the message instead of being told it is a duplicate.
+//! what follows their writes happens here, after the reply: their client ids are remembered
+//! once written, and not at all if the write fails, so a retry after a failed write stores the
+//! message instead of being told it is a duplicate (the dedup index derives ids from the log,
+//! which has only the records that were written).
 
 use tokio::sync::oneshot;
 
@@ -71,10 +72,7 @@ pub(super) async fn record_when_written(
     if firsts.is_empty() {
         return;
     }
-    if let Err(error) = dedup.record(&firsts) {
-        tracing::error!(%error, "recording the ids of a fire-and-forget produce failed");
-        return;
-    }
+    dedup.remember(&firsts);
     if let Some(claims) = &claims {
         for (id, first) in firsts {
             claims.resolve(id, first);

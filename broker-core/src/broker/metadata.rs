@@ -7,6 +7,8 @@
 //!   tree "subscriptions": <topic>\0<name> → SubscriptionConfig (JSON)
 //!   tree "log/<topic uid>/<partition>":  that partition's offset and time index
 //!   tree "sub/<subscription uid>":        that subscription's cursors and leases
+//!   tree "delay/<topic uid>":             the delay schedule, derived from the logs
+//!   tree "ids/<topic uid>":               the dedup index, derived from the logs
 //! <data_dir>/topics/<name>-<uid>/<partition>/<base offset>.log   segment files
 //! ```
 
@@ -92,6 +94,7 @@ impl Metadata {
             return Ok(());
         }
         let covered = self.flush_requests.load(Ordering::SeqCst);
+        fail::fail_point!("metadata::flush");
         self.db.flush_async().await?;
         self.flushed.store(covered, Ordering::SeqCst);
         Ok(())
@@ -243,7 +246,14 @@ pub(super) fn open_topic_files(
             }
         }
     }
-    if let Err(error) = super::delays::recover_appended(&delays, &partitions) {
+    let tables = super::tables::Tables {
+        delays: &delays,
+        dedup: &dedup,
+        partitions: &partitions,
+        remembers_ids: topic.dedup_window_ms > 0,
+        at_open: true,
+    };
+    if let Err(error) = tables.apply() {
         partitions.iter().for_each(PartitionHandle::shutdown);
         return Err(error);
     }
@@ -261,6 +271,8 @@ pub(super) fn open_topic_files(
         scheduled,
         dedup,
         in_flight: Arc::default(),
+        counters: crate::telemetry::TopicCounters::default(),
+        tables_applied: Notify::new(),
     })
 }
 

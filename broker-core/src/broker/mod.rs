@@ -5,7 +5,10 @@
 //! - `metadata`: what lives in sled besides the log indexes (topic and subscription configs,
 //!   the receipt key, the node id) and where things live on disk.
 //! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
-//!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`.
+//!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`; `delays`: scheduling,
+//!   cancelling and moving delayed messages.
+//! - `tables`: the applier that derives each topic's delay schedule and dedup index from its
+//!   logs; `checkpoint`: the same for subscription state.
 //!
 //! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
 //! list) change only by single inserts, removes and assignments, so they are taken through
@@ -22,6 +25,7 @@ mod reads;
 mod seek;
 mod settle;
 mod subscriptions;
+mod tables;
 mod topics;
 pub mod types;
 
@@ -32,6 +36,7 @@ pub use delays::PRESTAGE_LEAD_MS;
 pub use produce::valid_id;
 pub use seek::SeekTarget;
 pub use settle::MAX_NACK_DELAY_MS;
+pub use tables::{APPLY_EVERY_MS, ROOM_WAIT_MS};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,7 +68,7 @@ struct Topic {
     on_commit: Arc<Notify>,
     subscriptions: RwLock<BTreeMap<String, Arc<Subscription>>>,
     deleted: AtomicBool,
-    /// The on-disk schedule of delayed messages.
+    /// The schedule of delayed messages, derived from the logs (see [`crate::schedule`]).
     delays: DelayStore,
     /// Wakes the delay task: a message was scheduled (maybe sooner than it sleeps), or the
     /// topic or broker is going away.
@@ -74,10 +79,15 @@ struct Topic {
     delay_wake_at: AtomicU64,
     /// Messages on the schedule.
     scheduled: AtomicU64,
-    /// First results of client-chosen ids.
+    /// First results of client-chosen ids, derived from the logs (see [`crate::dedup`]).
     dedup: DedupIndex,
     /// Client ids of the produces under way.
     in_flight: Arc<InFlightIds>,
+    /// Its produce counters.
+    counters: crate::telemetry::TopicCounters,
+    /// Woken after each round of the applier (`tables`), for produces and cancels waiting
+    /// for room in memory.
+    tables_applied: Notify,
 }
 
 impl Topic {
@@ -109,11 +119,18 @@ pub struct Broker {
     shutdown_signal: Notify,
     /// This broker, for the background tasks it starts (they must not keep it alive).
     me: std::sync::Weak<Broker>,
-    /// The background tasks (retention, one delay mover per topic), stopped at shutdown.
+    /// The background tasks (retention, checkpoints, one delay mover and one table applier
+    /// per topic), stopped at shutdown.
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The memory budget that `ack=none` produces charge while their records wait for the
     /// writer (the caller's own charge ends with its reply), if the server has one.
     memory: std::sync::OnceLock<crate::memory::MemoryBudget>,
+    /// The last tie-breaker given to a delayed message (see `delays::next_seq`).
+    schedule_seq: AtomicU64,
+    /// Blocking work of the background tasks holds a read guard until it has let go of what
+    /// it uses (topics, sled trees); shutdown takes the write guard to wait for all of it, so
+    /// that the data folder can be opened again once shutdown returns.
+    background: Arc<tokio::sync::RwLock<()>>,
 }
 
 impl Broker {
@@ -143,12 +160,14 @@ impl Broker {
             shutdown_signal: Notify::new(),
             tasks: std::sync::Mutex::new(Vec::new()),
             memory: std::sync::OnceLock::new(),
+            schedule_seq: AtomicU64::new(0),
+            background: Arc::default(),
         });
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
         broker.spawn_task(checkpoint::checkpoint_loop(Arc::downgrade(&broker)));
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
         for topic in topics {
-            broker.spawn_task(delays::delay_loop(Arc::downgrade(&broker), topic));
+            broker.spawn_topic_tasks(&topic);
         }
         Ok(broker)
     }
@@ -173,6 +192,8 @@ impl Broker {
             task.abort();
             let _ = task.await;
         }
+        // An aborted task's blocking work goes on (or has yet to start): wait for it.
+        drop(self.background.write().await);
         let partitions: Vec<PartitionHandle> = topics
             .iter()
             .flat_map(|t| t.partitions.iter().cloned())
@@ -185,9 +206,18 @@ impl Broker {
         if let Err(error) = self.checkpoint_all().await {
             tracing::error!(%error, "the last checkpoint at shutdown failed");
         }
+        if let Err(error) = self.apply_all_tables().await {
+            tracing::error!(%error, "the last apply of the delay and dedup tables failed");
+        }
         if let Err(error) = self.metadata.flush().await {
             tracing::error!(%error, "flushing the metadata store at shutdown failed");
         }
+    }
+
+    /// Starts a topic's delay mover and table applier.
+    fn spawn_topic_tasks(&self, topic: &Arc<Topic>) {
+        self.spawn_task(delays::delay_loop(self.me.clone(), Arc::clone(topic)));
+        self.spawn_task(tables::apply_loop(self.me.clone(), Arc::clone(topic)));
     }
 
     /// Starts a background task that shutdown stops.
@@ -241,6 +271,21 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| join_error("a blocking broker task", &error))?
+}
+
+/// [`blocking`] for a background task: the work holds a read guard of `gate` (the broker's
+/// `background`) until it is done and has dropped what it captured.
+async fn background_blocking<T: Send + 'static>(
+    gate: &Arc<tokio::sync::RwLock<()>>,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let guard = Arc::clone(gate).read_owned().await;
+    blocking(move || {
+        let done = work();
+        drop(guard);
+        done
+    })
+    .await
 }
 
 /// Why a spawned task gave no result: it panicked ([`BrokerError::Panicked`]), or the runtime

@@ -1,7 +1,9 @@
 //! Producing: validate the whole batch, claim its client ids (waiting out produces of the same
-//! ids under way), answer repeated ids from the dedup index, put delayed messages on the
-//! schedule, route the rest to their partitions (one batch per partition writer), and answer
-//! in request order.
+//! ids under way), answer repeated ids from the dedup index, write delayed messages' scheduled
+//! events, route the rest to their partitions (one batch per partition writer), and answer
+//! in request order. Every durable change is in the partition logs when the reply comes; the
+//! dedup index and the schedule in sled follow in the background (`tables`), so no produce
+//! waits for a sled write or flush.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -19,7 +21,6 @@ use crate::limits::{
 use crate::message::Record;
 use crate::schedule::Scheduled;
 use crate::tags;
-use crate::telemetry;
 
 /// Where each message of a batch ended up, before offsets are known.
 enum Placement {
@@ -37,10 +38,11 @@ impl Broker {
     /// window is not stored again: its entry repeats the first result, marked `duplicate`;
     /// one produced concurrently is stored once, the other produce answering with the first
     /// result once it is known (or storing it itself if the first produce failed).
-    /// Delayed messages go on the schedule and get no offset until due. With `AckMode::None`
-    /// the reply comes once the batch is queued and carries no offsets; its ids count as
-    /// produced once written (a produce of one of them meanwhile waits for the write), and not
-    /// at all if the write fails. If one partition's
+    /// Delayed messages go on the schedule and get no offset until due; their scheduled
+    /// events are durable when the reply comes, whatever the ack mode. With `AckMode::None`
+    /// the reply comes once the rest of the batch is queued and carries no offsets; its ids
+    /// count as produced once written (a produce of one of them meanwhile waits for the
+    /// write), and not at all if the write fails. If one partition's
     /// writer refuses its share (overload) after another took its own, the error is returned
     /// and the taken share stays stored: producers retry, consumers see it at least once.
     pub async fn produce(
@@ -70,6 +72,7 @@ impl Broker {
                 self.config.max_delay_ms,
             )?;
         }
+        let remembers_ids = config.dedup_window_ms > 0;
         let (claims, stored_meanwhile) = match config.dedup_window_ms {
             0 => (None, HashMap::new()),
             _ => claim_ids(&open, &messages).await,
@@ -104,7 +107,8 @@ impl Broker {
                 }
                 first_in_batch.insert(id.clone(), placements.len());
             }
-            remember.push(client_id.is_some());
+            let client_id_kept = client_id.is_some() && remembers_ids;
+            remember.push(client_id_kept);
             let partition = open
                 .partitioner
                 .choose(message.key.as_deref(), config.partitions);
@@ -116,6 +120,7 @@ impl Broker {
                 value: message.value,
                 binary: message.binary,
                 scheduled: false,
+                client_id: client_id_kept,
                 headers: message.headers,
                 tags: message.tags,
             };
@@ -125,7 +130,7 @@ impl Broker {
                     placements.push((Placement::Delayed { partition, due_ms }, false));
                     scheduled.push(Scheduled {
                         due_ms,
-                        seq: self.metadata.new_uid()?,
+                        seq: self.next_schedule_seq(now),
                         partition,
                         record,
                     });
@@ -143,8 +148,10 @@ impl Broker {
                 }
             }
         }
-        if !scheduled.is_empty() {
-            self.schedule(&open, &scheduled)?;
+        if remember.contains(&true) {
+            super::tables::wait_for_room(&open, || open.dedup.check_room()).await?;
+            let kept = ids.iter().zip(&remember).filter(|(_, kept)| **kept);
+            open.dedup.reserve(kept.map(|(id, _)| id.as_str()), now);
         }
         let stored_bytes: usize = shares
             .iter()
@@ -152,15 +159,32 @@ impl Broker {
             .chain(scheduled.iter().map(|s| &s.record))
             .map(|r| r.value.len())
             .sum();
-        let (bases, durability, writes) = match ack {
+        if !scheduled.is_empty() {
+            super::tables::wait_for_room(&open, || open.delays.check_room()).await?;
+        }
+        let schedule_writes = match scheduled.is_empty() {
+            true => None,
+            false => Some(self.queue_schedule(&open, scheduled)?),
+        };
+        let (bases, mut fsynced, writes) = match ack {
             AckMode::None => {
                 let writes = self.append_detached(&open, shares)?;
-                (vec![None; open.partitions.len()], Durability::None, writes)
+                (vec![None; open.partitions.len()], Vec::new(), writes)
             }
             AckMode::Leader | AckMode::All => {
-                let (bases, durability) = self.append_shares(&open, shares).await?;
-                (bases, durability, Vec::new())
+                let (bases, fsynced) = self.append_shares(&open, shares).await?;
+                (bases, fsynced, Vec::new())
             }
+        };
+        if let Some(schedule_writes) = schedule_writes {
+            let written = schedule_writes
+                .await
+                .map_err(|error| super::join_error("writing scheduled events", &error))??;
+            fsynced.extend(written.iter().map(|w| w.fsynced));
+        }
+        let durability = match ack {
+            AckMode::None => Durability::None,
+            AckMode::Leader | AckMode::All => self.durability(&fsynced),
         };
         let produced: Vec<Produced> = ids
             .into_iter()
@@ -174,7 +198,7 @@ impl Broker {
             .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
             .partition(|(_, first)| ack == AckMode::None && first.deliver_at_ms.is_none());
         if !firsts.is_empty() {
-            open.dedup.record(&firsts)?;
+            open.dedup.remember(&firsts);
         }
         for (id, first) in &firsts {
             resolve(claims.as_ref(), id, *first);
@@ -189,10 +213,7 @@ impl Broker {
             ));
         }
         let stored: Vec<&Produced> = produced.iter().filter(|p| !p.duplicate).collect();
-        telemetry::produced(topic, stored.len(), stored_bytes);
-        if !scheduled.is_empty() || !firsts.is_empty() {
-            self.persist().await?;
-        }
+        open.counters.produced(topic, stored.len(), stored_bytes);
         Ok(ProduceOutcome {
             messages: produced,
             durability,
@@ -200,31 +221,34 @@ impl Broker {
     }
 
     /// Appends each partition's share as one batch and waits for the writes; returns each
-    /// partition's base offset (`None` for an empty share) and what the answer proves.
+    /// partition's base offset (`None` for an empty share) and whether each write was
+    /// fsynced before its answer.
     pub(super) async fn append_shares(
         &self,
         open: &Topic,
         shares: Vec<Vec<Record>>,
-    ) -> Result<(Vec<Option<u64>>, Durability)> {
+    ) -> Result<(Vec<Option<u64>>, Vec<bool>)> {
         let mut bases = vec![None; shares.len()];
-        let routed = routed(shares);
-        let wrote_any = !routed.is_empty();
-        let appends = routed.into_iter().map(|(partition, share)| {
+        let appends = routed(shares).into_iter().map(|(partition, share)| {
             let log = open.partitions[partition as usize].clone();
             async move { log.append(share).await.map(|result| (partition, result)) }
         });
-        let mut all_fsynced = true;
+        let mut fsynced = Vec::new();
         for (partition, result) in try_join_all(appends).await? {
             bases[partition as usize] = Some(result.base_offset);
-            all_fsynced &= result.fsynced;
+            fsynced.push(result.fsynced);
         }
-        let durability =
-            if (wrote_any && all_fsynced) || self.config.log.fsync == FsyncPolicy::Always {
-                Durability::LeaderFsynced
-            } else {
-                Durability::LeaderWritten
-            };
-        Ok((bases, durability))
+        Ok((bases, fsynced))
+    }
+
+    /// What an answer after these writes (each: fsynced before its answer?) proves.
+    pub(super) fn durability(&self, fsynced: &[bool]) -> Durability {
+        let all_fsynced = !fsynced.is_empty() && fsynced.iter().all(|f| *f);
+        if all_fsynced || self.config.log.fsync == FsyncPolicy::Always {
+            Durability::LeaderFsynced
+        } else {
+            Durability::LeaderWritten
+        }
     }
 }
 

@@ -116,8 +116,11 @@ impl Broker {
     }
 }
 
-/// Reads up to `max` records from `from`: from the partition's tail cache when it holds
-/// `from`, else from the files on the blocking pool. Every read of records goes through here.
+/// Reads up to `max` records from `from`: from memory (the partition's tail cache, or the
+/// batch its last file read ended in) when that holds the read, else from the files on the
+/// blocking pool. A memory read that drained the last-read batch starts reading the next
+/// frame on the blocking pool, unawaited, so a reader walking a deep backlog finds it decoded.
+/// Every read of records goes through here.
 pub(super) async fn read_range(
     log: crate::storage::PartitionHandle,
     from: u64,
@@ -125,6 +128,14 @@ pub(super) async fn read_range(
     max_bytes: usize,
 ) -> Result<Vec<crate::message::StoredRecord>> {
     if let Some(records) = log.read_cached(from, max, max_bytes) {
+        if log.prefetch_due() {
+            drop(tokio::task::spawn_blocking(move || {
+                if let Err(error) = log.prefetch() {
+                    // The reader that needs the frame reads it again and reports the error.
+                    tracing::debug!(%error, "reading ahead failed");
+                }
+            }));
+        }
         return Ok(records);
     }
     blocking(move || log.read(from, max, max_bytes)).await

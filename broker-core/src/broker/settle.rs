@@ -12,7 +12,7 @@ use crate::subscription::config::validate_ack_timeout;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::lease_table::{EntryState, Stale};
 use crate::subscription::{LeaseTable, ReceiptData, Subscription};
-use crate::telemetry;
+use crate::telemetry::SettleAction;
 
 /// What a settle does to one leased offset.
 #[derive(Debug, Clone, Copy)]
@@ -161,12 +161,13 @@ impl Broker {
             append.wait().await?;
         }
         if outcome.succeeded > 0 {
-            let name = match action {
-                Settle::Ack => "ack",
-                Settle::Nack { .. } => "nack",
-                Settle::Extend { .. } => "extend",
+            let action = match action {
+                Settle::Ack => SettleAction::Ack,
+                Settle::Nack { .. } => SettleAction::Nack,
+                Settle::Extend { .. } => SettleAction::Extend,
             };
-            telemetry::settled(topic, subscription, name, outcome.succeeded);
+            sub.counters
+                .settled(topic, subscription, action, outcome.succeeded);
             // On an ordered subscription an ack gives the next message of its key its turn:
             // receivers waiting for work must look again.
             if sub.config.ordering == crate::subscription::Ordering::Key {

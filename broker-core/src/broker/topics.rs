@@ -4,10 +4,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{Broker, Topic, blocking, metadata};
+use super::{Broker, Topic, background_blocking, blocking, metadata};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
-use crate::storage::PartitionHandle;
+use crate::storage::{LogPosition, PartitionHandle};
 use crate::sync::{read, write};
 use crate::topic::{PartitionInfo, TopicInfo, TopicPatch, TopicSpec};
 
@@ -36,7 +36,7 @@ impl Broker {
         self.persist().await?;
         let topic = Arc::new(topic);
         write(&self.topics).insert(config.name.clone(), topic.clone());
-        self.spawn_task(super::delays::delay_loop(self.me.clone(), topic.clone()));
+        self.spawn_topic_tasks(&topic);
         tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
         Ok(self.info(&topic))
     }
@@ -115,6 +115,29 @@ impl Broker {
     }
 }
 
+impl Topic {
+    /// The oldest log position of `partition` that its derived state reflects: the delay
+    /// schedule's, the dedup index's and each subscription's checkpoint (the start of the log
+    /// for any not yet written). Retention keeps the segments from there on, so a restart
+    /// can replay every control entry after it. Blocking (sled reads).
+    fn reflected(&self, partition: u32) -> Result<LogPosition> {
+        let tables = [
+            self.delays.position(partition)?,
+            self.dedup.position(partition)?,
+        ];
+        let subscriptions: Vec<Option<LogPosition>> = read(&self.subscriptions)
+            .values()
+            .map(|s| s.checkpointed(partition as usize))
+            .collect();
+        Ok(tables
+            .into_iter()
+            .chain(subscriptions)
+            .map(Option::unwrap_or_default)
+            .min()
+            .unwrap_or(LogPosition::MAX))
+    }
+}
+
 /// Applies every topic's retention every `retention_check_ms`, until the broker is gone.
 pub(super) async fn retention_loop(broker: Weak<Broker>) {
     let period = match broker.upgrade() {
@@ -131,28 +154,34 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
             return;
         }
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
+        let gate = Arc::clone(&broker.background);
         drop(broker);
         for topic in topics {
             let config = topic.config();
             let dedup = topic.dedup.clone();
             let window = config.dedup_window_ms;
-            if let Err(error) = blocking(move || dedup.sweep(now_ms(), window)).await {
+            let swept = background_blocking(&gate, move || dedup.sweep(now_ms(), window)).await;
+            if let Err(error) = swept {
                 tracing::error!(%error, "sweeping expired message ids failed");
             }
             if config.retention_ms.is_none() && config.retention_bytes.is_none() {
                 continue;
             }
-            let partitions = topic.partitions.clone();
-            let outcome = blocking(move || {
+            let held = Arc::clone(&topic);
+            let outcome = background_blocking(&gate, move || {
                 let now = now_ms();
-                partitions.iter().try_fold(0, |deleted, log| {
-                    Ok(deleted
-                        + log.enforce_retention(
-                            now,
-                            config.retention_ms,
-                            config.retention_bytes,
-                        )?)
-                })
+                (0u32..)
+                    .zip(&held.partitions)
+                    .try_fold(0, |deleted, (p, log)| {
+                        let keep_from = held.reflected(p)?;
+                        Ok(deleted
+                            + log.enforce_retention(
+                                now,
+                                config.retention_ms,
+                                config.retention_bytes,
+                                keep_from,
+                            )?)
+                    })
             })
             .await;
             match outcome {

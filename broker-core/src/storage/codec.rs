@@ -7,7 +7,8 @@
 //!          | first_ts u64 | max_ts u64 | then, by magic:
 //!   1 (messages): record{record_count}
 //!   2 (control):  entry{record_count}, entry = u32 len, bytes
-//! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled) | id: u16 len, bytes
+//! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled, bit 2: client id)
+//!          | id: u16 len, bytes
 //!          | key: u8 present, [u32 len, bytes] | value: u32 len, bytes
 //!          | headers: u16 count, {u16 len, bytes, u32 len, bytes}
 //!          | tags: u16 count, {u16 len, bytes}
@@ -37,6 +38,9 @@ pub(crate) const PREFIX_LEN: usize = 8;
 pub(crate) const BATCH_HEADER_LEN: usize = 1 + 8 + 4 + 8 + 8 + 8;
 const FLAG_BINARY: u8 = 1;
 const FLAG_SCHEDULED: u8 = 2;
+/// The producer chose the id and the topic remembers it (see [`Record::client_id`]); records
+/// written before this bit existed simply lack it.
+const FLAG_CLIENT_ID: u8 = 4;
 
 /// What a batch carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,7 +266,8 @@ fn put_record(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
     buf.extend_from_slice(&record.timestamp_ms.to_le_bytes());
     let binary = if record.binary { FLAG_BINARY } else { 0 };
     let scheduled = if record.scheduled { FLAG_SCHEDULED } else { 0 };
-    buf.push(binary | scheduled);
+    let client_id = if record.client_id { FLAG_CLIENT_ID } else { 0 };
+    buf.push(binary | scheduled | client_id);
     put_u16_bytes(buf, record.id.as_bytes(), "id")?;
     match &record.key {
         Some(key) => {
@@ -405,7 +410,7 @@ fn decode_header(cursor: &mut Cursor) -> Result<BatchHeader, DecodeError> {
 fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
     let timestamp_ms = cursor.u64()?;
     let flags = cursor.u8()?;
-    if flags & !(FLAG_BINARY | FLAG_SCHEDULED) != 0 {
+    if flags & !(FLAG_BINARY | FLAG_SCHEDULED | FLAG_CLIENT_ID) != 0 {
         return Err(DecodeError::BadFlags(flags));
     }
     let id_len = cursor.u16()?.into();
@@ -438,6 +443,7 @@ fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
         value,
         binary: flags & FLAG_BINARY != 0,
         scheduled: flags & FLAG_SCHEDULED != 0,
+        client_id: flags & FLAG_CLIENT_ID != 0,
         headers,
         tags,
     })

@@ -33,6 +33,7 @@ mod view;
 mod writer;
 mod writer_thread;
 
+pub use reads::Replayed;
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;
 pub use writer::{

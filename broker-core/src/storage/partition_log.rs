@@ -154,9 +154,15 @@ impl PartitionLog {
 
     /// Starts a new segment once the active one is full. A sealed segment is always fsynced
     /// (under `never` too, once per segment), so its index chunks may go to sled.
+    ///
+    /// Segments are named and ordered by their first message offset, so one holding control
+    /// batches only (no message since it began: a topic that only schedules delayed messages,
+    /// a partition that only gets acks) stays active past `segment_bytes` until the next
+    /// message: its successor would have the same base offset.
     fn roll_if_full(&mut self) -> Result<()> {
         let size = self.active.size();
-        if size == 0 || size < self.config.segment_bytes {
+        let no_message_yet = self.active.base_offset() == self.next_offset;
+        if size == 0 || size < self.config.segment_bytes || no_message_yet {
             return Ok(());
         }
         self.sync()?;

@@ -158,6 +158,57 @@ impl LogView {
         Ok(out)
     }
 
+    /// [`LogView::read`] served from the batch the last file read ended in, when that batch
+    /// holds `from` and completes the read (a limit or the end is reached inside it); `None`
+    /// otherwise. Memory only: receives walking a deep backlog a few records at a time do
+    /// not hop to the blocking pool for a batch already decoded. A read that takes the
+    /// batch's last record marks the frame after it for [`LogView::prefetch`].
+    pub(crate) fn read_last(
+        &self,
+        from: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Option<Vec<StoredRecord>> {
+        let limits = (
+            max_records.min(MAX_READ_RECORDS),
+            max_bytes.min(MAX_READ_BYTES),
+        );
+        let last = self.last_read_holding(from)?;
+        let (mut out, mut gathered) = (Vec::new(), 0usize);
+        let end = self.end_offset();
+        let cut = take_records(&last.batch, from, end, limits, &mut out, &mut gathered);
+        let next = out.last().map_or(from, |r| r.offset + 1);
+        let drained = next >= last.batch.header.next_offset();
+        if drained {
+            self.want_prefetch();
+        }
+        let complete = cut || out.len() >= limits.0 || next >= end;
+        complete.then_some(out)
+    }
+
+    /// Reads and decodes the message frame after the last-read batch, so that the reader
+    /// who just drained it finds the next one in memory ([`LogView::read_last`]). Does
+    /// nothing when no prefetch is due, the frame is not committed yet, or its segment is
+    /// gone. Blocking file I/O.
+    pub(crate) fn prefetch(&self) -> Result<()> {
+        let Some(last) = self.last_read() else {
+            return Ok(());
+        };
+        let end = self.end_offset();
+        if last.batch.header.next_offset() >= end {
+            return Ok(());
+        }
+        let Some(mut cursor) = self.cursor_after(&last) else {
+            return Ok(());
+        };
+        if let Some(batch) = cursor.next_messages()?
+            && batch.header.next_offset() <= end
+        {
+            self.remember_read(batch, cursor.here());
+        }
+        Ok(())
+    }
+
     /// A cursor at the frame after `last`, if its segment still exists.
     fn cursor_after(&self, last: &LastRead) -> Option<FrameCursor<'_>> {
         self.segment(last.after.segment_base)
@@ -204,6 +255,22 @@ impl LogView {
         from: LogPosition,
         mut visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
     ) -> Result<()> {
+        self.replay(from, false, |at, entry| match entry {
+            Replayed::Control(entry) => visit(at, entry),
+            Replayed::Messages { .. } => Ok(()),
+        })?;
+        Ok(())
+    }
+
+    /// [`LogView::replay_controls`] that also visits message batches when `with_messages`
+    /// (decoding them; otherwise they are stepped over). Returns the position it replayed to:
+    /// the visible end when it started.
+    pub(crate) fn replay(
+        &self,
+        from: LogPosition,
+        with_messages: bool,
+        mut visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
+    ) -> Result<LogPosition> {
         let end = self.end_position();
         // Retention deletes oldest first: a deleted `from` segment leaves only later ones.
         let first = self
@@ -211,7 +278,7 @@ impl LogView {
             .into_iter()
             .find(|s| s.base_offset() >= from.segment_base);
         let Some(segment) = first else {
-            return Ok(());
+            return Ok(end);
         };
         let position = if segment.base_offset() == from.segment_base {
             from.position
@@ -222,21 +289,45 @@ impl LogView {
             view: self,
             segment,
             position,
-            skip_messages: true,
+            skip_messages: !with_messages,
         };
         while let Some((start, step)) = cursor.next()? {
             if start >= end {
                 break;
             }
-            if let Step::Frame(batch) = step {
-                let after = cursor.here();
-                for entry in batch.controls {
-                    visit(after, entry)?;
+            let Step::Frame(batch) = step else { continue };
+            let after = cursor.here();
+            match batch.header.kind {
+                BatchKind::Control => {
+                    for entry in batch.controls {
+                        visit(after, Replayed::Control(entry))?;
+                    }
                 }
+                BatchKind::Messages => visit(
+                    after,
+                    Replayed::Messages {
+                        base_offset: batch.header.base_offset,
+                        records: batch.records,
+                    },
+                )?,
             }
         }
-        Ok(())
+        Ok(end)
     }
+}
+
+/// What a replay ([`crate::storage::PartitionHandle::replay`]) meets, in log order.
+#[derive(Debug)]
+pub enum Replayed {
+    /// One control entry.
+    Control(Bytes),
+    /// One message batch.
+    Messages {
+        /// The offset of its first record.
+        base_offset: u64,
+        /// Its records, in offset order.
+        records: Vec<crate::message::Record>,
+    },
 }
 
 /// Adds the records of `batch` from `next` to `out` within the limits `(max_records,

@@ -1,28 +1,37 @@
 //! Retention: deleting whole old segments by age and by total size.
 //!
 //! Only a prefix of the log goes, oldest segment first, so the stored offsets stay contiguous;
-//! the active segment (the newest) and any segment with uncommitted batches stay. A segment is
-//! old when its largest record timestamp is more than `retention_ms` before `now_ms`.
+//! the active segment (the newest), any segment with uncommitted batches, and every segment
+//! from the one holding `keep_from` on stay: `keep_from` is the oldest log position that state
+//! derived from the log (subscription checkpoints, the delay schedule and dedup index)
+//! reflects, and a restart replays control entries from there, so they must still exist. A
+//! segment is old when its largest record timestamp is more than `retention_ms` before
+//! `now_ms`.
 //!
 //! Order of a deletion, chosen so a crash at any point leaves a log recovery accepts: unlink the
 //! file and make that durable, move the start offset (readers below it jump to it), forget the
 //! segment, and only then drop its index entries (recovery drops leftovers below the first file).
 
 use super::segment::{Segment, sync_dir};
-use super::view::LogView;
+use super::view::{LogPosition, LogView};
 use crate::error::{BrokerError, Result};
 
 impl LogView {
-    /// Deletes old segments per the two limits; returns how many went.
+    /// Deletes old segments per the two limits, none from the one holding `keep_from` on;
+    /// returns how many went.
     pub(crate) fn enforce_retention(
         &self,
         now_ms: u64,
         retention_ms: Option<u64>,
         retention_bytes: Option<u64>,
+        keep_from: LogPosition,
     ) -> Result<usize> {
         let _serial = crate::sync::lock(&self.retention);
         let mut deleted = 0;
         while let Some((oldest, next_base)) = self.oldest_sealed() {
+            if keep_from.segment_base < next_base {
+                break;
+            }
             let expired = match retention_ms {
                 Some(ms) => self
                     .segment_max_ts(&oldest, next_base)?

@@ -125,6 +125,7 @@ mod tests {
             value: Bytes::from(vec![b'x'; size]),
             binary: false,
             scheduled: false,
+            client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
         }

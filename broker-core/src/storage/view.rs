@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::codec::Batch;
@@ -27,6 +27,14 @@ pub struct LogPosition {
     pub segment_base: u64,
     /// Byte position in that segment.
     pub position: u64,
+}
+
+impl LogPosition {
+    /// Past every frame of every log.
+    pub const MAX: LogPosition = LogPosition {
+        segment_base: u64::MAX,
+        position: u64::MAX,
+    };
 }
 
 /// Largest decoded batch a partition keeps from its last read (see [`LastRead`]): a batch of
@@ -62,6 +70,8 @@ pub(crate) struct LogView {
     recent: Mutex<RecentIndex>,
     /// The batch the last file read ended in.
     last_read: Mutex<Option<Arc<LastRead>>>,
+    /// A reader drained the last-read batch: the frame after it is worth reading ahead.
+    prefetch_due: AtomicBool,
 }
 
 impl LogView {
@@ -87,6 +97,7 @@ impl LogView {
             tail: Mutex::new(TailCache::default()),
             recent: Mutex::new(recent),
             last_read: Mutex::new(None),
+            prefetch_due: AtomicBool::new(false),
         }
     }
 
@@ -99,6 +110,21 @@ impl LogView {
                 header.base_offset <= offset && offset < header.next_offset()
             })
             .cloned()
+    }
+
+    /// Notes that a reader drained the last-read batch.
+    pub(super) fn want_prefetch(&self) {
+        self.prefetch_due.store(true, Ordering::Release);
+    }
+
+    /// Whether a prefetch is due (taking it: one prefetch per drained batch).
+    pub(crate) fn prefetch_due(&self) -> bool {
+        self.prefetch_due.swap(false, Ordering::AcqRel)
+    }
+
+    /// The batch the last file read ended in, whatever it holds.
+    pub(super) fn last_read(&self) -> Option<Arc<LastRead>> {
+        crate::sync::lock(&self.last_read).clone()
     }
 
     /// Keeps the batch a file read ended in, if it is at most [`LAST_READ_BYTES`].
@@ -204,7 +230,8 @@ impl LogView {
     ) -> Option<Vec<StoredRecord>> {
         let from = from.max(self.start_offset());
         let end = self.end_offset();
-        crate::sync::lock(&self.tail).read(from, end, max_records, max_bytes)
+        let tail = crate::sync::lock(&self.tail).read(from, end, max_records, max_bytes);
+        tail.or_else(|| self.read_last(from, max_records, max_bytes))
     }
 
     /// The partition's directory.

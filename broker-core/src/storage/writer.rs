@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 use super::partition_log::PartitionLog;
 use super::queued_bytes::QueuedBytes;
+use super::reads::Replayed;
 use super::view::{LogPosition, LogView};
 use super::writer_thread::PartitionWriter;
 use crate::config::LogConfig;
@@ -286,6 +287,18 @@ impl PartitionHandle {
         self.inner.view.replay_controls(from, visit)
     }
 
+    /// [`PartitionHandle::replay_controls`] that also visits message batches when
+    /// `with_messages`; returns the position it replayed to (the visible end when it started).
+    /// Blocking file I/O.
+    pub fn replay(
+        &self,
+        from: LogPosition,
+        with_messages: bool,
+        visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
+    ) -> Result<LogPosition> {
+        self.inner.view.replay(from, with_messages, visit)
+    }
+
     /// Bytes queued for the writer and not yet answered.
     pub fn queued_bytes(&self) -> usize {
         self.inner.queued_bytes.load(Ordering::Acquire)
@@ -300,7 +313,8 @@ impl PartitionHandle {
     }
 
     /// [`PartitionHandle::read`] served from memory, when the newest records the writer keeps
-    /// hold `from`; `None` otherwise (then read the files). Does not block.
+    /// or the batch the last file read ended in hold `from` and complete the read; `None`
+    /// otherwise (then read the files). Does not block.
     pub fn read_cached(
         &self,
         from: u64,
@@ -308,6 +322,18 @@ impl PartitionHandle {
         max_bytes: usize,
     ) -> Option<Vec<StoredRecord>> {
         self.inner.view.read_cached(from, max_records, max_bytes)
+    }
+
+    /// Whether a reader drained the batch the last file read ended in since the last call:
+    /// then [`PartitionHandle::prefetch`] is worth running.
+    pub fn prefetch_due(&self) -> bool {
+        self.inner.view.prefetch_due()
+    }
+
+    /// Reads and decodes the message frame after the last-read batch ahead of its reader.
+    /// Blocking file I/O.
+    pub fn prefetch(&self) -> Result<()> {
+        self.inner.view.prefetch()
     }
 
     /// Reads committed records starting at `max(from, start_offset)`: at most `max_records`
@@ -353,16 +379,19 @@ impl PartitionHandle {
 
     /// Deletes whole non-active segments, oldest first, while the oldest is older than
     /// `retention_ms` (by its largest record timestamp) or the log is larger than
-    /// `retention_bytes`; returns how many it deleted. Blocking.
+    /// `retention_bytes`, but none from the segment holding `keep_from` on (the oldest
+    /// position derived state reflects; [`LogPosition::MAX`] holds nothing back); returns how
+    /// many it deleted. Blocking.
     pub fn enforce_retention(
         &self,
         now_ms: u64,
         retention_ms: Option<u64>,
         retention_bytes: Option<u64>,
+        keep_from: LogPosition,
     ) -> Result<usize> {
         self.inner
             .view
-            .enforce_retention(now_ms, retention_ms, retention_bytes)
+            .enforce_retention(now_ms, retention_ms, retention_bytes, keep_from)
     }
 
     /// Stops taking appends, lets the writer finish what is queued, fsyncs, joins the thread.

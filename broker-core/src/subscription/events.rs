@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! entry = kind u8 | subscription uid u64 | fields by kind (integers little-endian)
+//!   (kinds 1..=63 are this module's, see crate::control)
 //!   1 acked           offset u64
 //!   2 nacked          offset u64 | attempts u32 | due_ms u64 | key_hash | error
 //!   3 redelivered     offset u64 | attempts u32 | key_hash

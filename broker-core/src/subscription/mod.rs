@@ -61,6 +61,8 @@ pub struct Subscription {
     redrive: Mutex<BTreeMap<u32, u64>>,
     /// The position of each partition's last checkpoint, so an idle one writes nothing.
     checkpointed: Mutex<Vec<Option<LogPosition>>>,
+    /// Its delivery and settle counters.
+    pub(crate) counters: crate::telemetry::SubscriptionCounters,
 }
 
 /// Nack error texts remembered per subscription: enough for every unacked message of a few
@@ -108,6 +110,7 @@ impl Subscription {
             attempts: Mutex::new(AttemptCache::default()),
             redrive: Mutex::new(redrive),
             checkpointed: Mutex::new(vec![None; logs.len()]),
+            counters: crate::telemetry::SubscriptionCounters::default(),
         })
     }
 
@@ -130,6 +133,15 @@ impl Subscription {
             *slot = Some(position);
         }
         Ok(())
+    }
+
+    /// The position of the partition's last checkpoint in this run: its state before it is
+    /// in sled. `None` before the first.
+    pub fn checkpointed(&self, partition: usize) -> Option<LogPosition> {
+        crate::sync::lock(&self.checkpointed)
+            .get(partition)
+            .copied()
+            .flatten()
     }
 
     /// Number of partitions.

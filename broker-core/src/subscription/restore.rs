@@ -1,6 +1,6 @@
 //! Opening a subscription: each partition's lease table is its last checkpoint in sled,
 //! clamped to the log that survived, then brought up to date by replaying the partition log's
-//! control entries from the checkpoint's position. The log is the truth; the checkpoint only
+//! control entries from the checkpoint's position (its own kinds only: see [`crate::control`]). The log is the truth; the checkpoint only
 //! shortens the replay.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use super::SubscriptionConfig;
 use super::events::SubscriptionEvent;
 use super::lease_table::LeaseTable;
 use super::store::SubscriptionStore;
+use crate::control::{self, ControlOwner};
 use crate::error::{BrokerError, Result};
 use crate::storage::PartitionHandle;
 
@@ -60,11 +61,18 @@ pub(super) fn restore_partition(
         redrive: BTreeMap::new(),
     };
     log.replay_controls(from.min(end_position), |at, entry| {
-        let event = SubscriptionEvent::decode(&entry).map_err(|e| BrokerError::Corrupt {
+        let corrupt = |reason: String| BrokerError::Corrupt {
             path: format!("partition {partition} log").into(),
             position: at.position,
-            reason: format!("a control entry does not decode: {e}"),
-        })?;
+            reason,
+        };
+        match control::owner(&entry) {
+            Some(ControlOwner::Subscription) => {}
+            Some(ControlOwner::Schedule) => return Ok(()),
+            None => return Err(corrupt("a control entry of no known kind".into())),
+        }
+        let event = SubscriptionEvent::decode(&entry)
+            .map_err(|e| corrupt(format!("a control entry does not decode: {e}")))?;
         if event.subscription() == config.uid {
             apply(&mut restored, event);
         }

@@ -20,6 +20,7 @@ pub fn record(n: u64, size: usize) -> Record {
         value: Bytes::from(vec![(n % 251) as u8; size]),
         binary: n.is_multiple_of(2),
         scheduled: false,
+        client_id: false,
         headers: vec![("n".into(), n.to_string())],
         tags: vec![format!("tag-{}", n % 5)],
     }

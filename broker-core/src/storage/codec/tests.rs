@@ -10,6 +10,7 @@ fn record(n: u64) -> Record {
         value: Bytes::from(vec![n as u8; (n as usize * 13) % 40]),
         binary: n.is_multiple_of(3),
         scheduled: n.is_multiple_of(5),
+        client_id: n.is_multiple_of(4),
         headers: vec![("h".into(), format!("v{n}")), ("ü".into(), String::new())],
         tags: vec!["t1".into(), format!("tag-{n}")],
     }

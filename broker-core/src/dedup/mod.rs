@@ -2,16 +2,37 @@
 //! dedup window in one sled tree per topic, so a retried produce — also after a restart — is
 //! answered with the first result instead of being stored twice.
 //!
-//! Keys: `i` + id → first result; `t` + time + id → nothing, the expiry order. Expired entries
-//! are swept in bounded steps, so the window costs disk in proportion to the ids produced
-//! within it, and no memory.
+//! The index is derived from the log: a message stored with a client id carries
+//! [`crate::message::Record::client_id`] (its first result is its partition, offset and
+//! timestamp), and a delayed one's scheduled event carries the record so marked (its first
+//! result is its due time). Only the background applier writes the tree (`broker::tables`),
+//! with each partition's log position in the same batch; a produce holds its ids in memory
+//! ([`RecentIds`]) until the applier has them in sled, and lookups check memory, then sled.
+//!
+//! Keys: `i` + id → first result; `t` + time + id → nothing, the expiry order; `p` + partition
+//! → the log position the tree reflects. Expired entries are swept in bounded steps, so the
+//! window costs disk in proportion to the ids produced within it, and memory only for the ids
+//! the applier has not yet written.
+
+mod recent;
+
+use std::sync::{Arc, Mutex};
+
+pub use recent::{RecentIds, STALE_AFTER_MS};
 
 use crate::error::{BrokerError, Result};
+use crate::storage::LogPosition;
+use crate::sync::lock;
 
 const ID: u8 = b'i';
 const TIME: u8 = b't';
 /// Most expired ids one sweep removes, so a sweep never holds the retention task for long.
 pub const MAX_SWEEP: usize = 10_000;
+/// Most ids held in memory until the applier has them in sled: about a second of idempotent
+/// produces at 100,000 messages a second while the applier runs every
+/// [`crate::broker::APPLY_EVERY_MS`], some 20 MiB; past it, produces with ids are refused with
+/// `Overloaded` until the applier catches up (a stuck sled must not become unbounded memory).
+pub const MAX_UNAPPLIED_IDS: usize = 100_000;
 
 /// Name of the sled tree of a topic incarnation's dedup index.
 pub fn tree_name(topic_uid: u64) -> String {
@@ -35,31 +56,93 @@ pub struct FirstResult {
 #[derive(Debug, Clone)]
 pub struct DedupIndex {
     tree: sled::Tree,
+    /// Held for map updates and lookups only, never across an await.
+    recent: Arc<Mutex<RecentIds>>,
 }
 
 impl DedupIndex {
     /// Wraps a topic's dedup tree.
     pub fn new(tree: sled::Tree) -> Self {
-        DedupIndex { tree }
+        DedupIndex {
+            tree,
+            recent: Arc::default(),
+        }
     }
 
-    /// The first result of `id`, if it was produced less than `window_ms` before `now_ms`.
+    /// The first result of `id`, if it was produced less than `window_ms` before `now_ms`:
+    /// from memory, else from sled.
     pub fn lookup(&self, id: &str, now_ms: u64, window_ms: u64) -> Result<Option<FirstResult>> {
-        let Some(value) = self.tree.get(key(ID, 0, id))? else {
-            return Ok(None);
+        let first = match lock(&self.recent).get(id) {
+            Some(first) => first,
+            None => match self.tree.get(key(ID, 0, id))? {
+                Some(value) => decode(&value)?,
+                None => return Ok(None),
+            },
         };
-        let first = decode(&value)?;
         Ok((first.produced_ms.saturating_add(window_ms) > now_ms).then_some(first))
     }
 
-    /// Records first results, atomically.
-    pub fn record(&self, firsts: &[(&str, FirstResult)]) -> Result<()> {
-        let mut batch = sled::Batch::default();
-        for (id, first) in firsts {
-            batch.insert(key(ID, 0, id), &encode(first)[..]);
-            batch.insert(key(TIME, first.produced_ms, id), &[][..]);
+    /// `Overloaded` when memory holds [`MAX_UNAPPLIED_IDS`] until the applier catches up.
+    pub fn check_room(&self) -> Result<()> {
+        if lock(&self.recent).len() >= MAX_UNAPPLIED_IDS {
+            return Err(BrokerError::Overloaded {
+                resource: "dedup index (ids not yet applied)",
+                retry_after_ms: crate::broker::APPLY_EVERY_MS,
+            });
         }
-        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Reserves the ids of records about to be queued (see [`RecentIds`]).
+    pub fn reserve<'a>(&self, ids: impl IntoIterator<Item = &'a str>, now_ms: u64) {
+        lock(&self.recent).reserve(ids, now_ms);
+    }
+
+    /// Fills in the first results of reserved ids whose writes are durable, until the
+    /// applier has derived them from the log into sled.
+    pub fn remember(&self, firsts: &[(&str, FirstResult)]) {
+        let mut recent = lock(&self.recent);
+        for (id, first) in firsts {
+            recent.fill(id, *first);
+        }
+    }
+
+    /// Whether memory holds ids sled may lack: then the log may hold records with client
+    /// ids the applier has not yet applied.
+    pub fn has_unapplied(&self) -> bool {
+        !lock(&self.recent).is_empty()
+    }
+
+    /// Lets go of reserved ids whose writes never happened (see [`STALE_AFTER_MS`]).
+    pub fn drop_stale(&self, now_ms: u64) {
+        lock(&self.recent).drop_stale(now_ms);
+    }
+
+    /// How far into `partition`'s log the tree reflects; `None` before the first apply.
+    pub fn position(&self, partition: u32) -> Result<Option<LogPosition>> {
+        crate::schedule::read_position(&self.tree, partition)
+    }
+
+    /// Writes one round's first results of `partition`, in sled batches of at most
+    /// [`crate::schedule::MAX_BATCH_CHANGES`], and then the position they reach; then memory
+    /// lets go of them. A crash in between leaves the old position: the stretch is applied
+    /// again at the next start.
+    pub fn apply(
+        &self,
+        partition: u32,
+        firsts: &[(String, FirstResult)],
+        position: LogPosition,
+    ) -> Result<()> {
+        let mut writes = Vec::with_capacity(firsts.len().saturating_mul(2));
+        for (id, first) in firsts {
+            writes.push((key(ID, 0, id).to_vec(), Some(encode(first).to_vec())));
+            writes.push((key(TIME, first.produced_ms, id).to_vec(), Some(Vec::new())));
+        }
+        crate::schedule::apply_in_batches(&self.tree, writes, partition, position)?;
+        let mut recent = lock(&self.recent);
+        for (id, first) in firsts {
+            recent.applied(id, first.produced_ms);
+        }
         Ok(())
     }
 
@@ -157,6 +240,16 @@ mod tests {
         DedupIndex::new(db.open_tree("ids").expect("tree"))
     }
 
+    fn record(index: &DedupIndex, firsts: &[(&str, FirstResult)]) {
+        let owned: Vec<(String, FirstResult)> = firsts
+            .iter()
+            .map(|(id, f)| ((*id).to_owned(), *f))
+            .collect();
+        index
+            .apply(0, &owned, LogPosition::default())
+            .expect("apply");
+    }
+
     fn first(produced_ms: u64) -> FirstResult {
         FirstResult {
             produced_ms,
@@ -169,7 +262,7 @@ mod tests {
     #[test]
     fn an_id_is_remembered_for_its_window_and_not_a_millisecond_longer() {
         let index = index();
-        index.record(&[("a", first(1_000))]).expect("record");
+        record(&index, &[("a", first(1_000))]);
         assert_eq!(
             index.lookup("a", 1_999, 1_000).expect("lookup"),
             Some(first(1_000))
@@ -181,9 +274,7 @@ mod tests {
     #[test]
     fn a_sweep_removes_expired_ids_only() {
         let index = index();
-        index
-            .record(&[("old", first(1_000)), ("new", first(5_000))])
-            .expect("record");
+        record(&index, &[("old", first(1_000)), ("new", first(5_000))]);
         assert_eq!(index.sweep(6_000, 2_000).expect("sweep"), 1);
         assert_eq!(index.lookup("old", 1_500, 1_000_000).expect("lookup"), None);
         assert!(index.lookup("new", 6_000, 2_000).expect("lookup").is_some());
@@ -197,7 +288,30 @@ mod tests {
             deliver_at_ms: Some(9_000),
             ..first(1_000)
         };
-        index.record(&[("d", delayed)]).expect("record");
+        record(&index, &[("d", delayed)]);
         assert_eq!(index.lookup("d", 1_000, 10).expect("lookup"), Some(delayed));
+    }
+
+    #[test]
+    fn an_id_remembered_in_memory_is_found_before_sled_has_it_and_after() {
+        let index = index();
+        index.reserve(["a"], 1_000);
+        assert!(index.has_unapplied());
+        assert_eq!(index.lookup("a", 1_000, 10).expect("lookup"), None);
+        index.remember(&[("a", first(1_000))]);
+        assert_eq!(
+            index.lookup("a", 1_000, 10).expect("lookup"),
+            Some(first(1_000))
+        );
+        record(&index, &[("a", first(1_000))]);
+        assert!(!index.has_unapplied(), "sled has it now");
+        assert_eq!(
+            index.lookup("a", 1_000, 10).expect("lookup"),
+            Some(first(1_000))
+        );
+        assert_eq!(
+            index.position(0).expect("position"),
+            Some(LogPosition::default())
+        );
     }
 }
