@@ -5,7 +5,8 @@
 //! file at a random byte after a shutdown; the model then drops the frame the cut lands in and
 //! every frame after it, message or control. Every read must equal the model's slice, message
 //! offsets stay contiguous however control batches fall between them, and a replay from the
-//! start yields exactly the model's control entries, in order.
+//! start yields exactly the model's control entries, in order. It runs under `fsync never`
+//! and, with fewer cases, under `always`, where the writer also keeps zeros ahead of the end.
 
 mod storage_support;
 
@@ -126,11 +127,16 @@ impl Model {
 }
 
 fn run(ops: Vec<Op>) {
+    run_with(FsyncPolicy::Never, ops);
+}
+
+/// [`run`] under `fsync`: `always` also writes zeros ahead of the active segment's end.
+fn run_with(fsync: FsyncPolicy, ops: Vec<Op>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let log = TestLog::new(small_segments(FsyncPolicy::Never));
+    let log = TestLog::new(small_segments(fsync));
     let mut handle = log.open();
     let mut model = Model {
         records: Vec::new(),
@@ -265,6 +271,18 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40)
     ) {
         run(ops);
+    }
+}
+
+proptest! {
+    // Fewer cases: every append waits for an fsync.
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn under_fsync_always_with_zeros_ahead_the_log_still_behaves_like_a_vec(
+        ops in prop::collection::vec(op(), 1..40)
+    ) {
+        run_with(FsyncPolicy::Always, ops);
     }
 }
 

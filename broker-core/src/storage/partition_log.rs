@@ -28,7 +28,7 @@ use super::index::{BatchLocation, LogIndex};
 use super::recovery;
 use super::segment::Segment;
 use super::view::{LogPosition, LogView};
-use crate::config::LogConfig;
+use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
 
@@ -38,6 +38,16 @@ pub(crate) const INDEX_PERSIST_MS: u64 = 1_000;
 /// Index chunks in memory past which the writer persists at once: 16 MiB of segment at
 /// 4 KiB a chunk, bounding the memory (about 48 bytes a chunk) of a partition written fast.
 pub(crate) const MAX_RECENT_CHUNKS: usize = 4_096;
+/// Zeros the writer keeps ahead of the active segment's end under `fsync always` (see
+/// `segment`): one write and fdatasync of 1 MiB took 1.1 ms here, once per ~27 groups of
+/// produce-1, where every one of those groups saves the inode write of a growing file.
+pub(crate) const ZERO_AHEAD_BYTES: u64 = 1024 * 1024;
+/// The writer tops the zeros up once fewer than this remain ahead of the end.
+pub(crate) const ZERO_AHEAD_LOW_WATER: u64 = 256 * 1024;
+/// A group of more bytes than this does not zero ahead: zeros cost about 1 µs a KiB to write
+/// and flush, the inode write they save 80–300 µs per fdatasync, so big groups (batch
+/// produces) gain nothing from them and would write their bytes twice.
+pub(crate) const ZERO_AHEAD_MAX_GROUP_BYTES: usize = 64 * 1024;
 
 /// The writer's handle on a partition's log.
 pub(crate) struct PartitionLog {
@@ -165,6 +175,10 @@ impl PartitionLog {
         if size == 0 || size < self.config.segment_bytes || no_message_yet {
             return Ok(());
         }
+        if let Err(e) = self.active.trim() {
+            self.failure = Some(format!("sealing the segment failed: {e}"));
+            return Err(e);
+        }
         self.sync()?;
         let segment = Arc::new(Segment::create(self.view.dir(), self.next_offset)?);
         self.view.add_segment(Arc::clone(&segment));
@@ -186,6 +200,32 @@ impl PartitionLog {
         self.unsynced = false;
         self.synced = self.end_position();
         Ok(())
+    }
+
+    /// Under `fsync always`, after a group of `group_bytes`: tops up the zeros ahead of the
+    /// active segment's end (up to [`ZERO_AHEAD_BYTES`], never past `segment_bytes`) and
+    /// fsyncs them, so the next groups' fdatasyncs flush data only. A failed write of zeros
+    /// changes nothing else; a failed fsync poisons the log as any failed fsync does.
+    pub(crate) fn zero_ahead(&mut self, group_bytes: usize) -> Result<()> {
+        let wanted = self.config.fsync == FsyncPolicy::Always
+            && group_bytes <= ZERO_AHEAD_MAX_GROUP_BYTES
+            && self.failure.is_none()
+            && self.active.zeros_ahead() < ZERO_AHEAD_LOW_WATER;
+        if !wanted {
+            return Ok(());
+        }
+        let end = (self.active.size() + ZERO_AHEAD_BYTES).min(self.config.segment_bytes);
+        if !self.active.zero_ahead(end)? {
+            return Ok(());
+        }
+        self.active.sync().inspect_err(|e| {
+            self.failure = Some(format!("fsync failed: {e}"));
+        })
+    }
+
+    /// Cuts the zeros ahead of the active segment's end, at a clean shutdown.
+    pub(crate) fn trim_active(&mut self) -> Result<()> {
+        self.active.trim()
     }
 
     /// Moves fsynced index chunks into sled if `now`, if [`INDEX_PERSIST_MS`] passed since the

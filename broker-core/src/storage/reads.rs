@@ -63,6 +63,9 @@ impl FrameCursor<'_> {
                 ScanStep::Invalid(reason) => {
                     return Err(self.segment.corrupt(self.position, reason));
                 }
+                ScanStep::Zeros => {
+                    return Err(self.segment.corrupt(self.position, "zeros, not a frame"));
+                }
                 ScanStep::End => match self.view.segment_after(self.segment.base_offset()) {
                     Some(next) => {
                         self.segment = next;

@@ -140,8 +140,12 @@ fn scan_tail(
             delete_segments(dir, segments, &tail[i..])?;
             break;
         }
-        if let Some((position, reason)) = scan_segment(segment, start, &mut next_offset, recent)? {
-            tracing::warn!(path = %segment.path().display(), position, %reason, "cutting a bad tail");
+        if let Some((position, bad)) = scan_segment(segment, start, &mut next_offset, recent)? {
+            let path = segment.path().display();
+            match bad {
+                Some(reason) => tracing::warn!(%path, position, %reason, "cutting a bad tail"),
+                None => tracing::info!(%path, position, "cutting the zeros after the last frame"),
+            }
             segment.truncate(position)?;
             delete_segments(dir, segments, &tail[i + 1..])?;
             break;
@@ -175,17 +179,19 @@ fn persist_chunks(index: &LogIndex, recent: &mut RecentIndex, next_segment: u64)
     Ok(())
 }
 
-/// Indexes the valid frames from `position` on; returns where and why the first bad one is.
+/// Indexes the valid frames from `position` on; returns where the first bad one is and why
+/// (no reason: zeros, as written ahead of the log's end).
 fn scan_segment(
     segment: &Segment,
     mut position: u64,
     next_offset: &mut u64,
     recent: &mut RecentIndex,
-) -> Result<Option<(u64, String)>> {
+) -> Result<Option<(u64, Option<String>)>> {
     loop {
         let (batch, frame_len) = match segment.scan_at(position)? {
             ScanStep::End => return Ok(None),
-            ScanStep::Invalid(reason) => return Ok(Some((position, reason))),
+            ScanStep::Invalid(reason) => return Ok(Some((position, Some(reason)))),
+            ScanStep::Zeros => return Ok(Some((position, None))),
             // A full scan reads every frame; recovery must not trust one it did not.
             ScanStep::Skipped { .. } => return Err(segment.corrupt(position, "skipped unread")),
             ScanStep::Frame { batch, frame_len } => (batch, frame_len),
@@ -195,7 +201,7 @@ fn scan_segment(
                 "batch starts at offset {}, expected {next_offset}",
                 batch.header.base_offset
             );
-            return Ok(Some((position, reason)));
+            return Ok(Some((position, Some(reason))));
         }
         if batch.header.kind == BatchKind::Control {
             position += frame_len;

@@ -70,6 +70,9 @@ impl PartitionWriter {
         if let Err(e) = self.log.persist_index(true) {
             tracing::error!(error = %e, "persisting the partition index at shutdown failed");
         }
+        if let Err(e) = self.log.trim_active() {
+            tracing::warn!(error = %e, "trimming the zeros ahead of the log's end failed");
+        }
     }
 
     async fn next_wake(&mut self) -> Wake {
@@ -171,9 +174,13 @@ impl PartitionWriter {
             };
             answer_producer(request.reply, answer);
         }
-        // After the answers: no producer of this group waits for the index's sled write.
+        // After the answers: no producer of this group waits for the index's sled write or
+        // for the zeros written ahead.
         if let Err(e) = self.log.persist_index(false) {
             tracing::error!(error = %e, "persisting the partition index failed");
+        }
+        if let Err(e) = self.log.zero_ahead(bytes) {
+            tracing::warn!(error = %e, "writing zeros ahead of the log's end failed");
         }
     }
 
