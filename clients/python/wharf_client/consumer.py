@@ -1,0 +1,169 @@
+"""`Consumer`: a receive loop that acks handled messages, nacks failed ones with their error
+and keeps the leases of slow ones alive."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from types import TracebackType
+
+from .client import Wharf
+from .generated.models import ReceivedMessage
+from .retry import RetryPolicy, call_with_retries
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[ReceivedMessage], None]
+
+
+def describe_error(error: BaseException | str) -> str:
+    """The text a nack carries (and a dead letter's `wharf-dlq-error` header keeps)."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return text[:1024]
+
+
+class Consumer:
+    """Consumes one subscription: `run(handler)` or `for message in consumer`.
+
+    Each receive long-polls up to `wait_ms` for up to `max_messages` messages, leased for
+    `ack_timeout_ms`. While messages are held, a background thread extends their leases
+    every `extend_every` seconds (a third of the lease by default), so a slow handler does not
+    lose its message. A handled message is acked; one whose handler raised is nacked with the
+    error's text, and comes back after the subscription's retry backoff. `stop()` ends the
+    loop after the current receive and batch (within `wait_ms`). Transient receive errors are
+    retried per `retry`; others (401, 404, ...) end the loop by raising.
+
+    Receipts whose ack or extend failed (their lease had ended) are kept in `lost`.
+    """
+
+    def __init__(
+        self,
+        wharf: Wharf,
+        topic: str,
+        subscription: str,
+        *,
+        max_messages: int = 10,
+        wait_ms: int = 5_000,
+        ack_timeout_ms: int = 30_000,
+        extend_every: float | None = None,
+        retry: RetryPolicy = RetryPolicy(attempts=1_000_000, max_backoff=5.0),
+    ):
+        self.wharf, self.topic, self.subscription = wharf, topic, subscription
+        self.max_messages, self.wait_ms, self.ack_timeout_ms = max_messages, wait_ms, ack_timeout_ms
+        self.extend_every = extend_every if extend_every is not None else ack_timeout_ms / 3000
+        self.retry = retry
+        self.acked = self.nacked = self.extended = 0
+        self.lost: list[str] = []
+        self._held: dict[str, ReceivedMessage] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._current: ReceivedMessage | None = None
+
+    def stop(self) -> None:
+        """Asks the loop to end after the current receive and batch; safe from any thread."""
+        self._stopping.set()
+
+    def run(self, handler: Handler) -> None:
+        """Hands each message to `handler` until `stop()`: acks when it returns, nacks if it raises."""
+        for message in self._messages():
+            try:
+                handler(message)
+            except Exception as error:
+                self._nack(message, error)
+            else:
+                self._ack(message)
+
+    def __iter__(self) -> Iterator[ReceivedMessage]:
+        """Yields messages until `stop()`; each is acked when the loop asks for the next.
+
+        If the loop body raises, the consumer's `with` block nacks the message with that
+        error; without one, the message comes back when its lease ends.
+        """
+        for message in self._messages():
+            self._current = message
+            yield message
+            self._current = None
+            self._ack(message)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+        if self._current is not None:
+            self._nack(self._current, error or "the consumer loop ended before the message was handled")
+            self._current = None
+
+    def _messages(self) -> Iterator[ReceivedMessage]:
+        done = threading.Event()
+        keeper = threading.Thread(target=self._keep_leases, args=(done,), name="wharf-lease-keeper", daemon=True)
+        keeper.start()
+        try:
+            while not self._stopping.is_set():
+                batch = call_with_retries(self._receive, self.retry)
+                with self._lock:
+                    self._held.update((message.receipt, message) for message in batch)
+                yield from batch
+        finally:
+            done.set()
+            keeper.join()
+            self._release_unhandled()
+
+    def _receive(self) -> list[ReceivedMessage]:
+        return self.wharf.receive(
+            self.topic,
+            self.subscription,
+            max_messages=self.max_messages,
+            wait_ms=self.wait_ms,
+            ack_timeout_ms=self.ack_timeout_ms,
+        )
+
+    def _settled(self, message: ReceivedMessage, failed: list[str]) -> None:
+        with self._lock:
+            self._held.pop(message.receipt, None)
+        self.lost.extend(failed)
+
+    def _ack(self, message: ReceivedMessage) -> None:
+        answer = call_with_retries(
+            lambda: self.wharf.ack(self.topic, self.subscription, [message.receipt]), self.retry
+        )
+        self.acked += answer.acked
+        self._settled(message, [failed.receipt for failed in answer.failed])
+
+    def _nack(self, message: ReceivedMessage, error: BaseException | str) -> None:
+        answer = call_with_retries(
+            lambda: self.wharf.nack(self.topic, self.subscription, [message.receipt], error=describe_error(error)),
+            self.retry,
+        )
+        self.nacked += answer.nacked
+        self._settled(message, [failed.receipt for failed in answer.failed])
+
+    def _keep_leases(self, done: threading.Event) -> None:
+        while not done.wait(self.extend_every):
+            with self._lock:
+                receipts = list(self._held)
+            if not receipts:
+                continue
+            try:
+                answer = self.wharf.extend(self.topic, self.subscription, receipts, self.ack_timeout_ms)
+            except Exception as error:
+                log.warning("extending %d leases failed: %s", len(receipts), error)
+                continue
+            self.extended += answer.extended
+            with self._lock:
+                for failed in answer.failed:
+                    self._held.pop(failed.receipt, None)
+                    self.lost.append(failed.receipt)
+
+    def _release_unhandled(self) -> None:
+        """Hands back messages received but never handed out, for other consumers to take."""
+        with self._lock:
+            receipts = [r for r in self._held if self._current is None or r != self._current.receipt]
+        if receipts:
+            self.wharf.nack(self.topic, self.subscription, receipts, delay_ms=0, error="released unhandled")
+            with self._lock:
+                for receipt in receipts:
+                    self._held.pop(receipt, None)
