@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import wait_until
+
 from wharf_client import Consumer, Wharf, payload
 from wharf_client.generated.api.messages import read_partition
 from wharf_client.generated.models import ReceivedMessage
@@ -111,12 +111,11 @@ def test_iteration_acks_each_message_on_next_and_nacks_the_one_that_raised(wharf
     wharf.create_subscription(topic, "s", start="earliest", retry=FAST_RETRY)
     wharf.produce(topic, [{"value": "first"}, {"value": "second"}])
     seen: list[str] = []
-    with pytest.raises(RuntimeError, match="boom"):
-        with Consumer(wharf, topic, "s", wait_ms=1000) as consumer:
-            for message in consumer:
-                seen.append(payload(message).decode())
-                if len(seen) == 2:
-                    raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), Consumer(wharf, topic, "s", wait_ms=1000) as consumer:
+        for message in consumer:
+            seen.append(payload(message).decode())
+            if len(seen) == 2:
+                raise RuntimeError("boom")
     assert seen == ["first", "second"]
     assert (consumer.acked, consumer.nacked) == (1, 1)
     again = wharf.receive(topic, "s", wait_ms=5000)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from wharf_client.generated.types import Unset
 from wharf_client import Forbidden, NotFound, Producer, RateLimited, Unauthorized, Wharf, payload
+from wharf_client.generated.types import Unset
 
 
 def test_a_delayed_message_arrives_when_due_and_a_cancelled_one_never(wharf: Wharf, topic: str) -> None:
@@ -32,7 +32,8 @@ def test_a_429_is_retried_after_its_retry_after(wharf: Wharf, topic: str) -> Non
     wharf.create_topic(f"{topic}-limited", rate_limit={"messages_per_second": 1})
     retries: list[tuple[Exception, float]] = []
     started = time.monotonic()
-    with Producer(wharf, f"{topic}-limited", max_batch_messages=1, on_retry=lambda e, d: retries.append((e, d))) as producer:
+    on_retry = lambda error, delay: retries.append((error, delay))  # noqa: E731
+    with Producer(wharf, f"{topic}-limited", max_batch_messages=1, on_retry=on_retry) as producer:
         futures = [producer.send(f"m{i}") for i in range(3)]
         offsets = [future.result(20).offset for future in futures]
     elapsed = time.monotonic() - started

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import httpx
+import socket
 
-from wharf_client import Producer, Wharf, payload
+import httpx
+import pytest
+
+from wharf_client import NotFound, Producer, RetryPolicy, Wharf, payload
 
 
 def test_a_json_batch_round_trips_text_binary_key_headers_and_tags(wharf: Wharf, topic: str) -> None:
@@ -69,3 +72,26 @@ def test_a_repeated_producer_id_is_stored_once(wharf: Wharf, topic: str) -> None
         second = producer.send("pay 10", id="order-42").result(5)
     assert (first.duplicate, second.duplicate, second.offset) == (False, True, first.offset)
     assert wharf.describe_topic(topic).partition_stats[0].end_offset == 1
+
+
+def test_the_producer_retries_a_refused_connection_then_fails_the_batch() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    retries: list[float] = []
+    policy = RetryPolicy(attempts=3, initial_backoff=0.01)
+    with Wharf(f"http://127.0.0.1:{closed_port}") as nowhere:
+        with Producer(nowhere, "t", retry=policy, on_retry=lambda _, delay: retries.append(delay)) as producer:
+            future = producer.send("lost")
+            with pytest.raises(httpx.ConnectError):
+                future.result(10)
+    assert len(retries) == 2
+
+
+def test_a_client_error_fails_the_futures_at_once_with_its_typed_error(wharf: Wharf) -> None:
+    retries: list[float] = []
+    with Producer(wharf, "no-such-topic", on_retry=lambda _, delay: retries.append(delay)) as producer:
+        future = producer.send("x")
+        with pytest.raises(NotFound) as missing:
+            future.result(10)
+    assert (missing.value.code, retries) == ("topic_not_found", [])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import threading
 
+import pytest
 from conftest import wait_until
+
 from wharf_client import NotFound, Wharf, payload
+from wharf_client.generated.api.subscriptions import delete_subscription
 
 
 def test_stream_yields_produced_messages_with_receipts_that_ack(wharf: Wharf, topic: str) -> None:
@@ -32,3 +35,14 @@ def test_stream_of_a_missing_subscription_raises_not_found(wharf: Wharf, topic: 
     with pytest.raises(NotFound) as missing:
         next(wharf.stream(topic, "nobody"))
     assert missing.value.code == "subscription_not_found"
+
+
+def test_an_error_event_mid_stream_raises_its_typed_error(wharf: Wharf, topic: str) -> None:
+    wharf.create_subscription(topic, "s")
+    stream = wharf.stream(topic, "s", heartbeat_ms=200)
+    deleter = threading.Timer(0.5, lambda: wharf.call(delete_subscription, topic=topic, sub="s"))
+    deleter.start()
+    with pytest.raises(NotFound) as deleted:
+        next(stream)
+    deleter.join()
+    assert deleted.value.code == "subscription_not_found"

@@ -11,7 +11,8 @@ from wharf_client.retry import call_with_retries
 
 
 def test_sse_parser_joins_data_lines_skips_comments_and_keeps_ids() -> None:
-    lines = [": heartbeat", "", "event: message", "id: r1", "data: {\"a\":", "data:1}", "", "data: plain", "", "event: x"]
+    lines = [": heartbeat", "", "event: message", "id: r1", 'data: {"a":', "data:1}", "", "data: plain", ""]
+    lines += ["event: unfinished"]
     events = list(parse_events(lines))
     assert [(e.event, e.data, e.id) for e in events] == [("message", '{"a":\n1}', "r1"), ("message", "plain", "r1")]
 
@@ -42,7 +43,7 @@ def test_retry_backs_off_exponentially_and_gives_up_after_its_attempts() -> None
     with pytest.raises(httpx.ConnectError):
         call_with_retries(call, policy, sleep=slept.append)
     assert calls == 4
-    assert [0 <= pause <= ceiling for pause, ceiling in zip(slept, [1.0, 2.0, 3.0])] == [True] * 3
+    assert [0 <= pause <= ceiling for pause, ceiling in zip(slept, [1.0, 2.0, 3.0], strict=True)] == [True] * 3
 
 
 def test_a_client_error_is_not_retried() -> None:
@@ -59,7 +60,8 @@ def test_a_client_error_is_not_retried() -> None:
 
 
 def test_problem_json_becomes_the_typed_error_with_its_fields() -> None:
-    body = b'{"type":"urn:wharf:problem:unauthorized","title":"Unauthorized","status":401,"detail":"no token","code":"unauthorized"}'
+    body = b'{"type":"urn:wharf:problem:unauthorized","title":"Unauthorized","status":401,'
+    body += b'"detail":"no token","code":"unauthorized"}'
     error = error_from_response(401, httpx.Headers(), body)
     assert isinstance(error, Unauthorized)
     assert (error.status, error.code, error.detail, error.retryable) == (401, "unauthorized", "no token", False)

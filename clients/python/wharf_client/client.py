@@ -26,9 +26,9 @@ from .generated.models import (
     ExtendResponse,
     NackRequest,
     NackResponse,
+    ProducedMessage,
     ProduceMessage,
     ProduceRequest,
-    ProducedMessage,
     ReceiveBody,
     ReceivedMessage,
     Subscription,
@@ -190,7 +190,8 @@ class Wharf:
         path = f"/v1/topics/{quote(topic, safe='')}/subscriptions/{quote(subscription, safe='')}/stream"
         timeout = httpx.Timeout(connect=5.0, read=3 * heartbeat_ms / 1000, write=10.0, pool=10.0)
         http = self.api.get_httpx_client()
-        with http.stream("GET", path, params=params, headers={"accept": "text/event-stream"}, timeout=timeout) as response:
+        headers = {"accept": "text/event-stream"}
+        with http.stream("GET", path, params=params, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 raise error_from_response(response.status_code, response.headers, response.read())
             for event in parse_events(response.iter_lines()):

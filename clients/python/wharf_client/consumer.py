@@ -23,6 +23,10 @@ def describe_error(error: BaseException | str) -> str:
     return text[:1024]
 
 
+#: A consumer keeps trying through transient errors until it is stopped.
+RECEIVE_RETRY = RetryPolicy(attempts=1_000_000, max_backoff=5.0)
+
+
 class Consumer:
     """Consumes one subscription: `run(handler)` or `for message in consumer`.
 
@@ -47,7 +51,7 @@ class Consumer:
         wait_ms: int = 5_000,
         ack_timeout_ms: int = 30_000,
         extend_every: float | None = None,
-        retry: RetryPolicy = RetryPolicy(attempts=1_000_000, max_backoff=5.0),
+        retry: RetryPolicy = RECEIVE_RETRY,
     ):
         self.wharf, self.topic, self.subscription = wharf, topic, subscription
         self.max_messages, self.wait_ms, self.ack_timeout_ms = max_messages, wait_ms, ack_timeout_ms
@@ -127,9 +131,7 @@ class Consumer:
         self.lost.extend(failed)
 
     def _ack(self, message: ReceivedMessage) -> None:
-        answer = call_with_retries(
-            lambda: self.wharf.ack(self.topic, self.subscription, [message.receipt]), self.retry
-        )
+        answer = call_with_retries(lambda: self.wharf.ack(self.topic, self.subscription, [message.receipt]), self.retry)
         self.acked += answer.acked
         self._settled(message, [failed.receipt for failed in answer.failed])
 

@@ -15,6 +15,9 @@ from .client import Wharf
 from .generated.models import ProducedMessage
 from .retry import OnRetry, RetryPolicy, call_with_retries
 
+#: Six attempts within about three seconds of backoff, or as long as `Retry-After` says.
+PRODUCE_RETRY = RetryPolicy()
+
 
 class Producer:
     """Sends messages to one topic in JSON batches.
@@ -35,7 +38,7 @@ class Producer:
         max_batch_messages: int = 100,
         max_batch_bytes: int = 1024 * 1024,
         linger: float = 0.005,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = PRODUCE_RETRY,
         on_retry: OnRetry | None = None,
     ):
         self.wharf, self.topic = wharf, topic
@@ -148,5 +151,10 @@ class Producer:
             for _, _, future in batch:
                 future.set_exception(error)
             return
-        for (_, _, future), result in zip(batch, produced):
+        if len(produced) != len(batch):
+            mismatch = RuntimeError(f"{len(batch)} messages sent, {len(produced)} answered")
+            for _, _, future in batch:
+                future.set_exception(mismatch)
+            return
+        for (_, _, future), result in zip(batch, produced, strict=True):
             future.set_result(result)
