@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
 import pytest
 from conftest import wait_until
 
-from wharf_client import Consumer, Wharf, payload
+from wharf_client import Consumer, RetryPolicy, Wharf, payload
 from wharf_client.generated.api.messages import read_partition
 from wharf_client.generated.models import ReceivedMessage
 
@@ -132,3 +133,16 @@ def test_stop_ends_an_idle_loop_within_its_wait(wharf: Wharf, topic: str) -> Non
     thread.join(5)
     assert not thread.is_alive()
     assert time.monotonic() - started < 2.0
+
+
+def test_stop_ends_a_loop_that_is_retrying_an_unreachable_server() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with Wharf(f"http://127.0.0.1:{closed_port}") as nowhere:
+        consumer = Consumer(nowhere, "t", "s", retry=RetryPolicy(attempts=1000, initial_backoff=5.0, max_backoff=5.0))
+        thread = run_in_thread(consumer, lambda m: None)
+        time.sleep(0.5)
+        consumer.stop()
+        thread.join(2)
+        assert not thread.is_alive()

@@ -23,6 +23,10 @@ def describe_error(error: BaseException | str) -> str:
     return text[:1024]
 
 
+class _Stopped(Exception):
+    """Raised out of a retry pause when `stop()` was called during it."""
+
+
 #: A consumer keeps trying through transient errors until it is stopped.
 RECEIVE_RETRY = RetryPolicy(attempts=1_000_000, max_backoff=5.0)
 
@@ -35,8 +39,9 @@ class Consumer:
     every `extend_every` seconds (a third of the lease by default), so a slow handler does not
     lose its message. A handled message is acked; one whose handler raised is nacked with the
     error's text, and comes back after the subscription's retry backoff. `stop()` ends the
-    loop after the current receive and batch (within `wait_ms`). Transient receive errors are
-    retried per `retry`; others (401, 404, ...) end the loop by raising.
+    loop after the current receive and batch (within `wait_ms`), or at once while it waits to
+    retry a receive. Transient receive errors are retried per `retry`; others (401, 404, ...)
+    end the loop by raising.
 
     Receipts whose ack or extend failed (their lease had ended) are kept in `lost`.
     """
@@ -107,7 +112,10 @@ class Consumer:
         keeper.start()
         try:
             while not self._stopping.is_set():
-                batch = call_with_retries(self._receive, self.retry)
+                try:
+                    batch = call_with_retries(self._receive, self.retry, sleep=self._pause)
+                except _Stopped:
+                    return
                 with self._lock:
                     self._held.update((message.receipt, message) for message in batch)
                 yield from batch
@@ -115,6 +123,10 @@ class Consumer:
             done.set()
             keeper.join()
             self._release_unhandled()
+
+    def _pause(self, seconds: float) -> None:
+        if self._stopping.wait(seconds):
+            raise _Stopped
 
     def _receive(self) -> list[ReceivedMessage]:
         return self.wharf.receive(
