@@ -6,7 +6,8 @@ import base64
 import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from types import ModuleType
+from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -26,6 +27,7 @@ from .generated.models import (
     ExtendResponse,
     NackRequest,
     NackResponse,
+    Problem,
     ProducedMessage,
     ProduceMessage,
     ProduceRequest,
@@ -41,10 +43,6 @@ T = TypeVar("T")
 
 #: Long enough for the longest long-poll (`wait_ms` 60000) plus the server's margin.
 DEFAULT_TIMEOUT = httpx.Timeout(70.0, connect=5.0)
-
-
-class _Operation(Protocol[T]):
-    def sync_detailed(self, *, client: Any, **kwargs: Any) -> Response[T]: ...
 
 
 def payload(message: ReceivedMessage) -> bytes:
@@ -64,9 +62,11 @@ class Wharf:
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT):
         """`token`: a bearer JWT (e.g. from `wharf token`), or None on a server without auth."""
-        self.api: Client | AuthenticatedClient
+        self.api: AuthenticatedClient
         if token is None:
-            self.api = Client(base_url=base_url, timeout=timeout)
+            # The document marks the routes as needing a bearer token; a server without keys
+            # serves them anonymously, and the generated operations work with a plain Client.
+            self.api = cast(AuthenticatedClient, Client(base_url=base_url, timeout=timeout))
         else:
             self.api = AuthenticatedClient(base_url=base_url, token=token, timeout=timeout)
 
@@ -80,34 +80,40 @@ class Wharf:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def call(self, operation: _Operation[T], **kwargs: Any) -> T:
-        """Runs a generated operation; returns its parsed answer or raises its `WharfError`."""
-        response = operation.sync_detailed(client=self.api, **kwargs)
+    def call(self, operation: ModuleType, **kwargs: Any) -> Any:
+        """Runs a generated operation module (e.g. `generated.api.topics.list_topics`) with
+        `kwargs`; returns its parsed answer or raises its `WharfError`."""
+        return self.answer(operation.sync_detailed(client=self.api, **kwargs))
+
+    @staticmethod
+    def answer(response: Response[T | Problem]) -> T:
+        """The parsed success of a generated operation's `Response`, or its `WharfError`."""
         if response.status_code >= 400:
             raise error_from_response(int(response.status_code), httpx.Headers(response.headers), response.content)
-        return response.parsed  # type: ignore[return-value]
+        return cast(T, response.parsed)
 
     def create_topic(self, name: str, **settings: Any) -> Topic:
         """Creates a topic; `settings` are the JSON fields (`partitions`, `rate_limit`, ...)."""
-        return self.call(create_topic, body=CreateTopicRequest.from_dict({"name": name, **settings}))
+        body = CreateTopicRequest.from_dict({"name": name, **settings})
+        return self.answer(create_topic.sync_detailed(client=self.api, body=body))
 
     def describe_topic(self, topic: str) -> Topic:
         """A topic's configuration and per-partition stats."""
-        return self.call(describe_topic, topic=topic)
+        return self.answer(describe_topic.sync_detailed(client=self.api, topic=topic))
 
     def create_subscription(self, topic: str, name: str, **settings: Any) -> Subscription:
         """Creates a subscription; `settings` are the JSON fields (`start`, `retry`, ...)."""
         body = CreateSubscriptionRequest.from_dict({"name": name, **settings})
-        return self.call(create_subscription, topic=topic, body=body)
+        return self.answer(create_subscription.sync_detailed(client=self.api, topic=topic, body=body))
 
     def describe_subscription(self, topic: str, name: str) -> Subscription:
         """A subscription's configuration and stats (backlog, in flight, acked, ...)."""
-        return self.call(describe_subscription, topic=topic, sub=name)
+        return self.answer(describe_subscription.sync_detailed(client=self.api, topic=topic, sub=name))
 
     def produce(self, topic: str, messages: Sequence[Mapping[str, Any]]) -> list[ProducedMessage]:
         """Produces a JSON batch of message dicts (`value` or `value_base64`, `key`, `id`, ...)."""
         body = ProduceRequest(messages=[ProduceMessage.from_dict(dict(m)) for m in messages])
-        return self.call(produce, topic=topic, body=body).messages
+        return self.answer(produce.sync_detailed(client=self.api, topic=topic, body=body)).messages
 
     def produce_raw(
         self,
@@ -119,19 +125,21 @@ class Wharf:
         delay_ms: int | None = None,
     ) -> ProducedMessage:
         """Produces one binary message from raw bytes (`application/octet-stream`)."""
-        answer = self.call(
-            produce,
-            topic=topic,
-            body=File(payload=io.BytesIO(data)),
-            key=UNSET if key is None else key,
-            idempotency_key=UNSET if idempotency_key is None else idempotency_key,
-            delay_ms=UNSET if delay_ms is None else delay_ms,
+        answer = self.answer(
+            produce.sync_detailed(
+                client=self.api,
+                topic=topic,
+                body=File(payload=io.BytesIO(data)),
+                key=UNSET if key is None else key,
+                idempotency_key=UNSET if idempotency_key is None else idempotency_key,
+                delay_ms=UNSET if delay_ms is None else delay_ms,
+            )
         )
         return answer.messages[0]
 
     def cancel_delayed(self, topic: str, message_id: str) -> None:
         """Cancels a delayed message that is not yet due (`NotFound` once it is)."""
-        self.call(cancel_delayed, topic=topic, id=message_id)
+        self.answer(cancel_delayed.sync_detailed(client=self.api, topic=topic, id=message_id))
 
     def receive(
         self,
@@ -144,11 +152,12 @@ class Wharf:
     ) -> list[ReceivedMessage]:
         """Long-polls for up to `max_messages`, leased for `ack_timeout_ms` (or the default)."""
         body = ReceiveBody(max_messages=max_messages, wait_ms=wait_ms, ack_timeout_ms=ack_timeout_ms)
-        return self.call(receive, topic=topic, sub=subscription, body=body).messages
+        return self.answer(receive.sync_detailed(client=self.api, topic=topic, sub=subscription, body=body)).messages
 
     def ack(self, topic: str, subscription: str, receipts: Sequence[str]) -> AckResponse:
         """Acks deliveries; stale receipts come back in `failed`."""
-        return self.call(ack, topic=topic, sub=subscription, body=AckRequest(receipts=list(receipts)))
+        body = AckRequest(receipts=list(receipts))
+        return self.answer(ack.sync_detailed(client=self.api, topic=topic, sub=subscription, body=body))
 
     def nack(
         self,
@@ -161,12 +170,12 @@ class Wharf:
     ) -> NackResponse:
         """Hands deliveries back, redelivered after `delay_ms` or the retry backoff."""
         body = NackRequest(receipts=list(receipts), delay_ms=delay_ms, error=error)
-        return self.call(nack, topic=topic, sub=subscription, body=body)
+        return self.answer(nack.sync_detailed(client=self.api, topic=topic, sub=subscription, body=body))
 
     def extend(self, topic: str, subscription: str, receipts: Sequence[str], ack_timeout_ms: int) -> ExtendResponse:
         """Extends the leases of deliveries to `ack_timeout_ms` from now."""
         body = ExtendRequest(receipts=list(receipts), ack_timeout_ms=ack_timeout_ms)
-        return self.call(extend, topic=topic, sub=subscription, body=body)
+        return self.answer(extend.sync_detailed(client=self.api, topic=topic, sub=subscription, body=body))
 
     def stream(
         self,

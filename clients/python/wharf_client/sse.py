@@ -21,7 +21,8 @@ def parse_events(lines: Iterable[str]) -> Iterator[ServerSentEvent]:
     A blank line dispatches the event gathered so far; `:` lines are comments (Wharf's
     heartbeats); an event without data is dropped, as browsers do.
     """
-    event, data, event_id = "", [], None
+    event, event_id = "", None
+    data: list[str] = []
     for line in lines:
         if not line:
             if data:
