@@ -146,3 +146,15 @@ def test_stop_ends_a_loop_that_is_retrying_an_unreachable_server() -> None:
         consumer.stop()
         thread.join(2)
         assert not thread.is_alive()
+
+
+def test_breaking_out_of_iteration_acks_the_last_message_and_hands_back_the_rest(wharf: Wharf, topic: str) -> None:
+    wharf.create_subscription(topic, "s", start="earliest")
+    wharf.produce(topic, [{"value": "a"}, {"value": "b"}, {"value": "c"}])
+    with Consumer(wharf, topic, "s", max_messages=3, wait_ms=1000) as consumer:
+        for message in consumer:
+            assert payload(message) == b"a"
+            break
+    assert (consumer.acked, consumer.lost) == (1, [])
+    again = wharf.receive(topic, "s", max_messages=3, wait_ms=2000)
+    assert sorted((payload(m), m.delivery_attempt) for m in again) == [(b"b", 2), (b"c", 2)]

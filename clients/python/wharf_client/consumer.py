@@ -86,8 +86,10 @@ class Consumer:
     def __iter__(self) -> Iterator[ReceivedMessage]:
         """Yields messages until `stop()`; each is acked when the loop asks for the next.
 
-        If the loop body raises, the consumer's `with` block nacks the message with that
-        error; without one, the message comes back when its lease ends.
+        Iterate inside the consumer's `with` block: when the loop ends early, its exit acks
+        the last message if the loop body broke out normally, or nacks it with the error if
+        the body raised. Without the block that message comes back when its lease ends.
+        Messages received but not yet yielded are handed back at once.
         """
         for message in self._messages():
             self._current = message
@@ -102,9 +104,11 @@ class Consumer:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.stop()
-        if self._current is not None:
-            self._nack(self._current, error or "the consumer loop ended before the message was handled")
-            self._current = None
+        current, self._current = self._current, None
+        if current is not None and error is None:
+            self._ack(current)
+        elif current is not None and error is not None:
+            self._nack(current, error)
 
     def _messages(self) -> Iterator[ReceivedMessage]:
         done = threading.Event()
