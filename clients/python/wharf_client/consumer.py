@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 
 from .client import Wharf
-from .generated.models import ReceivedMessage
+from .generated.models import AckResponse, NackResponse, ReceivedMessage
 from .retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,10 @@ class _Stopped(Exception):
     """Raised out of a retry pause when `stop()` was called during it."""
 
 
-#: A consumer keeps trying through transient errors until it is stopped.
+#: A consumer keeps receiving through transient errors until it is stopped.
 RECEIVE_RETRY = RetryPolicy(attempts=1_000_000, max_backoff=5.0)
+#: An ack or nack is tried for a few seconds; past that its message comes back after its lease.
+SETTLE_RETRY = RetryPolicy()
 
 
 class Consumer:
@@ -43,7 +45,8 @@ class Consumer:
     retry a receive. Transient receive errors are retried per `retry`; others (401, 404, ...)
     end the loop by raising.
 
-    Receipts whose ack or extend failed (their lease had ended) are kept in `lost`.
+    Receipts whose ack, nack or extend failed are kept in `lost` (a lease that had ended, or a
+    server unreachable for a few seconds); those messages come back when their leases end.
     """
 
     def __init__(
@@ -141,23 +144,31 @@ class Consumer:
             ack_timeout_ms=self.ack_timeout_ms,
         )
 
-    def _settled(self, message: ReceivedMessage, failed: list[str]) -> None:
+    def _settle(self, message: ReceivedMessage, call: Callable[[], AckResponse | NackResponse]) -> int:
+        """Acks or nacks one message, retrying transient errors per `SETTLE_RETRY`. If that
+        fails too, or the receipt is stale, the receipt goes to `lost` (the message comes
+        back when its lease ends); a 401 or 403 ends the loop. Returns how many settled."""
         with self._lock:
             self._held.pop(message.receipt, None)
-        self.lost.extend(failed)
+        try:
+            answer = call_with_retries(call, SETTLE_RETRY)
+        except Exception as error:
+            if not SETTLE_RETRY.should_retry(error):
+                raise
+            log.warning("settling %s failed: %s", message.id, error)
+            self.lost.append(message.receipt)
+            return 0
+        self.lost.extend(failed.receipt for failed in answer.failed)
+        return answer.acked if isinstance(answer, AckResponse) else answer.nacked
 
     def _ack(self, message: ReceivedMessage) -> None:
-        answer = call_with_retries(lambda: self.wharf.ack(self.topic, self.subscription, [message.receipt]), self.retry)
-        self.acked += answer.acked
-        self._settled(message, [failed.receipt for failed in answer.failed])
+        self.acked += self._settle(message, lambda: self.wharf.ack(self.topic, self.subscription, [message.receipt]))
 
     def _nack(self, message: ReceivedMessage, error: BaseException | str) -> None:
-        answer = call_with_retries(
-            lambda: self.wharf.nack(self.topic, self.subscription, [message.receipt], error=describe_error(error)),
-            self.retry,
+        text = describe_error(error)
+        self.nacked += self._settle(
+            message, lambda: self.wharf.nack(self.topic, self.subscription, [message.receipt], error=text)
         )
-        self.nacked += answer.nacked
-        self._settled(message, [failed.receipt for failed in answer.failed])
 
     def _keep_leases(self, done: threading.Event) -> None:
         while not done.wait(self.extend_every):
