@@ -6,10 +6,13 @@ The binary is `$WHARF_BIN`, else the newer of `target/debug/wharf` and
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import secrets
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,6 +25,7 @@ import pytest
 from wharf_client import Wharf
 
 REPO = Path(__file__).resolve().parents[3]
+PR_SET_PDEATHSIG = 1
 LISTENING = re.compile(r"wharf listening on (http://\S+?),")
 
 
@@ -72,6 +76,12 @@ class Server:
             self.process.wait()
 
 
+def die_with_parent() -> None:
+    """In the child before exec, on Linux: SIGKILL it when pytest dies, however it dies."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def clean_env() -> dict[str, str]:
     """The environment without WHARF_* settings (flags here say all), logging at info."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("WHARF_")}
@@ -87,7 +97,7 @@ def start_server(folder: Path, *args: str, secret: str | None = None) -> Server:
         env["WHARF_AUTH_HS256_SECRET"] = secret
     command = [str(wharf_binary()), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(folder / "data"), *args]
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
 
     def address() -> str | None:
         if process.poll() is not None:
