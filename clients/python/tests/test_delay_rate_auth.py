@@ -62,4 +62,9 @@ def test_a_valid_token_is_sent_as_a_bearer_and_accepted(auth_server) -> None:
     admin = auth_server.token("ops", "admin:*")
     with Wharf(auth_server.base_url, token=admin) as wharf:
         wharf.create_topic("orders.paid")
+        wharf.create_subscription("orders.paid", "audit", start="earliest")
         assert [p.offset for p in wharf.produce("orders.paid", [{"value": "x"}])] == [0]
+        streamed = next(wharf.stream("orders.paid", "audit", heartbeat_ms=1000))
+        assert payload(streamed) == b"x"
+    with Wharf(auth_server.base_url) as anonymous, pytest.raises(Unauthorized):
+        next(anonymous.stream("orders.paid", "audit"))
