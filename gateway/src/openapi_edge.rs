@@ -1,7 +1,9 @@
 //! What the edge adds to every operation of the OpenAPI document: the `bearer` (JWT)
 //! security scheme, required on every route but the probes (and, when so configured, the
-//! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, 429 `rate_limited`,
-//! 503 `overloaded`. Applied after the routes are collected, so new routes get it too.
+//! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, 408
+//! `request_timeout`, 413 `message_too_large` (operations with a body), 429 `rate_limited`,
+//! 503 `overloaded`. Applied after the routes are collected, so new routes get it too. A
+//! response an operation documents itself is kept.
 
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::response::ResponseBuilder;
@@ -57,6 +59,7 @@ pub fn document_edge(document: &mut OpenApi) {
                 continue;
             }
             operation.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+            let takes_body = operation.request_body.is_some();
             let responses = &mut operation.responses.responses;
             let mut add = |status: &str, description: &str| {
                 responses
@@ -71,6 +74,17 @@ pub fn document_edge(document: &mut OpenApi) {
                 add(
                     "403",
                     "The token's scope lacks the grant on the topic (`forbidden`)",
+                );
+            }
+            add(
+                "408",
+                "The body did not arrive within `body_read_timeout_ms`, or no answer within \
+                 `request_timeout_ms` (`request_timeout`)",
+            );
+            if takes_body {
+                add(
+                    "413",
+                    "The body is over `max_body_bytes` (`message_too_large`)",
                 );
             }
             add(

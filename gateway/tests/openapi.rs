@@ -154,3 +154,60 @@ async fn docs_page_lists_every_path() {
     );
     harness.stop().await;
 }
+
+/// What client generators need (openapi-python-client skips a body without a schema and a
+/// media type it cannot send; a typed error needs one error schema): every request body
+/// media type has a schema, and every 4xx/5xx answer is `application/problem+json` with the
+/// `Problem` schema.
+#[test]
+fn every_body_has_a_schema_and_every_error_is_a_problem() {
+    let document = document();
+    let mut errors = 0;
+    for (method, path) in operations(&document) {
+        let operation = &document["paths"][&path][&method];
+        if let Some(content) = operation["requestBody"]["content"].as_object() {
+            for (media, body) in content {
+                assert!(
+                    body.get("schema").is_some(),
+                    "{method} {path}: request body {media} has no schema"
+                );
+            }
+        }
+        let responses = operation["responses"].as_object().expect("responses");
+        for (status, response) in responses {
+            if !status.starts_with('4') && !status.starts_with('5') {
+                continue;
+            }
+            let content = response["content"].as_object().expect("error content");
+            let media: Vec<&String> = content.keys().collect();
+            assert_eq!(
+                media,
+                ["application/problem+json"],
+                "{method} {path} {status}"
+            );
+            assert_eq!(
+                content["application/problem+json"]["schema"]["$ref"],
+                "#/components/schemas/Problem",
+                "{method} {path} {status}"
+            );
+            errors += 1;
+        }
+    }
+    assert!(errors > 100, "only {errors} error responses documented");
+}
+
+#[test]
+fn cancel_documents_its_bad_id_answer_and_every_body_route_its_413() {
+    let document = document();
+    let cancel = &document["paths"]["/v1/topics/{topic}/messages/{id}"]["delete"]["responses"];
+    assert!(cancel.get("400").is_some());
+    for (method, path) in operations(&document) {
+        let operation = &document["paths"][&path][&method];
+        if operation.get("requestBody").is_some() {
+            assert!(
+                operation["responses"].get("413").is_some(),
+                "{method} {path} takes a body but does not document 413"
+            );
+        }
+    }
+}

@@ -35,6 +35,8 @@ pub struct MessagePath {
     params(MessagePath),
     responses(
         (status = 204, description = "Cancelled: it will not be delivered"),
+        (status = 400, description = "The id is not 1 to 200 printable ASCII characters without spaces or `/` (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic (`topic_not_found`), or no delayed message of that id is still waiting (`message_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]

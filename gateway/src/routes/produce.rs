@@ -110,6 +110,12 @@ pub struct ProduceMessage<'a> {
     pub deliver_at_ms: Option<u64>,
 }
 
+/// A raw message body: any bytes. Documented as `application/octet-stream`; every Content-Type
+/// other than JSON is accepted the same way (`text/*` stored as text).
+#[derive(Debug, ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct RawMessage(pub Vec<u8>);
+
 /// Where one produced message went.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProducedMessage {
@@ -164,10 +170,12 @@ pub struct ProduceResponse {
 /// curl -H 'Idempotency-Key: order-43' 'localhost:8080/v1/topics/orders/messages?delay_ms=5000&tags=eu' -d 'hello'
 /// ```
 #[utoipa::path(post, path = "/v1/topics/{topic}/messages", tag = "messages",
-    params(TopicPath, ProduceQuery),
-    request_body(description = "A JSON batch, or one raw message of any other type",
-        content((ProduceRequest = "application/json"), (String = "text/plain"),
-            ("application/octet-stream"))),
+    params(TopicPath, ProduceQuery,
+        ("Idempotency-Key" = Option<String>, Header,
+            description = "Raw bodies only: the message's client-chosen id (see `id` in a JSON batch)")),
+    request_body(description = "A JSON batch; or, with any other Content-Type, the raw body \
+        as one message (text for `text/*`, binary for `application/octet-stream`)",
+        content((ProduceRequest = "application/json"), (RawMessage = "application/octet-stream"))),
     responses(
         (status = 200, description = "Stored as `ack` asked", body = ProduceResponse,
             headers(("Wharf-Durability" = String, description = "What the ack proves"))),

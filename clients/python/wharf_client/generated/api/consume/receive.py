@@ -1,0 +1,299 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.receive_body import ReceiveBody
+from ...models.receive_response import ReceiveResponse
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    topic: str,
+    sub: str,
+    *,
+    body: None | ReceiveBody | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/topics/{topic}/subscriptions/{sub}/receive".format(
+            topic=quote(str(topic), safe=""),
+            sub=quote(str(sub), safe=""),
+        ),
+    }
+
+    if isinstance(body, ReceiveBody):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | ReceiveResponse | None:
+    if response.status_code == 200:
+        response_200 = ReceiveResponse.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | ReceiveResponse]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    topic: str,
+    sub: str,
+    *,
+    client: AuthenticatedClient,
+    body: None | ReceiveBody | Unset = UNSET,
+) -> Response[Problem | ReceiveResponse]:
+    """ Receive messages (long-poll).
+
+     Returns as soon as at least one message is available, or empty after `wait_ms`. Each
+    message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
+    `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
+    pending receive returns within a second with what it has.
+
+    A client that lost a reply repeats the receive with the same `attempt_id`: while the
+    leases of that attempt last it gets the same messages with the same receipts (those
+    already acked or expired left out); another attempt id gets other messages.
+
+    ```text
+    curl -H 'content-type: application/json'
+    localhost:8080/v1/topics/orders/subscriptions/billing/receive \\
+      -d '{"max_messages": 10, "wait_ms": 20000, "attempt_id": "worker-7-poll-1234"}'
+    ```
+
+    Args:
+        topic (str):
+        sub (str):
+        body (None | ReceiveBody | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ReceiveResponse]
+     """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        sub=sub,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    topic: str,
+    sub: str,
+    *,
+    client: AuthenticatedClient,
+    body: None | ReceiveBody | Unset = UNSET,
+) -> Problem | ReceiveResponse | None:
+    """ Receive messages (long-poll).
+
+     Returns as soon as at least one message is available, or empty after `wait_ms`. Each
+    message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
+    `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
+    pending receive returns within a second with what it has.
+
+    A client that lost a reply repeats the receive with the same `attempt_id`: while the
+    leases of that attempt last it gets the same messages with the same receipts (those
+    already acked or expired left out); another attempt id gets other messages.
+
+    ```text
+    curl -H 'content-type: application/json'
+    localhost:8080/v1/topics/orders/subscriptions/billing/receive \\
+      -d '{"max_messages": 10, "wait_ms": 20000, "attempt_id": "worker-7-poll-1234"}'
+    ```
+
+    Args:
+        topic (str):
+        sub (str):
+        body (None | ReceiveBody | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ReceiveResponse
+     """
+
+    return sync_detailed(
+        topic=topic,
+        sub=sub,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    topic: str,
+    sub: str,
+    *,
+    client: AuthenticatedClient,
+    body: None | ReceiveBody | Unset = UNSET,
+) -> Response[Problem | ReceiveResponse]:
+    """ Receive messages (long-poll).
+
+     Returns as soon as at least one message is available, or empty after `wait_ms`. Each
+    message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
+    `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
+    pending receive returns within a second with what it has.
+
+    A client that lost a reply repeats the receive with the same `attempt_id`: while the
+    leases of that attempt last it gets the same messages with the same receipts (those
+    already acked or expired left out); another attempt id gets other messages.
+
+    ```text
+    curl -H 'content-type: application/json'
+    localhost:8080/v1/topics/orders/subscriptions/billing/receive \\
+      -d '{"max_messages": 10, "wait_ms": 20000, "attempt_id": "worker-7-poll-1234"}'
+    ```
+
+    Args:
+        topic (str):
+        sub (str):
+        body (None | ReceiveBody | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ReceiveResponse]
+     """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        sub=sub,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    topic: str,
+    sub: str,
+    *,
+    client: AuthenticatedClient,
+    body: None | ReceiveBody | Unset = UNSET,
+) -> Problem | ReceiveResponse | None:
+    """ Receive messages (long-poll).
+
+     Returns as soon as at least one message is available, or empty after `wait_ms`. Each
+    message is leased for `ack_timeout_ms`; not acked in time, it is redelivered with
+    `delivery_attempt + 1` after the retry backoff. While the server drains for shutdown, a
+    pending receive returns within a second with what it has.
+
+    A client that lost a reply repeats the receive with the same `attempt_id`: while the
+    leases of that attempt last it gets the same messages with the same receipts (those
+    already acked or expired left out); another attempt id gets other messages.
+
+    ```text
+    curl -H 'content-type: application/json'
+    localhost:8080/v1/topics/orders/subscriptions/billing/receive \\
+      -d '{"max_messages": 10, "wait_ms": 20000, "attempt_id": "worker-7-poll-1234"}'
+    ```
+
+    Args:
+        topic (str):
+        sub (str):
+        body (None | ReceiveBody | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ReceiveResponse
+     """
+
+    return (
+        await asyncio_detailed(
+            topic=topic,
+            sub=sub,
+            client=client,
+            body=body,
+        )
+    ).parsed

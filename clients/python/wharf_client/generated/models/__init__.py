@@ -1,0 +1,93 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .ack_request import AckRequest
+from .ack_response import AckResponse
+from .create_subscription_request import CreateSubscriptionRequest
+from .create_topic_request import CreateTopicRequest
+from .extend_request import ExtendRequest
+from .extend_response import ExtendResponse
+from .failed_receipt import FailedReceipt
+from .filter_body import FilterBody
+from .health_status import HealthStatus
+from .log_message import LogMessage
+from .log_message_headers import LogMessageHeaders
+from .nack_request import NackRequest
+from .nack_response import NackResponse
+from .openapi_json_response_200 import OpenapiJsonResponse200
+from .ordering_param import OrderingParam
+from .partition_page import PartitionPage
+from .partition_stats import PartitionStats
+from .patch_topic_request import PatchTopicRequest
+from .problem import Problem
+from .produce_ack import ProduceAck
+from .produce_message import ProduceMessage
+from .produce_message_headers_type_0 import ProduceMessageHeadersType0
+from .produce_request import ProduceRequest
+from .produce_response import ProduceResponse
+from .produced_message import ProducedMessage
+from .rate_limit_body import RateLimitBody
+from .receive_body import ReceiveBody
+from .receive_response import ReceiveResponse
+from .received_message import ReceivedMessage
+from .redrive_request import RedriveRequest
+from .redrive_response import RedriveResponse
+from .retry import Retry
+from .retry_request import RetryRequest
+from .seek_end import SeekEnd
+from .seek_request import SeekRequest
+from .seek_request_offsets_type_0 import SeekRequestOffsetsType0
+from .seek_response import SeekResponse
+from .seek_response_positions import SeekResponsePositions
+from .start import Start
+from .subscription import Subscription
+from .subscription_list import SubscriptionList
+from .subscription_stats_view import SubscriptionStatsView
+from .topic import Topic
+from .topic_list import TopicList
+
+__all__ = (
+    "AckRequest",
+    "AckResponse",
+    "CreateSubscriptionRequest",
+    "CreateTopicRequest",
+    "ExtendRequest",
+    "ExtendResponse",
+    "FailedReceipt",
+    "FilterBody",
+    "HealthStatus",
+    "LogMessage",
+    "LogMessageHeaders",
+    "NackRequest",
+    "NackResponse",
+    "OpenapiJsonResponse200",
+    "OrderingParam",
+    "PartitionPage",
+    "PartitionStats",
+    "PatchTopicRequest",
+    "Problem",
+    "ProduceAck",
+    "ProduceMessage",
+    "ProduceMessageHeadersType0",
+    "ProduceRequest",
+    "ProduceResponse",
+    "ProducedMessage",
+    "RateLimitBody",
+    "ReceiveBody",
+    "ReceiveResponse",
+    "ReceivedMessage",
+    "RedriveRequest",
+    "RedriveResponse",
+    "Retry",
+    "RetryRequest",
+    "SeekEnd",
+    "SeekRequest",
+    "SeekRequestOffsetsType0",
+    "SeekResponse",
+    "SeekResponsePositions",
+    "Start",
+    "Subscription",
+    "SubscriptionList",
+    "SubscriptionStatsView",
+    "Topic",
+    "TopicList",
+)

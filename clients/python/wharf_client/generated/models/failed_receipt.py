@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="FailedReceipt")
+
+
+@_attrs_define
+class FailedReceipt:
+    """A receipt that did not take effect.
+
+    Attributes:
+        receipt (str): The receipt as sent.
+        code (str): Why: `receipt_invalid` (unknown, tampered with, or its lease has ended).
+    """
+
+    receipt: str
+    code: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        receipt = self.receipt
+
+        code = self.code
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "receipt": receipt,
+                "code": code,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        receipt = d.pop("receipt")
+
+        code = d.pop("code")
+
+        failed_receipt = cls(
+            receipt=receipt,
+            code=code,
+        )
+
+        failed_receipt.additional_properties = d
+        return failed_receipt
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

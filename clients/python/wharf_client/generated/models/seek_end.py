@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class SeekEnd(StrEnum):
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+    def __str__(self) -> str:
+        return str(self.value)
