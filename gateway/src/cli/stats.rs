@@ -1,0 +1,121 @@
+//! `wharf stats`: every topic the token can see with its partitions, messages and bytes, and
+//! under it each subscription's backlog, in flight, oldest unacked age and counters.
+//!
+//! The server has no aggregate stats endpoint yet (`/v1/stats/…` of API.md is not served), so
+//! this is `GET /v1/topics` plus `GET /v1/topics/{topic}/subscriptions` per topic.
+
+use reqwest::Method;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cli::error::CliError;
+use crate::cli::http::Api;
+use crate::cli::output::Output;
+use crate::cli::topics::{TopicListView, TopicView, print_table};
+
+/// The flags of `wharf stats`.
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// Print one JSON document (`{"topics": [{…, "subscriptions": [...]}]}`) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A subscription as the stats show it.
+#[derive(Debug, Deserialize, Serialize)]
+struct SubscriptionView {
+    name: String,
+    stats: SubscriptionStats,
+}
+
+/// The counters of a subscription the table shows.
+#[derive(Debug, Deserialize, Serialize)]
+struct SubscriptionStats {
+    backlog: u64,
+    in_flight: u64,
+    oldest_unacked_age_ms: Option<u64>,
+    delivered: u64,
+    acked: u64,
+    dead_lettered: u64,
+}
+
+/// The raw list of subscriptions.
+#[derive(Debug, Deserialize)]
+struct SubscriptionListRaw {
+    subscriptions: Vec<Value>,
+}
+
+/// Runs `wharf stats`.
+pub async fn run(api: &Api, args: StatsArgs) -> Result<(), CliError> {
+    let list: TopicListView = api.json(api.call(Method::GET, &["v1", "topics"])).await?;
+    let mut out = Output::new();
+    let mut documents = Vec::new();
+    let mut tables = Vec::new();
+    for topic in &list.topics {
+        let subscriptions = subscriptions(api, topic).await?;
+        if args.json {
+            let mut document = serde_json::to_value(topic).unwrap_or(Value::Null);
+            document["subscriptions"] = Value::Array(subscriptions);
+            documents.push(document);
+        } else {
+            let views = subscriptions
+                .into_iter()
+                .filter_map(|raw| serde_json::from_value::<SubscriptionView>(raw).ok())
+                .map(|view| (topic.name.clone(), view));
+            tables.extend(views);
+        }
+    }
+    if args.json {
+        out.pretty(&serde_json::json!({ "topics": documents }))?;
+    } else {
+        print_table(&mut out, &list.topics)?;
+        out.line("")?;
+        print_subscriptions(&mut out, &tables)?;
+    }
+    out.flush()
+}
+
+async fn subscriptions(api: &Api, topic: &TopicView) -> Result<Vec<Value>, CliError> {
+    let call = api.call(Method::GET, &["v1", "topics", &topic.name, "subscriptions"]);
+    let list: SubscriptionListRaw = api.json(call).await?;
+    Ok(list.subscriptions)
+}
+
+fn print_subscriptions(
+    out: &mut Output,
+    rows: &[(String, SubscriptionView)],
+) -> Result<(), CliError> {
+    let width = rows
+        .iter()
+        .map(|(topic, view)| topic.len() + 1 + view.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("SUBSCRIPTION".len());
+    out.line(&format!(
+        "{:<width$}  {:>10}  {:>9}  {:>14}  {:>10}  {:>10}  {:>13}",
+        "SUBSCRIPTION",
+        "BACKLOG",
+        "IN_FLIGHT",
+        "OLDEST_UNACKED",
+        "DELIVERED",
+        "ACKED",
+        "DEAD_LETTERED"
+    ))?;
+    for (topic, view) in rows {
+        let stats = &view.stats;
+        let oldest = stats
+            .oldest_unacked_age_ms
+            .map_or("-".to_owned(), |ms| format!("{ms}ms"));
+        out.line(&format!(
+            "{:<width$}  {:>10}  {:>9}  {:>14}  {:>10}  {:>10}  {:>13}",
+            format!("{topic}/{}", view.name),
+            stats.backlog,
+            stats.in_flight,
+            oldest,
+            stats.delivered,
+            stats.acked,
+            stats.dead_lettered
+        ))?;
+    }
+    Ok(())
+}
