@@ -1,0 +1,455 @@
+//! The `wharf` client commands against a real server on 127.0.0.1:0: the built binary is run
+//! as a user would, with stdin, stdout, stderr and the exit code checked.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::Harness;
+use gateway::config::{EdgeRaw, RawSettings};
+use serde_json::Value;
+
+/// The most a CLI run in these tests may take.
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+const SECRET: &str = "a-test-secret-of-at-least-thirty-two-bytes";
+
+/// What one run of the CLI did.
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(self) -> Run {
+        assert_eq!(self.code, Some(0), "wharf failed: {self:?}");
+        self
+    }
+
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a JSON line"))
+            .collect()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).expect("a JSON document")
+    }
+}
+
+/// `wharf ARGS` against `url`, with no `WHARF_*` variable from the test's environment.
+fn command(url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wharf"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("WHARF_") {
+            command.env_remove(name);
+        }
+    }
+    command.env("WHARF_URL", url).args(args);
+    command
+}
+
+/// Runs `command` with `stdin`, off the runtime's threads, within [`RUN_DEADLINE`].
+async fn run_with(mut command: Command, stdin: Vec<u8>) -> Run {
+    let waited = tokio::task::spawn_blocking(move || {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wharf starts");
+        let mut pipe = child.stdin.take().expect("stdin");
+        let writer = std::thread::spawn(move || pipe.write_all(&stdin));
+        let output = child.wait_with_output().expect("wharf runs");
+        writer.join().expect("writer").expect("stdin written");
+        output
+    });
+    let output = tokio::time::timeout(RUN_DEADLINE, waited)
+        .await
+        .expect("wharf finishes within the deadline")
+        .expect("the run's thread");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+async fn wharf(server: &Harness, args: &[&str]) -> Run {
+    run_with(command(&server.url(""), args), Vec::new()).await
+}
+
+async fn wharf_stdin(server: &Harness, args: &[&str], stdin: &str) -> Run {
+    run_with(command(&server.url(""), args), stdin.as_bytes().to_vec()).await
+}
+
+/// Asserts a failed run printed exactly one `error: <code>: …` line and exited with `code`.
+fn assert_error(run: &Run, code: i32, problem: &str) {
+    assert_eq!(run.code, Some(code), "{run:?}");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one error line: {run:?}");
+    assert!(
+        lines[0].starts_with(&format!("error: {problem}")),
+        "{problem} expected: {run:?}"
+    );
+}
+
+/// 10,000 lines, keyed over 25 keys, with text that JSON has to escape.
+fn keyed_lines() -> Vec<(String, String)> {
+    (0..10_000)
+        .map(|i| {
+            let key = format!("key-{}", i % 25);
+            let value = format!(
+                "line {i} \"quoted\" \\ tab\there ünïcödé {}",
+                "x".repeat(i % 50)
+            );
+            (key, value)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_lines_round_trip_from_stdin_to_stdout_in_order_per_key() {
+    let server = Harness::start().await;
+    wharf(
+        &server,
+        &["topics", "create", "orders", "--partitions", "4"],
+    )
+    .await
+    .ok();
+    let sent = keyed_lines();
+    let input: String = sent.iter().map(|(k, v)| format!("{k}|{v}\n")).collect();
+
+    let produced = wharf_stdin(&server, &["produce", "orders", "-K", "|"], &input)
+        .await
+        .ok();
+    assert!(
+        produced
+            .stderr
+            .contains("produced 10000 messages to orders"),
+        "{produced:?}"
+    );
+    let consumed = wharf(
+        &server,
+        &[
+            "consume",
+            "orders",
+            "billing",
+            "--create-subscription",
+            "--max",
+            "10000",
+            "--batch",
+            "1000",
+        ],
+    )
+    .await
+    .ok();
+
+    let lines = consumed.json_lines();
+    assert_eq!(lines.len(), 10_000);
+    let mut received: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut partition_of_key = BTreeMap::new();
+    for line in &lines {
+        let key = line["key"].as_str().expect("a key").to_owned();
+        assert_eq!(line["delivery_attempt"], 1);
+        assert!(
+            line["offset"].is_u64() && line["headers"].is_object(),
+            "{line}"
+        );
+        let partition = line["partition"].as_u64().expect("a partition");
+        assert_eq!(
+            *partition_of_key.entry(key.clone()).or_insert(partition),
+            partition
+        );
+        let value = line["value"].as_str().expect("a text value").to_owned();
+        received.entry(key).or_default().push(value);
+    }
+    let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (key, value) in sent {
+        expected.entry(key).or_default().push(value);
+    }
+    assert_eq!(received, expected, "every line once, in order per key");
+    let partitions: std::collections::BTreeSet<_> = partition_of_key.values().collect();
+    assert!(partitions.len() > 1, "25 keys over 4 partitions used one");
+
+    let again = wharf(
+        &server,
+        &["consume", "orders", "billing", "--wait", "200ms"],
+    )
+    .await
+    .ok();
+    assert_eq!(again.stdout, "", "everything printed was acked");
+    let stats = wharf(&server, &["stats", "--json"]).await.ok().json();
+    let topic = &stats["topics"][0];
+    assert_eq!(topic["name"], "orders");
+    assert_eq!(topic["subscriptions"][0]["stats"]["acked"], 10_000);
+    assert_eq!(topic["subscriptions"][0]["stats"]["backlog"], 0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_create_list_describe_and_delete_round_trip() {
+    let server = Harness::start().await;
+    let created = wharf(
+        &server,
+        &[
+            "topics",
+            "create",
+            "audit",
+            "--partitions",
+            "3",
+            "--retention",
+            "1h",
+            "--max-message-bytes",
+            "2048",
+            "--rate-messages",
+            "500",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(created["name"], "audit");
+    assert_eq!(created["partitions"], 3);
+    assert_eq!(created["retention_ms"], 3_600_000);
+    assert_eq!(created["max_message_bytes"], 2048);
+    assert_eq!(created["rate_limit"]["messages_per_second"], 500);
+
+    let table = wharf(&server, &["topics", "list"]).await.ok();
+    let row = table.stdout.lines().nth(1).expect("a row");
+    assert!(
+        row.starts_with("audit ") && row.contains(" 3 "),
+        "{table:?}"
+    );
+    let list = wharf(&server, &["topics", "list", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(list["topics"][0]["name"], "audit");
+
+    let described = wharf(&server, &["topics", "describe", "audit"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        described["partition_stats"].as_array().map(Vec::len),
+        Some(3)
+    );
+
+    let deleted = wharf(&server, &["topics", "delete", "audit"]).await.ok();
+    assert_eq!(deleted.stdout, "");
+    let gone = wharf(&server, &["topics", "describe", "audit"]).await;
+    assert_error(&gone, 1, "topic_not_found: ");
+    assert_eq!(gone.stdout, "");
+    let list = wharf(&server, &["topics", "list", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(list["topics"], serde_json::json!([]));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_usage_errors_and_an_unreachable_server_have_their_own_exit_codes() {
+    let server = Harness::start().await;
+    wharf(
+        &server,
+        &["topics", "create", "small", "--max-message-bytes", "1024"],
+    )
+    .await
+    .ok();
+    let exists = wharf(&server, &["topics", "create", "small"]).await;
+    assert_error(&exists, 1, "topic_exists: ");
+    let unknown = wharf_stdin(&server, &["produce", "nowhere"], "hello\n").await;
+    assert_eq!(unknown.code, Some(1), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("error: topic_not_found: "),
+        "{unknown:?}"
+    );
+    let too_large = wharf_stdin(&server, &["produce", "small"], &"x".repeat(1025)).await;
+    assert_eq!(too_large.code, Some(1), "{too_large:?}");
+    assert!(
+        too_large.stderr.contains("error: message_too_large: "),
+        "{too_large:?}"
+    );
+    let fits = wharf_stdin(&server, &["produce", "small"], &"x".repeat(1024)).await;
+    assert_eq!(fits.code, Some(0), "{fits:?}");
+    let no_subscription = wharf(&server, &["consume", "small", "nobody"]).await;
+    assert_eq!(no_subscription.code, Some(1), "{no_subscription:?}");
+    assert!(
+        no_subscription
+            .stderr
+            .contains("error: subscription_not_found: "),
+        "{no_subscription:?}"
+    );
+
+    let bad_delay = wharf_stdin(&server, &["produce", "small", "--delay", "soon"], "x").await;
+    assert_eq!(bad_delay.code, Some(2), "{bad_delay:?}");
+    let bad_url = run_with(command("ftp://example", &["topics", "list"]), Vec::new()).await;
+    assert_error(&bad_url, 2, "invalid --url ");
+
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a port");
+    let url = format!("http://{closed_port}");
+    let unreachable = run_with(command(&url, &["topics", "list"]), Vec::new()).await;
+    assert_error(&unreachable, 3, "cannot reach ");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_and_wharf_token_work_against_a_server_with_auth_on() {
+    let server = Harness::start_with(RawSettings {
+        edge: EdgeRaw {
+            auth_hs256_secret: Some(SECRET.into()),
+            ..EdgeRaw::default()
+        },
+        ..RawSettings::default()
+    })
+    .await;
+    let mint = |scope: &str| {
+        let mut command = command(
+            &server.url(""),
+            &["token", "--sub", "cli-test", "--scope", scope],
+        );
+        command.env("WHARF_AUTH_HS256_SECRET", SECRET);
+        run_with(command, Vec::new())
+    };
+    let admin = mint("admin:*").await.ok().stdout.trim().to_owned();
+    let producer = mint("produce:other.*").await.ok().stdout.trim().to_owned();
+
+    let anonymous = wharf(&server, &["topics", "list"]).await;
+    assert_error(&anonymous, 1, "unauthorized: ");
+    wharf(&server, &["--token", &admin, "topics", "create", "secure"])
+        .await
+        .ok();
+    let mut from_env = command(&server.url(""), &["topics", "list", "--json"]);
+    from_env.env("WHARF_TOKEN", &admin);
+    let listed = run_with(from_env, Vec::new()).await.ok().json();
+    assert_eq!(listed["topics"][0]["name"], "secure");
+    let forbidden = wharf_stdin(&server, &["produce", "secure", "--token", &producer], "x\n").await;
+    assert_eq!(forbidden.code, Some(1), "{forbidden:?}");
+    assert!(
+        forbidden.stderr.contains("error: forbidden: "),
+        "{forbidden:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_prints_a_partition_from_an_offset() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "log"]).await.ok();
+    let input: String = (0..50).map(|i| format!("record {i}\n")).collect();
+    wharf_stdin(&server, &["produce", "log", "-H", "origin=test"], &input)
+        .await
+        .ok();
+
+    let page = wharf(
+        &server,
+        &["read", "log", "-p", "0", "--offset", "20", "--max", "5"],
+    )
+    .await
+    .ok()
+    .json_lines();
+    let offsets: Vec<u64> = page.iter().filter_map(|m| m["offset"].as_u64()).collect();
+    assert_eq!(offsets, vec![20, 21, 22, 23, 24]);
+    assert_eq!(page[0]["value"], "record 20");
+    assert_eq!(page[0]["partition"], 0);
+    assert_eq!(page[0]["headers"]["origin"], "test");
+
+    let tail = wharf(&server, &["read", "log", "--offset", "45", "-o", "value"])
+        .await
+        .ok();
+    assert_eq!(
+        tail.stdout,
+        "record 45\nrecord 46\nrecord 47\nrecord 48\nrecord 49\n"
+    );
+    let past_end = wharf(&server, &["read", "log", "--offset", "51"]).await;
+    assert_error(&past_end, 1, "offset_out_of_range: ");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_produce_waits_for_retry_after_and_sends_everything() {
+    let server = Harness::start().await;
+    wharf(
+        &server,
+        &["topics", "create", "slow", "--rate-messages", "100"],
+    )
+    .await
+    .ok();
+    let input: String = (0..250).map(|i| format!("m{i}\n")).collect();
+    let produced = wharf_stdin(
+        &server,
+        &["produce", "slow", "--batch-messages", "100"],
+        &input,
+    )
+    .await
+    .ok();
+    assert!(
+        produced.stderr.contains("produced 250 messages"),
+        "{produced:?}"
+    );
+    assert!(
+        produced.stderr.contains("retries after 429/503"),
+        "{produced:?}"
+    );
+    let values = wharf(&server, &["read", "slow", "-o", "value"]).await.ok();
+    assert_eq!(values.stdout, input, "in order, each once");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_waits_for_new_messages_until_max() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "live"]).await.ok();
+    let consumer = tokio::spawn(run_with(
+        command(
+            &server.url(""),
+            &[
+                "consume",
+                "live",
+                "tail",
+                "--create-subscription",
+                "--start",
+                "latest",
+                "--follow",
+                "--max",
+                "3",
+                "-o",
+                "value",
+            ],
+        ),
+        Vec::new(),
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let described = wharf(&server, &["topics", "describe", "live"])
+            .await
+            .ok()
+            .json();
+        if described["subscriptions"] == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no subscription in 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wharf_stdin(&server, &["produce", "live"], "one\ntwo\n")
+        .await
+        .ok();
+    wharf_stdin(&server, &["produce", "live"], "three\nfour\n")
+        .await
+        .ok();
+    let consumed = consumer.await.expect("consumer task").ok();
+    assert_eq!(consumed.stdout, "one\ntwo\nthree\n");
+    server.stop().await;
+}
