@@ -428,21 +428,7 @@ async fn follow_waits_for_new_messages_until_max() {
         ),
         Vec::new(),
     ));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let described = wharf(&server, &["topics", "describe", "live"])
-            .await
-            .ok()
-            .json();
-        if described["subscriptions"] == 1 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no subscription in 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_subscription(&server, "live").await;
     wharf_stdin(&server, &["produce", "live"], "one\ntwo\n")
         .await
         .ok();
@@ -451,5 +437,183 @@ async fn follow_waits_for_new_messages_until_max() {
         .ok();
     let consumed = consumer.await.expect("consumer task").ok();
     assert_eq!(consumed.stdout, "one\ntwo\nthree\n");
+    server.stop().await;
+}
+
+/// Polls `wharf topics describe` until `topic` has a subscription (a consumer started).
+async fn wait_for_subscription(server: &Harness, topic: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let described = wharf(server, &["topics", "describe", topic])
+            .await
+            .ok()
+            .json();
+        if described["subscriptions"] == 1 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no subscription in 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_closes_stdout_leaves_the_batch_it_missed_unacked() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "wide"]).await.ok();
+    let input: String = (0..3000).map(|i| format!("{i:0>100}\n")).collect();
+    wharf_stdin(&server, &["produce", "wide"], &input)
+        .await
+        .ok();
+
+    let mut consume = command(
+        &server.url(""),
+        &[
+            "consume",
+            "wide",
+            "head",
+            "--create-subscription",
+            "--batch",
+            "100",
+            "-o",
+            "value",
+        ],
+    );
+    let (status, stderr) = tokio::task::spawn_blocking(move || {
+        use std::io::{BufRead, Read};
+        let mut child = consume
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wharf starts");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("a first line");
+        assert_eq!(first, format!("{:0>100}\n", 0));
+        let status = child.wait().expect("wharf ends");
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut stderr)
+            .expect("stderr read");
+        (status, stderr)
+    })
+    .await
+    .expect("the run's thread");
+    assert!(
+        status.success(),
+        "a closed stdout is a normal end: {status} {stderr}"
+    );
+    assert!(!stderr.contains("error"), "{stderr}");
+
+    let stats = wharf(&server, &["stats", "--json"]).await.ok().json();
+    let stats = &stats["topics"][0]["subscriptions"][0]["stats"];
+    let acked = stats["acked"].as_u64().expect("acked");
+    assert!(
+        acked < 3000 && acked % 100 == 0,
+        "whole printed batches acked: {stats}"
+    );
+    assert_eq!(
+        stats["in_flight"], 100,
+        "the batch that failed to print: {stats}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_messages_arrive_later_and_id_prefix_makes_a_rerun_store_nothing() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "later"]).await.ok();
+    let produced = wharf_stdin(&server, &["produce", "later", "--delay", "1s"], "soon\n")
+        .await
+        .ok();
+    assert!(
+        produced.stderr.contains("produced 1 messages"),
+        "{produced:?}"
+    );
+    let early = wharf(&server, &["read", "later"]).await.ok();
+    assert_eq!(
+        early.stdout, "",
+        "a delayed message is not in the log before it is due"
+    );
+    let late = wharf(
+        &server,
+        &[
+            "consume",
+            "later",
+            "s",
+            "--create-subscription",
+            "--wait",
+            "5s",
+            "--max",
+            "1",
+            "-o",
+            "value",
+        ],
+    )
+    .await
+    .ok();
+    assert_eq!(late.stdout, "soon\n");
+
+    wharf(&server, &["topics", "create", "once"]).await.ok();
+    let input: String = (0..10).map(|i| format!("m{i}\n")).collect();
+    let args = ["produce", "once", "--id-prefix", "import-7-"];
+    let first = wharf_stdin(&server, &args, &input).await.ok();
+    assert!(!first.stderr.contains("duplicates"), "{first:?}");
+    let again = wharf_stdin(&server, &args, &input).await.ok();
+    assert!(
+        again.stderr.contains("10 duplicates not stored again"),
+        "{again:?}"
+    );
+    let stored = wharf(&server, &["read", "once"]).await.ok().json_lines();
+    assert_eq!(stored.len(), 10);
+    assert_eq!(stored[3]["id"], "import-7-4");
+    server.stop().await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_a_follow_at_once_with_exit_code_0() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "quiet"]).await.ok();
+    let mut consume = command(
+        &server.url(""),
+        &[
+            "consume",
+            "quiet",
+            "tail",
+            "--create-subscription",
+            "--follow",
+        ],
+    );
+    let child = consume
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wharf starts");
+    wait_for_subscription(&server, "quiet").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let interrupted = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("the run's thread")
+        .expect("wharf ends");
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(5),
+        "not stopped while a 20 s receive waited"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("consumed 0 messages"), "{stderr}");
     server.stop().await;
 }

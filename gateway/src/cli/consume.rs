@@ -121,6 +121,8 @@ async fn consume(
 ) -> Result<(), CliError> {
     let default_wait = if args.follow { 20_000 } else { 1_000 };
     let wait_ms = args.wait.unwrap_or(default_wait).min(MAX_WAIT_MS);
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
     loop {
         let want = match args.max {
             Some(max) => args.batch.min(max.saturating_sub(*consumed)),
@@ -129,8 +131,10 @@ async fn consume(
         if want == 0 {
             return Ok(());
         }
-        let Some(messages) = receive_or_interrupt(api, args, want, wait_ms).await? else {
-            return Ok(());
+        let receive = receive(api, args, want, wait_ms);
+        let messages = tokio::select! {
+            messages = receive => messages?,
+            Ok(()) = &mut interrupt => return Ok(()),
         };
         if messages.is_empty() {
             if args.follow {
@@ -145,13 +149,13 @@ async fn consume(
     }
 }
 
-/// One receive, or `None` when Ctrl-C came first.
-async fn receive_or_interrupt(
+/// One receive of at most `want` messages.
+async fn receive(
     api: &Api,
     args: &ConsumeArgs,
     want: u64,
     wait_ms: u64,
-) -> Result<Option<Vec<Map<String, Value>>>, CliError> {
+) -> Result<Vec<Map<String, Value>>, CliError> {
     let mut body = json!({"max_messages": want, "wait_ms": wait_ms});
     if let Some(lease) = args.ack_timeout {
         body["ack_timeout_ms"] = json!(lease);
@@ -167,10 +171,7 @@ async fn receive_or_interrupt(
     let call = api
         .call_json(Method::POST, &segments, &body)?
         .timeout(Duration::from_millis(wait_ms) + LONG_POLL_MARGIN);
-    tokio::select! {
-        reply = api.json::<ReceiveReply>(call) => Ok(Some(reply?.messages)),
-        _ = tokio::signal::ctrl_c() => Ok(None),
-    }
+    Ok(api.json::<ReceiveReply>(call).await?.messages)
 }
 
 /// Prints the messages and returns their receipts, in order.

@@ -49,6 +49,10 @@ pub struct ProduceArgs {
     /// A message header, NAME=VALUE; repeatable.
     #[arg(long = "header", short = 'H', value_name = "NAME=VALUE", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
+    /// Give message n (from 1, in input order) the id PREFIXn: a re-run of the same input
+    /// within the topic's dedup window, or a retried request, stores nothing twice.
+    #[arg(long, value_name = "PREFIX")]
+    pub id_prefix: Option<String>,
     /// A tag (for subscription filters); repeatable.
     #[arg(long = "tag", short = 't')]
     pub tags: Vec<String>,
@@ -91,6 +95,8 @@ struct OutgoingMessage<'a> {
     tags: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     delay_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
 }
 
 /// The part of a produce reply the summary counts.
@@ -102,6 +108,8 @@ struct ProduceReply {
 #[derive(Debug, Deserialize)]
 struct ProducedEntry {
     partition: u32,
+    #[serde(default)]
+    duplicate: bool,
 }
 
 /// What was produced so far.
@@ -110,6 +118,7 @@ struct Tally {
     messages: u64,
     bytes: u64,
     batches: u64,
+    duplicates: u64,
     per_partition: BTreeMap<u32, u64>,
 }
 
@@ -121,11 +130,14 @@ struct Encoder {
     headers: BTreeMap<String, String>,
     tags: Vec<String>,
     delay_ms: Option<u64>,
+    id_prefix: Option<String>,
+    encoded: u64,
 }
 
 impl Encoder {
-    /// The JSON of one message made of `line` (without its newline).
-    fn encode(&self, line: &[u8]) -> Result<Vec<u8>, CliError> {
+    /// The JSON of the next message, made of `line` (without its newline).
+    fn encode(&mut self, line: &[u8]) -> Result<Vec<u8>, CliError> {
+        self.encoded += 1;
         let (key, value) = self.split(line);
         let text = std::str::from_utf8(value).ok();
         let message = OutgoingMessage {
@@ -138,6 +150,10 @@ impl Encoder {
             headers: &self.headers,
             tags: &self.tags,
             delay_ms: self.delay_ms,
+            id: self
+                .id_prefix
+                .as_ref()
+                .map(|prefix| format!("{prefix}{}", self.encoded)),
         };
         serde_json::to_vec(&message)
             .map_err(|error| CliError::io("cannot encode a message", std::io::Error::from(error)))
@@ -171,16 +187,18 @@ pub async fn run(api: &Api, args: ProduceArgs) -> Result<(), CliError> {
             None => Box::new(std::io::stdin()),
         };
     let lines = spawn_reader(input);
-    let encoder = Encoder {
+    let mut encoder = Encoder {
         key: args.key.clone(),
         key_delimiter: args.key_delimiter.clone(),
         headers: args.headers.iter().cloned().collect(),
         tags: args.tags.clone(),
         delay_ms: args.delay,
+        id_prefix: args.id_prefix.clone(),
+        encoded: 0,
     };
     let started = Instant::now();
     let mut tally = Tally::default();
-    let result = produce_all(api, &args, &encoder, lines, &mut tally).await;
+    let result = produce_all(api, &args, &mut encoder, lines, &mut tally).await;
     report(&args.topic, &tally, api.retries(), started.elapsed());
     result
 }
@@ -220,7 +238,7 @@ fn strip_newline(mut line: Vec<u8>) -> Vec<u8> {
 async fn produce_all(
     api: &Api,
     args: &ProduceArgs,
-    encoder: &Encoder,
+    encoder: &mut Encoder,
     mut lines: mpsc::Receiver<Result<Vec<u8>, CliError>>,
     tally: &mut Tally,
 ) -> Result<(), CliError> {
@@ -321,6 +339,7 @@ async fn send_batch(
     tally.bytes += bytes;
     tally.batches += 1;
     for entry in reply.messages {
+        tally.duplicates += u64::from(entry.duplicate);
         *tally.per_partition.entry(entry.partition).or_default() += 1;
     }
     Ok(())
@@ -333,12 +352,16 @@ fn report(topic: &str, tally: &Tally, retries: u64, elapsed: Duration) {
         .iter()
         .map(|(partition, count)| format!("{partition}:{count}"))
         .collect();
+    let duplicates = match tally.duplicates {
+        0 => String::new(),
+        n => format!(", {n} duplicates not stored again"),
+    };
     let retries = match retries {
         0 => String::new(),
         n => format!(", {n} retries after 429/503"),
     };
     eprintln!(
-        "produced {} messages to {topic} in {} requests ({} body bytes) in {:.2}s; per partition {}{retries}",
+        "produced {} messages to {topic} in {} requests ({} body bytes) in {:.2}s; per partition {}{duplicates}{retries}",
         tally.messages,
         tally.batches,
         tally.bytes,
@@ -362,6 +385,8 @@ mod tests {
             headers: BTreeMap::from([("h".to_owned(), "v".to_owned())]),
             tags: vec![],
             delay_ms: None,
+            id_prefix: Some("run-".into()),
+            encoded: 0,
         }
     }
 
@@ -371,14 +396,16 @@ mod tests {
 
     #[test]
     fn a_line_splits_at_the_first_delimiter_and_falls_back_to_the_key() {
-        let encoder = encoder(Some("\t"));
+        let mut encoder = encoder(Some("\t"));
         let message = json(encoder.encode(b"k1\tv\t1").expect("encodes"));
         assert_eq!(message["key"], "k1");
+        assert_eq!(message["id"], "run-1");
         assert_eq!(message["value"], "v\t1");
         assert_eq!(message["headers"]["h"], "v");
         let message = json(encoder.encode(b"no delimiter").expect("encodes"));
         assert_eq!(message["key"], "fallback");
         assert_eq!(message["value"], "no delimiter");
+        assert_eq!(message["id"], "run-2");
     }
 
     #[test]

@@ -80,7 +80,9 @@ pub async fn run(api: &Api, args: ReadArgs) -> Result<(), CliError> {
             ])
             .timeout(Duration::from_millis(wait_ms) + LONG_POLL_MARGIN);
         let page: Page = api.json(call).await?;
-        for mut message in page.messages.iter().cloned() {
+        let count = page.messages.len() as u64;
+        let empty = page.messages.is_empty();
+        for mut message in page.messages {
             match args.format {
                 Format::Json => {
                     message.insert("partition".into(), Value::from(args.partition));
@@ -90,9 +92,9 @@ pub async fn run(api: &Api, args: ReadArgs) -> Result<(), CliError> {
             }
         }
         out.flush()?;
-        read += page.messages.len() as u64;
+        read += count;
         offset = page.next_offset;
-        if !args.follow && (page.messages.is_empty() || offset >= page.end_offset) {
+        if !args.follow && (empty || offset >= page.end_offset) {
             break;
         }
     }

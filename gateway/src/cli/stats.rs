@@ -16,7 +16,9 @@ use crate::cli::topics::{TopicListView, TopicView, print_table};
 /// The flags of `wharf stats`.
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
-    /// Print one JSON document (`{"topics": [{…, "subscriptions": [...]}]}`) instead of tables.
+    /// Print one JSON document instead of tables: `{"topics": [topic]}`, each topic as
+    /// `topics describe` prints it with its `subscriptions` (settings and stats) in place of
+    /// their count.
     #[arg(long)]
     pub json: bool,
 }
@@ -39,6 +41,12 @@ struct SubscriptionStats {
     dead_lettered: u64,
 }
 
+/// The list of topics as the server sent it.
+#[derive(Debug, Deserialize)]
+struct RawTopicList {
+    topics: Vec<Value>,
+}
+
 /// The raw list of subscriptions.
 #[derive(Debug, Deserialize)]
 struct SubscriptionListRaw {
@@ -47,14 +55,19 @@ struct SubscriptionListRaw {
 
 /// Runs `wharf stats`.
 pub async fn run(api: &Api, args: StatsArgs) -> Result<(), CliError> {
-    let list: TopicListView = api.json(api.call(Method::GET, &["v1", "topics"])).await?;
+    let url = api.call(Method::GET, &["v1", "topics"]);
+    let raw: RawTopicList = api.json(url).await?;
+    let list: TopicListView = serde_json::from_value(serde_json::json!({"topics": raw.topics}))
+        .map_err(|error| CliError::BadReply {
+            url: "/v1/topics".into(),
+            reason: error.to_string(),
+        })?;
     let mut out = Output::new();
     let mut documents = Vec::new();
     let mut tables = Vec::new();
-    for topic in &list.topics {
+    for (topic, mut document) in list.topics.iter().zip(raw.topics) {
         let subscriptions = subscriptions(api, topic).await?;
         if args.json {
-            let mut document = serde_json::to_value(topic).unwrap_or(Value::Null);
             document["subscriptions"] = Value::Array(subscriptions);
             documents.push(document);
         } else {
