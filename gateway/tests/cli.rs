@@ -617,3 +617,86 @@ async fn ctrl_c_stops_a_follow_at_once_with_exit_code_0() {
     assert!(stderr.contains("consumed 0 messages"), "{stderr}");
     server.stop().await;
 }
+
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The session in the README's "The `wharf` CLI", command by command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_session_runs_as_shown() {
+    let server = Harness::start().await;
+    wharf(
+        &server,
+        &["topics", "create", "orders", "--partitions", "3"],
+    )
+    .await
+    .ok();
+    let input = "customer-1|order 1\ncustomer-2|order 2\ncustomer-1|order 3\n";
+    let args = ["produce", "orders", "-K", "|", "-H", "source=web"];
+    let produced = wharf_stdin(&server, &args, input).await.ok();
+    assert!(
+        produced
+            .stderr
+            .starts_with("produced 3 messages to orders in 1 requests")
+            && produced.stderr.ends_with("; per partition 0:1 1:2\n"),
+        "{produced:?}"
+    );
+
+    let consumed = wharf(
+        &server,
+        &["consume", "orders", "billing", "--create-subscription"],
+    )
+    .await
+    .ok();
+    assert_eq!(consumed.stderr, "consumed 3 messages from orders/billing\n");
+    let mut lines: Vec<(String, String, u64, u64)> = consumed
+        .json_lines()
+        .iter()
+        .map(|line| {
+            assert_eq!(line["headers"]["source"], "web");
+            assert_eq!(line["delivery_attempt"], 1);
+            let text = |field: &str| line[field].as_str().expect("text").to_owned();
+            let number = |field: &str| line[field].as_u64().expect("number");
+            (
+                text("key"),
+                text("value"),
+                number("partition"),
+                number("offset"),
+            )
+        })
+        .collect();
+    lines.sort_by_key(|line| (line.2, line.3));
+    let expected = [
+        ("customer-2", "order 2", 0, 0),
+        ("customer-1", "order 1", 1, 0),
+        ("customer-1", "order 3", 1, 1),
+    ]
+    .map(|(key, value, partition, offset)| (key.into(), value.into(), partition, offset));
+    assert_eq!(lines, expected);
+
+    let read = wharf(
+        &server,
+        &["read", "orders", "-p", "1", "--offset", "1", "-o", "value"],
+    )
+    .await
+    .ok();
+    assert_eq!(read.stdout, "order 3\n");
+
+    let stats = wharf(&server, &["stats"]).await.ok();
+    let rows: Vec<&str> = stats.stdout.lines().collect();
+    assert_eq!(rows.len(), 5, "{}", stats.stdout);
+    let topic = words(rows[1]);
+    assert_eq!(
+        (topic[0], topic[1], topic[2], topic[4], topic[5]),
+        ("orders", "3", "3", "1", "0")
+    );
+    assert_eq!(
+        words(rows[4]),
+        ["orders/billing", "0", "0", "-", "3", "3", "0"]
+    );
+
+    let missing = wharf(&server, &["topics", "describe", "nope"]).await;
+    assert_error(&missing, 1, "topic_not_found: topic 'nope' does not exist");
+    server.stop().await;
+}
