@@ -193,7 +193,8 @@ fn print(
     Ok(receipts)
 }
 
-/// A message's value as bytes: `value` as text, or `value_base64` decoded.
+/// A message's value as bytes: `value` as text, or `value_base64` decoded (printed as sent
+/// should it not decode).
 pub fn value_bytes(message: &Map<String, Value>) -> Vec<u8> {
     if let Some(Value::String(text)) = message.get("value") {
         return text.as_bytes().to_vec();
@@ -201,7 +202,7 @@ pub fn value_bytes(message: &Map<String, Value>) -> Vec<u8> {
     match message.get("value_base64") {
         Some(Value::String(encoded)) => base64::engine::general_purpose::STANDARD
             .decode(encoded)
-            .unwrap_or_default(),
+            .unwrap_or_else(|_| encoded.as_bytes().to_vec()),
         _ => Vec::new(),
     }
 }

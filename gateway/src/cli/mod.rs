@@ -8,8 +8,9 @@
 //!   `Retry-After`, problem+json turned into [`CliError`].
 //! - [`error`]: [`CliError`], the one error, and the exit codes.
 //! - [`topics`], [`produce`], [`consume`], [`read`], [`stats`]: one file per command;
-//!   [`output`]: JSON lines on stdout; [`duration`]: `250ms`, `10s`, `5m`, `1h`, `7d`.
+//!   [`batch`]: lines into produce batches; [`output`]: JSON lines on stdout; [`duration`]: `250ms`, `10s`, `5m`, `1h`, `7d`.
 
+pub mod batch;
 pub mod consume;
 pub mod duration;
 pub mod error;
