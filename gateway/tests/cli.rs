@@ -700,3 +700,69 @@ async fn the_readme_session_runs_as_shown() {
     assert_error(&missing, 1, "topic_not_found: topic 'nope' does not exist");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_keep_to_the_message_and_byte_limits() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "bulk"]).await.ok();
+    let produce = |input: String, extra: &'static [&'static str]| {
+        let mut args = vec!["produce", "bulk", "--linger", "10s"];
+        args.extend_from_slice(extra);
+        run_with(command(&server.url(""), &args), input.into_bytes())
+    };
+    let lines = |count: usize, width: usize| -> String {
+        (0..count).map(|i| format!("{i:0>width$}\n")).collect()
+    };
+
+    let full = produce(lines(2500, 8), &[]).await.ok();
+    assert!(
+        full.stderr
+            .contains("produced 2500 messages to bulk in 3 requests"),
+        "{full:?}"
+    );
+    // {"value":"<95 chars>"} is 106 bytes: 9 of them make a 977-byte body, 10 would not fit.
+    let by_bytes = produce(lines(30, 95), &["--batch-bytes", "1000"])
+        .await
+        .ok();
+    assert!(
+        by_bytes
+            .stderr
+            .contains("produced 30 messages to bulk in 4 requests"),
+        "{by_bytes:?}"
+    );
+    let alone = produce(lines(1, 2000), &["--batch-bytes", "1000"])
+        .await
+        .ok();
+    assert!(
+        alone
+            .stderr
+            .contains("produced 1 messages to bulk in 1 requests"),
+        "{alone:?}"
+    );
+    let by_count = produce(lines(10, 1), &["--batch-messages", "3"]).await.ok();
+    assert!(
+        by_count
+            .stderr
+            .contains("produced 10 messages to bulk in 4 requests"),
+        "{by_count:?}"
+    );
+    for refused in ["0", "1001"] {
+        let run = run_with(
+            command(
+                &server.url(""),
+                &["produce", "bulk", "--batch-messages", refused],
+            ),
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(run.code, Some(2), "{run:?}");
+    }
+    let stored = wharf(
+        &server,
+        &["read", "bulk", "--offset", "2530", "-o", "value"],
+    )
+    .await
+    .ok();
+    assert_eq!(stored.stdout.lines().next().map(str::len), Some(2000));
+    server.stop().await;
+}
