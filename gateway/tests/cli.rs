@@ -766,3 +766,63 @@ async fn batches_keep_to_the_message_and_byte_limits() {
     assert_eq!(stored.stdout.lines().next().map(str::len), Some(2000));
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_create_list_describe_and_delete_round_trip() {
+    let server = Harness::start().await;
+    wharf(&server, &["topics", "create", "jobs"]).await.ok();
+    let created = wharf(
+        &server,
+        &[
+            "subscriptions",
+            "create",
+            "jobs",
+            "workers",
+            "--start",
+            "earliest",
+            "--ack-timeout",
+            "45s",
+            "--max-deliveries",
+            "3",
+            "-t",
+            "eu",
+            "-t",
+            "us",
+            "--ordering",
+            "key",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    assert_eq!(created["name"], "workers");
+    assert_eq!(created["start"], "earliest");
+    assert_eq!(created["ack_timeout_ms"], 45_000);
+    assert_eq!(created["max_deliveries"], 3);
+    assert_eq!(created["filter"]["tags"], serde_json::json!(["eu", "us"]));
+    assert_eq!(created["ordering"], "key");
+
+    let table = wharf(&server, &["subs", "list", "jobs"]).await.ok();
+    let rows: Vec<&str> = table.stdout.lines().collect();
+    assert_eq!(rows.len(), 2, "{table:?}");
+    assert_eq!(words(rows[1])[0], "jobs/workers");
+    let listed = wharf(&server, &["subs", "list", "jobs", "--json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(listed["subscriptions"][0]["name"], "workers");
+    let described = wharf(&server, &["subs", "describe", "jobs", "workers"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(described["stats"]["backlog"], 0);
+
+    let exists = wharf(&server, &["subs", "create", "jobs", "workers"]).await;
+    assert_error(&exists, 1, "subscription_exists: ");
+    wharf(&server, &["subs", "delete", "jobs", "workers"])
+        .await
+        .ok();
+    let gone = wharf(&server, &["subs", "describe", "jobs", "workers"]).await;
+    assert_error(&gone, 1, "subscription_not_found: ");
+    server.stop().await;
+}

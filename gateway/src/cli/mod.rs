@@ -1,5 +1,5 @@
-//! The client commands of the `wharf` binary: `topics`, `produce`, `consume`, `read` and
-//! `stats` talk to a running server over HTTP, as `kcat` does for Kafka.
+//! The client commands of the `wharf` binary: `topics`, `subscriptions`, `produce`,
+//! `consume`, `read` and `stats` talk to a running server over HTTP, as `kcat` does for Kafka.
 //!
 //! # Layout
 //! - [`ClientArgs`]: `--url`, `--token`, `--timeout`, `--retry-for` (global flags, with
@@ -7,7 +7,7 @@
 //! - [`http`]: [`http::Api`], every call with a timeout, 429/503 retried after
 //!   `Retry-After`, problem+json turned into [`CliError`].
 //! - [`error`]: [`CliError`], the one error, and the exit codes.
-//! - [`topics`], [`produce`], [`consume`], [`read`], [`stats`]: one file per command;
+//! - [`topics`], [`subscriptions`], [`produce`], [`consume`], [`read`], [`stats`]: one file per command;
 //!   [`batch`]: lines into produce batches; [`output`]: JSON lines on stdout; [`duration`]: `250ms`, `10s`, `5m`, `1h`, `7d`.
 
 pub mod batch;
@@ -19,6 +19,7 @@ pub mod output;
 pub mod produce;
 pub mod read;
 pub mod stats;
+pub mod subscriptions;
 pub mod topics;
 
 use std::process::ExitCode;
@@ -33,7 +34,9 @@ use crate::cli::http::{Api, ApiConfig};
 
 /// Flags every client command takes.
 #[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "Client options (topics, produce, consume, read, stats)")]
+#[command(
+    next_help_heading = "Client options (topics, subscriptions, produce, consume, read, stats)"
+)]
 pub struct ClientArgs {
     /// The server's base URL.
     #[arg(
@@ -60,6 +63,9 @@ pub enum ClientCommand {
     /// Create, list, describe or delete topics.
     #[command(subcommand)]
     Topics(topics::TopicsCommand),
+    /// Create, list, describe or delete a topic's subscriptions (consumer groups).
+    #[command(subcommand, visible_alias = "subs")]
+    Subscriptions(subscriptions::SubscriptionsCommand),
     /// Produce stdin lines (or a file's) to a topic, batched, in order.
     Produce(produce::ProduceArgs),
     /// Receive through a subscription, print JSON lines, ack after printing.
@@ -95,6 +101,7 @@ async fn dispatch(args: &ClientArgs, command: ClientCommand) -> Result<(), CliEr
     })?;
     match command {
         ClientCommand::Topics(command) => topics::run(&api, command).await,
+        ClientCommand::Subscriptions(command) => subscriptions::run(&api, command).await,
         ClientCommand::Produce(args) => produce::run(&api, args).await,
         ClientCommand::Consume(args) => consume::run(&api, args).await,
         ClientCommand::Read(args) => read::run(&api, args).await,

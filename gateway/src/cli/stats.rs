@@ -25,7 +25,7 @@ pub struct StatsArgs {
 
 /// A subscription as the stats show it.
 #[derive(Debug, Deserialize, Serialize)]
-struct SubscriptionView {
+pub(crate) struct SubscriptionView {
     name: String,
     stats: SubscriptionStats,
 }
@@ -49,8 +49,20 @@ struct RawTopicList {
 
 /// The raw list of subscriptions.
 #[derive(Debug, Deserialize)]
-struct SubscriptionListRaw {
+pub(crate) struct SubscriptionListRaw {
+    pub(crate) subscriptions: Vec<Value>,
+}
+
+/// Table rows of one topic's subscriptions (those that parse).
+pub(crate) fn subscription_rows(
+    topic: &str,
     subscriptions: Vec<Value>,
+) -> Vec<(String, SubscriptionView)> {
+    subscriptions
+        .into_iter()
+        .filter_map(|raw| serde_json::from_value::<SubscriptionView>(raw).ok())
+        .map(|view| (topic.to_owned(), view))
+        .collect()
 }
 
 /// Runs `wharf stats`.
@@ -71,11 +83,7 @@ pub async fn run(api: &Api, args: StatsArgs) -> Result<(), CliError> {
             document["subscriptions"] = Value::Array(subscriptions);
             documents.push(document);
         } else {
-            let views = subscriptions
-                .into_iter()
-                .filter_map(|raw| serde_json::from_value::<SubscriptionView>(raw).ok())
-                .map(|view| (topic.name.clone(), view));
-            tables.extend(views);
+            tables.extend(subscription_rows(&topic.name, subscriptions));
         }
     }
     if args.json {
@@ -94,7 +102,8 @@ async fn subscriptions(api: &Api, topic: &TopicView) -> Result<Vec<Value>, CliEr
     Ok(list.subscriptions)
 }
 
-fn print_subscriptions(
+/// Prints subscriptions, named `topic/subscription`, as an aligned table.
+pub(crate) fn print_subscriptions(
     out: &mut Output,
     rows: &[(String, SubscriptionView)],
 ) -> Result<(), CliError> {
