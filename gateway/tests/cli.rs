@@ -826,3 +826,57 @@ async fn subscriptions_create_list_describe_and_delete_round_trip() {
     assert_error(&gone, 1, "subscription_not_found: ");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_servers_body_limit_is_split_and_sent_in_order() {
+    let server = Harness::start_with(RawSettings {
+        max_body_bytes: Some("2048".into()),
+        ..RawSettings::default()
+    })
+    .await;
+    wharf(&server, &["topics", "create", "narrow"]).await.ok();
+    let input: String = (0..100).map(|i| format!("{i:0>100}\n")).collect();
+    let produced = wharf_stdin(&server, &["produce", "narrow", "--linger", "10s"], &input)
+        .await
+        .ok();
+    assert!(
+        produced.stderr.contains("produced 100 messages"),
+        "{produced:?}"
+    );
+    assert!(
+        produced.stderr.contains("batches split after 413"),
+        "{produced:?}"
+    );
+    let stored = wharf(&server, &["read", "narrow", "-o", "value"])
+        .await
+        .ok();
+    assert_eq!(stored.stdout, input);
+
+    let too_large = format!("before\n{}\nafter\n", "y".repeat(3000));
+    let refused = wharf_stdin(
+        &server,
+        &["produce", "narrow", "--linger", "10s"],
+        &too_large,
+    )
+    .await;
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(
+        refused.stderr.contains("produced 1 messages"),
+        "{refused:?}"
+    );
+    assert!(
+        refused.stderr.contains("error: message_too_large: "),
+        "{refused:?}"
+    );
+    let tail = wharf(
+        &server,
+        &["read", "narrow", "--offset", "100", "-o", "value"],
+    )
+    .await
+    .ok();
+    assert_eq!(
+        tail.stdout, "before\n",
+        "what came before the refused line, nothing after"
+    );
+    server.stop().await;
+}

@@ -95,35 +95,58 @@ pub(crate) fn strip_newline(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
-/// Encoded messages waiting to be sent as one request.
+/// Encoded messages waiting to be sent as one request, in input order.
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    pub(crate) body: Vec<u8>,
-    pub(crate) count: usize,
+    messages: Vec<Vec<u8>>,
+    message_bytes: usize,
 }
 
 impl Batch {
     const OPEN: &'static [u8] = b"{\"messages\":[";
     const CLOSE: &'static [u8] = b"]}";
 
+    /// Adds a message at the end.
     pub(crate) fn push(&mut self, message: Vec<u8>) {
-        if self.count == 0 {
-            self.body.extend_from_slice(Self::OPEN);
-        } else {
-            self.body.push(b',');
-        }
-        self.body.extend_from_slice(&message);
-        self.count += 1;
+        self.message_bytes += message.len();
+        self.messages.push(message);
+    }
+
+    /// How many messages it holds.
+    pub(crate) fn count(&self) -> usize {
+        self.messages.len()
     }
 
     /// The size of the request body with `message` added.
     pub(crate) fn body_len_with(&self, message: &[u8]) -> usize {
-        self.body.len() + 1 + message.len() + Self::CLOSE.len()
+        let count = self.messages.len() + 1;
+        Self::OPEN.len() + self.message_bytes + message.len() + (count - 1) + Self::CLOSE.len()
     }
 
-    pub(crate) fn finish(mut self) -> Bytes {
-        self.body.extend_from_slice(Self::CLOSE);
-        Bytes::from(self.body)
+    /// The request body: `{"messages":[…]}`.
+    pub(crate) fn body(&self) -> Bytes {
+        let mut body = Vec::with_capacity(self.message_bytes + self.messages.len() + 16);
+        body.extend_from_slice(Self::OPEN);
+        for (index, message) in self.messages.iter().enumerate() {
+            if index > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(message);
+        }
+        body.extend_from_slice(Self::CLOSE);
+        Bytes::from(body)
+    }
+
+    /// The first half and the second half, in order (a batch the server found too large is
+    /// sent again as two).
+    pub(crate) fn split(mut self) -> (Batch, Batch) {
+        let second = self.messages.split_off(self.messages.len() / 2);
+        let halves = [self.messages, second].map(|messages| Batch {
+            message_bytes: messages.iter().map(Vec::len).sum(),
+            messages,
+        });
+        let [first, second] = halves;
+        (first, second)
     }
 }
 
@@ -179,13 +202,36 @@ mod tests {
     #[test]
     fn a_batch_body_is_a_json_batch_and_its_size_is_known_before_adding() {
         let mut batch = Batch::default();
+        assert_eq!(batch.body_len_with(b"{}"), b"{\"messages\":[{}]}".len());
         batch.push(b"{\"value\":\"a\"}".to_vec());
         let next = b"{\"value\":\"b\"}".to_vec();
         let predicted = batch.body_len_with(&next);
         batch.push(next);
-        let body = batch.finish();
+        let body = batch.body();
         assert_eq!(body.len(), predicted);
         let parsed: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
         assert_eq!(parsed["messages"][1]["value"], "b");
+    }
+
+    #[test]
+    fn a_split_batch_keeps_its_order_in_two_halves() {
+        let mut batch = Batch::default();
+        for value in ["1", "2", "3"] {
+            batch.push(format!("{{\"value\":\"{value}\"}}").into_bytes());
+        }
+        let (first, second) = batch.split();
+        let values = |batch: &Batch| -> Vec<String> {
+            let parsed: serde_json::Value = serde_json::from_slice(&batch.body()).expect("JSON");
+            let messages = parsed["messages"].as_array().expect("messages").clone();
+            messages
+                .iter()
+                .map(|m| m["value"].as_str().expect("text").to_owned())
+                .collect()
+        };
+        assert_eq!(
+            (values(&first), values(&second)),
+            (vec!["1".to_owned()], vec!["2".to_owned(), "3".to_owned()])
+        );
+        assert_eq!(second.body_len_with(b"x"), second.body().len() + 2);
     }
 }

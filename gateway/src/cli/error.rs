@@ -83,6 +83,14 @@ impl CliError {
         }
     }
 
+    /// The HTTP status when the server answered with an error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            CliError::Server { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
     /// Whether stdout was closed by its reader (`wharf consume … | head`): a normal end.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, CliError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)

@@ -5,7 +5,7 @@
 //! no new line arrived for `--linger`, so a line typed at a terminal goes out at once and a
 //! piped file goes out in full batches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -98,6 +98,7 @@ struct Tally {
     messages: u64,
     bytes: u64,
     batches: u64,
+    splits: u64,
     duplicates: u64,
     per_partition: BTreeMap<u32, u64>,
 }
@@ -169,7 +170,7 @@ async fn produce_all(
                 None => break,
             }
         }
-        while (batch.count as u64) < args.batch_messages && !input_done {
+        while (batch.count() as u64) < args.batch_messages && !input_done {
             let line = match tokio::time::timeout(linger, lines.recv()).await {
                 Err(_elapsed) => break,
                 Ok(None) => {
@@ -190,14 +191,38 @@ async fn produce_all(
     Ok(())
 }
 
+/// Sends `batch`; one the server refuses as too large (413) goes again as two halves, in
+/// order, down to single messages, so a server whose `max_body_bytes` is below
+/// `--batch-bytes` still gets everything (a 413 stores nothing).
 async fn send_batch(
     api: &Api,
     args: &ProduceArgs,
     batch: Batch,
     tally: &mut Tally,
 ) -> Result<(), CliError> {
-    let count = batch.count;
-    let body = batch.finish();
+    let mut queue = VecDeque::from([batch]);
+    while let Some(batch) = queue.pop_front() {
+        match send_request(api, args, &batch, tally).await {
+            Err(error) if error.status() == Some(413) && batch.count() > 1 => {
+                tally.splits += 1;
+                let (first, second) = batch.split();
+                queue.push_front(second);
+                queue.push_front(first);
+            }
+            result => result?,
+        }
+    }
+    Ok(())
+}
+
+async fn send_request(
+    api: &Api,
+    args: &ProduceArgs,
+    batch: &Batch,
+    tally: &mut Tally,
+) -> Result<(), CliError> {
+    let count = batch.count();
+    let body = batch.body();
     let bytes = body.len() as u64;
     let mut call = api.call_encoded(
         Method::POST,
@@ -238,12 +263,16 @@ fn report(topic: &str, tally: &Tally, retries: u64, elapsed: Duration) {
         0 => String::new(),
         n => format!(", {n} duplicates not stored again"),
     };
+    let splits = match tally.splits {
+        0 => String::new(),
+        n => format!(", {n} batches split after 413"),
+    };
     let retries = match retries {
         0 => String::new(),
         n => format!(", {n} retries after 429/503"),
     };
     eprintln!(
-        "produced {} messages to {topic} in {} requests ({} body bytes) in {:.2}s; per partition {}{duplicates}{retries}",
+        "produced {} messages to {topic} in {} requests ({} body bytes) in {:.2}s; per partition {}{duplicates}{splits}{retries}",
         tally.messages,
         tally.batches,
         tally.bytes,
