@@ -3,11 +3,14 @@
 //! acked only after it was handed to the reader of stdout (at least once: a crash between the
 //! two prints it again later).
 
+use std::pin::Pin;
+use std::time::Duration;
+
 use base64::Engine;
+use futures_util::FutureExt;
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::time::Duration;
 
 use crate::cli::duration::parse_duration_ms;
 use crate::cli::error::CliError;
@@ -84,12 +87,18 @@ struct FailedAck {
 
 /// Runs `wharf consume`.
 pub async fn run(api: &Api, args: ConsumeArgs) -> Result<(), CliError> {
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    // Polled once now, so that Ctrl-C is ours (not the default exit) from here on.
+    if let Some(Ok(())) = (&mut interrupt).now_or_never() {
+        return Ok(());
+    }
     if args.create_subscription {
         create_subscription(api, &args).await?;
     }
     let mut out = Output::new();
     let mut consumed = 0u64;
-    let result = consume(api, &args, &mut out, &mut consumed).await;
+    let result = consume(api, &args, interrupt, &mut out, &mut consumed).await;
     if !matches!(&result, Err(error) if error.is_broken_pipe()) {
         eprintln!(
             "consumed {consumed} messages from {}/{}",
@@ -116,13 +125,12 @@ async fn create_subscription(api: &Api, args: &ConsumeArgs) -> Result<(), CliErr
 async fn consume(
     api: &Api,
     args: &ConsumeArgs,
+    mut interrupt: Pin<&mut impl Future<Output = std::io::Result<()>>>,
     out: &mut Output,
     consumed: &mut u64,
 ) -> Result<(), CliError> {
     let default_wait = if args.follow { 20_000 } else { 1_000 };
     let wait_ms = args.wait.unwrap_or(default_wait).min(MAX_WAIT_MS);
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
     loop {
         let want = match args.max {
             Some(max) => args.batch.min(max.saturating_sub(*consumed)),
@@ -134,7 +142,7 @@ async fn consume(
         let receive = receive(api, args, want, wait_ms);
         let messages = tokio::select! {
             messages = receive => messages?,
-            Ok(()) = &mut interrupt => return Ok(()),
+            Ok(()) = interrupt.as_mut() => return Ok(()),
         };
         if messages.is_empty() {
             if args.follow {
