@@ -17,6 +17,10 @@ use crate::cli::error::CliError;
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How long connecting may take, at most: a server that does not accept within this is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// An idle pooled connection is dropped after this: under the server's keep-alive timeout
+/// (`header_read_timeout_ms`, 10 s by default), so an ack sent after a slow stdout never goes
+/// out on a connection the server is closing.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How much of a body that is not a problem document goes into an error line.
 const BODY_EXCERPT_CHARS: usize = 200;
 
@@ -92,6 +96,7 @@ impl Api {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT.min(config.timeout))
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .user_agent(concat!("wharf-cli/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| CliError::Unreachable {
