@@ -29,12 +29,15 @@
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the handlers; [`docs_html`]: the
 //!   offline HTML reference rendered from it; [`openapi_edge`]: the bearer scheme and the
 //!   edge's 401/403/429/503 on every operation.
+//! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
+//!   `read`, `stats`): an HTTP client of a running node.
 //!
 //! The gateway knows HTTP, not files: every domain rule is the broker's.
 
 pub mod accept;
 pub mod app;
 pub mod auth;
+pub mod cli;
 pub mod client_addr;
 pub mod codes;
 pub mod config;

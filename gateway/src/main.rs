@@ -1,5 +1,6 @@
 //! The `wharf` binary: `wharf serve` runs a node; `wharf openapi` prints the API document;
-//! `wharf token` mints a bearer token from the configured HS256 secret.
+//! `wharf token` mints a bearer token from the configured HS256 secret; `topics`, `produce`,
+//! `consume`, `read` and `stats` are clients of a running node ([`gateway::cli`]).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use gateway::auth::{DEFAULT_KID, TokenRequest, mint_hs256, parse_ttl};
+use gateway::cli::{ClientArgs, ClientCommand};
 use gateway::config::ServeArgs;
 use gateway::server::{serve, shutdown_signal};
 use tracing_subscriber::EnvFilter;
@@ -23,6 +25,8 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    client: ClientArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +37,8 @@ enum Command {
     Openapi,
     /// Mint a bearer token (HS256) from the server's secret and print it to stdout.
     Token(TokenArgs),
+    #[command(flatten)]
+    Client(ClientCommand),
 }
 
 /// The flags of `wharf token`.
@@ -74,6 +80,7 @@ fn main() -> ExitCode {
         Command::Openapi => print_openapi(),
         Command::Serve(args) => run_server(*args),
         Command::Token(args) => mint_token(args),
+        Command::Client(command) => gateway::cli::run(&cli.client, command),
     }
 }
 
