@@ -252,6 +252,29 @@ export class WharfClient {
     ).data;
   }
 
+  /** Reads a partition by offset, without leases (replay, audit, dead-letter topics). */
+  async readPartition(
+    topic: string,
+    partition: number,
+    q: { offset?: number; max?: number; waitMs?: number } = {},
+    o: CallOptions = {},
+  ): Promise<Schemas["PartitionPage"]> {
+    const query: NonNullable<paths["/v1/topics/{topic}/partitions/{partition}/messages"]["get"]["parameters"]["query"]> = {};
+    if (q.offset !== undefined) query.offset = q.offset;
+    if (q.max !== undefined) query.max = q.max;
+    if (q.waitMs !== undefined) query.wait_ms = q.waitMs;
+    return (
+      await this.call(
+        () =>
+          this.api.GET("/v1/topics/{topic}/partitions/{partition}/messages", {
+            params: { path: { topic, partition }, query },
+            signal: o.signal,
+          }),
+        o.signal,
+      )
+    ).data;
+  }
+
   // ---- producing ------------------------------------------------------------------------------
 
   /**
