@@ -246,9 +246,9 @@ describe("SSE and delays", () => {
   test("stream() yields messages from text/event-stream; acking their receipts settles them", async () => {
     const t = await topicWithSub("sse");
     await client.produce(t, [{ value: "s1" }, { value: "s2", key: "k" }, { value: "s3" }]);
-    const ac = new AbortController();
     const got = [];
-    for await (const m of client.stream(t, "s", { maxInFlight: 10, signal: ac.signal, heartbeatMs: 200 })) {
+    // A stream that yields too little ends at the timeout and fails the assertions below.
+    for await (const m of client.stream(t, "s", { maxInFlight: 10, signal: AbortSignal.timeout(10_000), heartbeatMs: 200 })) {
       got.push(m);
       if (got.length === 3) break;
     }
@@ -258,6 +258,8 @@ describe("SSE and delays", () => {
     assert.equal(r.acked, 3);
 
     // A stream also wakes for a message produced after it opened; abort ends it quietly.
+    const ac = new AbortController();
+    const guard = setTimeout(() => ac.abort(), 10_000);
     const later = (async () => {
       const seen = [];
       for await (const m of client.stream(t, "s", { signal: ac.signal, heartbeatMs: 100 })) {
@@ -269,6 +271,7 @@ describe("SSE and delays", () => {
     await new Promise((r) => setTimeout(r, 300));
     await client.produce(t, [{ value: "after" }]);
     assert.deepEqual(await later, ["after"]);
+    clearTimeout(guard);
   });
 
   test("a delayed message is not delivered before its time, and can be cancelled before it", async () => {

@@ -65,6 +65,16 @@ export async function startWharf({ secret } = {}) {
       env,
       stdio: ["ignore", "ignore", "pipe"],
     });
+    // Never outlive the test process: on its exit, and on the signals the test runner sends a
+    // file that timed out (a signal skips "exit" handlers).
+    const killOnExit = () => child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    for (const sig of ["SIGTERM", "SIGINT"]) {
+      process.once(sig, () => {
+        killOnExit();
+        process.exit(128 + (sig === "SIGTERM" ? 15 : 2));
+      });
+    }
     let stderr = "";
     child.stderr.on("data", (d) => {
       stderr = (stderr + d).slice(-8192);
@@ -82,6 +92,7 @@ export async function startWharf({ secret } = {}) {
           return r.stdout.trim();
         },
         async stop() {
+          process.off("exit", killOnExit);
           if (child.exitCode === null) {
             const exited = new Promise((r) => child.once("exit", r));
             child.kill("SIGTERM");
