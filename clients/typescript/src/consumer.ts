@@ -1,4 +1,4 @@
-import { sleep, type ReceivedMessage, type WharfClient } from "./client.js";
+import { newId, sleep, type ReceivedMessage, type WharfClient } from "./client.js";
 import { ForbiddenError, NotFoundError, UnauthorizedError } from "./errors.js";
 
 /** Handles one message; return (or resolve) to ack it, throw (or reject) to nack it. */
@@ -80,7 +80,14 @@ export class Consumer {
         messages = await this.client.receive(
           this.topic,
           this.subscription,
-          { max_messages: this.opts.maxMessages, wait_ms: this.opts.waitMs, ack_timeout_ms: this.opts.ackTimeoutMs },
+          {
+            max_messages: this.opts.maxMessages,
+            wait_ms: this.opts.waitMs,
+            ack_timeout_ms: this.opts.ackTimeoutMs,
+            // The client's retries of this receive (a lost answer, a 503) carry the same
+            // attempt id, so the server hands back the same leases instead of new ones.
+            attempt_id: newId(),
+          },
           { signal },
         );
         failures = 0;
