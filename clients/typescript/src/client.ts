@@ -329,8 +329,8 @@ export class WharfClient {
       () =>
         this.api.POST("/v1/topics/{topic}/messages", {
           params: { path: { topic }, query },
-          // The spec lists application/octet-stream with no schema, which openapi-typescript
-          // types as `unknown`; the body goes out as it is, not JSON-serialized.
+          // openapi-fetch types the body as the operation's JSON batch; this raw body (the
+          // spec's application/octet-stream `RawMessage`) goes out as it is, not serialized.
           body: body as unknown as Schemas["ProduceRequest"],
           bodySerializer: (b: unknown) => b,
           headers,

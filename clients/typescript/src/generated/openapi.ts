@@ -868,6 +868,12 @@ export interface components {
              */
             bytes_per_second?: number | null;
         };
+        /**
+         * Format: binary
+         * @description A raw message body: any bytes. Documented as `application/octet-stream`; every Content-Type
+         *     other than JSON is accepted the same way (`text/*` stored as text).
+         */
+        RawMessage: string;
         /** @description A receive; every field is optional and an empty body is fine. */
         ReceiveBody: {
             /** @description At most this many messages, 1 to 1000 (default 10). */
@@ -1190,6 +1196,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -1257,6 +1272,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -1297,6 +1321,15 @@ export interface operations {
             };
             /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1380,6 +1413,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -1442,6 +1484,15 @@ export interface operations {
             };
             /** @description The token's scope lacks the grant on the topic (`forbidden`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1544,6 +1595,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -1603,6 +1663,15 @@ export interface operations {
             };
             /** @description No such topic (`topic_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1691,6 +1760,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Not JSON (`unsupported_media_type`) */
             415: {
                 headers: {
@@ -1734,19 +1821,21 @@ export interface operations {
                 /** @description Raw bodies only: deliver at this Unix epoch millisecond (now or past: at once). */
                 deliver_at_ms?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Raw bodies only: the message's client-chosen id (see `id` in a JSON batch) */
+                "Idempotency-Key"?: string | null;
+            };
             path: {
                 /** @description Topic name. */
                 topic: string;
             };
             cookie?: never;
         };
-        /** @description A JSON batch, or one raw message of any other type */
+        /** @description A JSON batch; or, with any other Content-Type, the raw body as one message (text for `text/*`, binary for `application/octet-stream`) */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ProduceRequest"];
-                "application/octet-stream": unknown;
-                "text/plain": string;
+                "application/octet-stream": components["schemas"]["RawMessage"];
             };
         };
         responses: {
@@ -1801,6 +1890,15 @@ export interface operations {
             };
             /** @description No such topic (`topic_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1870,6 +1968,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The id is not 1 to 200 printable ASCII characters without spaces or `/` (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
             401: {
                 headers: {
@@ -1890,6 +1997,15 @@ export interface operations {
             };
             /** @description No such topic (`topic_not_found`), or no delayed message of that id is still waiting (`message_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1986,6 +2102,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -2047,6 +2172,15 @@ export interface operations {
             };
             /** @description No such topic (`topic_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2135,8 +2269,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A subscription of that name exists (`subscription_exists`) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2223,6 +2375,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
                 headers: {
@@ -2284,6 +2445,15 @@ export interface operations {
             };
             /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2367,6 +2537,24 @@ export interface operations {
             };
             /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2466,6 +2654,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Not JSON (`unsupported_media_type`) */
             415: {
                 headers: {
@@ -2551,6 +2757,24 @@ export interface operations {
             };
             /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2650,6 +2874,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A non-empty body that is not JSON (`unsupported_media_type`) */
             415: {
                 headers: {
@@ -2735,6 +2977,24 @@ export interface operations {
             };
             /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2834,6 +3094,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Not JSON (`unsupported_media_type`) */
             415: {
                 headers: {
@@ -2925,6 +3203,15 @@ export interface operations {
             };
             /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
