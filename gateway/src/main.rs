@@ -163,8 +163,9 @@ fn run_server(args: ServeArgs) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
+        let signal = shutdown_signal();
         let listener = gateway::accept::bind(settings.listen())?;
-        serve(listener, settings, shutdown_signal()).await
+        serve(listener, settings, signal).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

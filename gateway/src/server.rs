@@ -92,28 +92,38 @@ async fn serve_app(
     .await;
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
+/// Installs the Ctrl-C and (on Unix) SIGTERM handlers now and returns a future that resolves
+/// on either. Call it before binding the listener (inside the runtime): a handler installed
+/// only when the future is first polled left a window in which a SIGTERM sent as soon as the
+/// server answered killed it undrained (seen as `signal: 15` in a test on a busy machine).
+#[cfg(unix)]
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn received(signal: std::io::Result<Signal>) {
+        match signal {
             Ok(mut stream) => {
                 stream.recv().await;
             }
             Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+    }
+    let interrupt = received(signal(SignalKind::interrupt()));
+    let terminate = received(signal(SignalKind::terminate()));
+    async move {
+        tokio::select! {
+            () = interrupt => {},
+            () = terminate => {},
+        }
+    }
+}
+
+/// Resolves on Ctrl-C.
+#[cfg(not(unix))]
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
