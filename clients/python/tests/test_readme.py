@@ -9,12 +9,14 @@ import textwrap
 from conftest import REPO, wait_until
 
 
-def test_readme_producer_and_consumer(server) -> None:
-    base_url = server.base_url
+def test_readme_producer_and_consumer(server, monkeypatch) -> None:
+    monkeypatch.setenv("WHARF_URL", server.base_url)
     # README:start
+    import os
+
     from wharf_client import Consumer, Producer, Wharf, payload
 
-    wharf = Wharf(base_url)  # Wharf(base_url, token=...) when auth is on
+    wharf = Wharf(os.environ.get("WHARF_URL", "http://127.0.0.1:8080"))  # token=... when auth is on
     wharf.create_topic("orders", partitions=3)
     wharf.create_subscription("orders", "billing", start="earliest")
 
