@@ -123,8 +123,8 @@ impl DedupIndex {
         crate::schedule::read_position(&self.tree, partition)
     }
 
-    /// Writes one round's first results of `partition`, in sled batches of at most
-    /// [`crate::schedule::MAX_BATCH_CHANGES`], and then the position they reach; then memory
+    /// Writes one round's first results of `partition`, one at a time
+    /// ([`crate::schedule::apply_in_order`]), and then the position they reach; then memory
     /// lets go of them. A crash in between leaves the old position: the stretch is applied
     /// again at the next start.
     pub fn apply(
@@ -138,7 +138,7 @@ impl DedupIndex {
             writes.push((key(ID, 0, id).to_vec(), Some(encode(first).to_vec())));
             writes.push((key(TIME, first.produced_ms, id).to_vec(), Some(Vec::new())));
         }
-        crate::schedule::apply_in_batches(&self.tree, writes, partition, position)?;
+        crate::schedule::apply_in_order(&self.tree, writes, partition, position)?;
         let mut recent = lock(&self.recent);
         for (id, first) in firsts {
             recent.applied(id, first.produced_ms);
