@@ -30,9 +30,9 @@ pub struct ReceiveBody {
     /// Lease for these messages, 1000 to 43200000; `null` takes the subscription's.
     #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
-    /// Retry-safe receive, 1 to 128 printable ASCII characters: a repeat with the same id
-    /// while the leases last returns the same messages with the same receipts, instead of
-    /// leasing new ones (SQS `ReceiveRequestAttemptId`).
+    /// Retry-safe receive, 1 to 128 printable ASCII characters without spaces: a repeat with
+    /// the same id while the leases last returns the same messages with the same receipts,
+    /// instead of leasing new ones (SQS `ReceiveRequestAttemptId`).
     #[schema(min_length = 1, max_length = 128, pattern = r"^[!-~]+$")]
     pub attempt_id: Option<String>,
 }
@@ -74,7 +74,8 @@ pub struct NackRequest {
     /// 1 to 1000 receipts.
     #[schema(min_items = 1, max_items = 1000)]
     pub receipts: Vec<String>,
-    /// Redeliver after this many milliseconds; `null` uses the retry backoff.
+    /// Redeliver after this many milliseconds, 0 to 86400000 (one day); `null` uses the retry
+    /// backoff.
     #[schema(minimum = 0, maximum = 86400000)]
     pub delay_ms: Option<u64>,
     /// Why processing failed (kept to its first 1024 characters): should this turn the

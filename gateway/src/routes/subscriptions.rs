@@ -46,7 +46,7 @@ impl From<StartPosition> for Start {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
-    /// Pause after the first failed delivery (default 1000).
+    /// Pause after the first failed delivery (default 1000, at most `max_backoff_ms`).
     #[schema(minimum = 0, maximum = 86400000)]
     pub initial_backoff_ms: Option<u64>,
     /// Longest pause (default 600000, at most one day).
@@ -115,7 +115,7 @@ impl From<Filter> for FilterBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSubscriptionRequest {
-    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
     #[schema(
         min_length = 1,
         max_length = 200,

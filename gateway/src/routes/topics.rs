@@ -18,7 +18,7 @@ use crate::routes::TopicPath;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTopicRequest {
-    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
     #[schema(
         min_length = 1,
         max_length = 200,
