@@ -371,7 +371,7 @@ fn schema_accepts(schema: &Value, pattern: &Regex, text: &str) -> bool {
         && whole(schema, "maxLength").is_none_or(|max| length <= max)
 }
 
-/// Every string of one or two printable ASCII characters (and a space or a non-ASCII letter),
+/// Every string of one or two printable ASCII characters (and a tab or a non-ASCII letter),
 /// every three-character string over the characters that the name rules single out, and
 /// strings around the length limits.
 fn candidates() -> Vec<String> {
