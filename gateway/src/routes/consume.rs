@@ -22,14 +22,18 @@ use crate::routes::partitions::LogMessage;
 #[serde(deny_unknown_fields)]
 pub struct ReceiveBody {
     /// At most this many messages, 1 to 1000 (default 10).
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_messages: Option<usize>,
     /// Long-poll for at most this many milliseconds, 0 to 60000 (default 20000).
+    #[schema(minimum = 0, maximum = 60000)]
     pub wait_ms: Option<u64>,
     /// Lease for these messages, 1000 to 43200000; `null` takes the subscription's.
+    #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
-    /// Retry-safe receive, 1 to 128 printable ASCII characters: a repeat with the same id
-    /// while the leases last returns the same messages with the same receipts, instead of
-    /// leasing new ones (SQS `ReceiveRequestAttemptId`).
+    /// Retry-safe receive, 1 to 128 printable ASCII characters without spaces: a repeat with
+    /// the same id while the leases last returns the same messages with the same receipts,
+    /// instead of leasing new ones (SQS `ReceiveRequestAttemptId`).
+    #[schema(min_length = 1, max_length = 128, pattern = r"^[!-~]+$")]
     pub attempt_id: Option<String>,
 }
 
@@ -59,6 +63,7 @@ pub struct ReceiveResponse {
 #[serde(deny_unknown_fields)]
 pub struct AckRequest {
     /// 1 to 1000 receipts.
+    #[schema(min_items = 1, max_items = 1000)]
     pub receipts: Vec<String>,
 }
 
@@ -67,8 +72,11 @@ pub struct AckRequest {
 #[serde(deny_unknown_fields)]
 pub struct NackRequest {
     /// 1 to 1000 receipts.
+    #[schema(min_items = 1, max_items = 1000)]
     pub receipts: Vec<String>,
-    /// Redeliver after this many milliseconds; `null` uses the retry backoff.
+    /// Redeliver after this many milliseconds, 0 to 86400000 (one day); `null` uses the retry
+    /// backoff.
+    #[schema(minimum = 0, maximum = 86400000)]
     pub delay_ms: Option<u64>,
     /// Why processing failed (kept to its first 1024 characters): should this turn the
     /// message into a dead letter, it carries the text in its `wharf-dlq-error` header.
@@ -80,8 +88,10 @@ pub struct NackRequest {
 #[serde(deny_unknown_fields)]
 pub struct ExtendRequest {
     /// 1 to 1000 receipts.
+    #[schema(min_items = 1, max_items = 1000)]
     pub receipts: Vec<String>,
     /// The new lease from now, 1000 to 43200000 milliseconds.
+    #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: u64,
 }
 

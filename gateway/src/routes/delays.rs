@@ -17,6 +17,7 @@ pub struct MessagePath {
     pub topic: String,
     /// The message id from the produce reply (the client's `id` or `Idempotency-Key`, or the
     /// server-assigned one).
+    #[param(min_length = 1, max_length = 200, pattern = r"^[!-.0-~]+$")]
     pub id: String,
 }
 

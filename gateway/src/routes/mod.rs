@@ -13,8 +13,32 @@ pub mod stream;
 pub mod subscriptions;
 pub mod topics;
 
+use broker_core::limits::MAX_TAG_LEN;
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+
+/// The schema of one message tag, as `broker_core::tags::validate` checks it: 1 to
+/// [`MAX_TAG_LEN`] characters of `A-Z a-z 0-9 . _ - : /`. Documentation only; tags travel as
+/// plain strings.
+pub struct Tag;
+
+/// [`Tag`]'s alphabet.
+pub const TAG_PATTERN: &str = "^[A-Za-z0-9._:/-]+$";
+
+impl utoipa::PartialSchema for Tag {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_TAG_LEN))
+            .pattern(Some(TAG_PATTERN))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Tag {}
 
 /// Path of a topic.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -29,9 +29,11 @@ pub struct ReadQuery {
     /// First offset to read (default 0: the start of the log).
     pub offset: Option<u64>,
     /// At most this many records, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub max: Option<usize>,
     /// At the end of the log, wait up to this many milliseconds for a record, 0 to 60000
     /// (default 0).
+    #[param(minimum = 0, maximum = 60000)]
     pub wait_ms: Option<u64>,
 }
 

@@ -59,11 +59,13 @@ pub struct ProduceQuery {
     /// When the reply is sent: `none` (202), `leader` (default) or `all`.
     #[param(inline)]
     pub ack: Option<AckParam>,
-    /// Raw bodies only: the message's partitioning key.
+    /// Raw bodies only: the message's partitioning key, 1 to 4096 bytes.
+    #[param(min_length = 1, max_length = 4096)]
     pub key: Option<String>,
     /// Raw bodies only: comma-separated tags, e.g. `a,b`.
     pub tags: Option<String>,
     /// Raw bodies only: deliver this many milliseconds from now (up to one year).
+    #[param(minimum = 0, maximum = 31536000000_u64)]
     pub delay_ms: Option<u64>,
     /// Raw bodies only: deliver at this Unix epoch millisecond (now or past: at once).
     pub deliver_at_ms: Option<u64>,
@@ -77,6 +79,7 @@ pub struct ProduceQuery {
 pub struct ProduceRequest<'a> {
     /// 1 to 1000 messages.
     #[serde(borrow)]
+    #[schema(min_items = 1, max_items = 1000)]
     pub messages: Vec<ProduceMessage<'a>>,
 }
 
@@ -93,18 +96,23 @@ pub struct ProduceMessage<'a> {
     #[serde(borrow)]
     #[schema(value_type = Option<String>)]
     pub value_base64: Option<WireStr<'a>>,
-    /// Partitioning key: messages with the same key go to the same partition.
+    /// Partitioning key, 1 to 4096 bytes: messages with the same key go to the same partition.
+    #[schema(min_length = 1, max_length = 4096)]
     pub key: Option<String>,
-    /// Application headers.
+    /// Application headers: at most 64, with at most 16384 bytes of names and values in all;
+    /// names not empty.
     pub headers: Option<BTreeMap<String, String>>,
     /// Tags, for subscription filters: at most 32, each 1 to 200 characters of
     /// `A-Z a-z 0-9 . _ - : /`.
+    #[schema(max_items = 32, value_type = Option<Vec<crate::routes::Tag>>, inline)]
     pub tags: Option<Vec<String>>,
     /// Client-chosen idempotency id, 1 to 200 printable ASCII characters without spaces or
     /// `/`: a repeat within the topic's `dedup_window_ms` is not stored again, and its reply
     /// entry repeats the first one with `duplicate: true`. Becomes the message id.
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[!-.0-~]+$")]
     pub id: Option<String>,
     /// Deliver this many milliseconds from now (up to one year).
+    #[schema(minimum = 0, maximum = 31536000000_u64)]
     pub delay_ms: Option<u64>,
     /// Deliver at this Unix epoch millisecond (up to one year ahead; now or past: at once).
     pub deliver_at_ms: Option<u64>,
@@ -172,7 +180,8 @@ pub struct ProduceResponse {
 #[utoipa::path(post, path = "/v1/topics/{topic}/messages", tag = "messages",
     params(TopicPath, ProduceQuery,
         ("Idempotency-Key" = Option<String>, Header,
-            description = "Raw bodies only: the message's client-chosen id (see `id` in a JSON batch)")),
+            description = "Raw bodies only: the message's client-chosen id (see `id` in a JSON batch)",
+            min_length = 1, max_length = 200, pattern = r"^[!-.0-~]+$")),
     request_body(description = "A JSON batch; or, with any other Content-Type, the raw body \
         as one message (text for `text/*`, binary for `application/octet-stream`)",
         content((ProduceRequest = "application/json"), (RawMessage = "application/octet-stream"))),

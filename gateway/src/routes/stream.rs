@@ -63,10 +63,13 @@ pub const FULL_STREAM_POLL_MS: u64 = 100;
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     /// Unacked messages this stream may hold at once, 1 to 1000 (default 10).
+    #[param(minimum = 1, maximum = 1000)]
     pub max_in_flight: Option<usize>,
     /// Lease of each message sent, 1000 to 43200000; absent: the subscription's.
+    #[param(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
     /// Idle time after which a heartbeat comment is sent, 100 to 60000 (default 15000).
+    #[param(minimum = 100, maximum = 60000)]
     pub heartbeat_ms: Option<u64>,
 }
 

@@ -46,11 +46,14 @@ impl From<StartPosition> for Start {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
-    /// Pause after the first failed delivery (default 1000).
+    /// Pause after the first failed delivery (default 1000, at most `max_backoff_ms`).
+    #[schema(minimum = 0, maximum = 86400000)]
     pub initial_backoff_ms: Option<u64>,
     /// Longest pause (default 600000, at most one day).
+    #[schema(minimum = 0, maximum = 86400000)]
     pub max_backoff_ms: Option<u64>,
     /// Growth per failed delivery, 1.0 to 10.0 (default 2.0).
+    #[schema(minimum = 1.0, maximum = 10.0)]
     pub multiplier: Option<f64>,
 }
 
@@ -91,6 +94,7 @@ pub struct FilterBody {
     /// Only messages carrying at least one of these tags (at most 32, each 1 to 200
     /// characters of `A-Z a-z 0-9 . _ - : /`); empty or absent: every message. Messages
     /// that do not pass count as acked (`stats.filtered`).
+    #[schema(max_items = 32, value_type = Vec<crate::routes::Tag>, inline)]
     #[serde(default)]
     pub tags: Vec<String>,
 }
@@ -111,19 +115,31 @@ impl From<Filter> for FilterBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSubscriptionRequest {
-    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^([A-Za-z0-9-][A-Za-z0-9._-]*|_([A-Za-z0-9.-][A-Za-z0-9._-]*)?|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)$"
+    )]
     pub name: String,
     /// Where it starts (default `latest`).
     pub start: Option<Start>,
     /// Lease of a received message, 1000 to 43200000 (default 30000).
+    #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
     /// Backoff between redeliveries.
     pub retry: Option<RetryRequest>,
     /// Deliveries of a message before it moves to the dead-letter topic, 1 to 1000
     /// (default 16).
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_deliveries: Option<u32>,
     /// The dead-letter topic, an ordinary topic created on first use (default
     /// `<topic>.<name>.dlq`).
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^([A-Za-z0-9-][A-Za-z0-9._-]*|_([A-Za-z0-9.-][A-Za-z0-9._-]*)?|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)$"
+    )]
     pub dead_letter_topic: Option<String>,
     /// Which messages to deliver (default: all).
     pub filter: Option<FilterBody>,

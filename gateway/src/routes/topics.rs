@@ -18,23 +18,34 @@ use crate::routes::TopicPath;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTopicRequest {
-    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+    /// Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^([A-Za-z0-9-][A-Za-z0-9._-]*|_([A-Za-z0-9.-][A-Za-z0-9._-]*)?|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)$"
+    )]
     pub name: String,
     /// Number of partitions, fixed at creation (default 1).
+    #[schema(minimum = 1, maximum = 256)]
     pub partitions: Option<u32>,
     /// Delete whole segments whose newest message is older than this (at least 60000);
     /// absent keeps messages forever.
+    #[schema(minimum = 60000)]
     pub retention_ms: Option<u64>,
     /// Delete the oldest segments while a partition is larger than this; absent: no cap.
+    #[schema(minimum = 1)]
     pub retention_bytes: Option<u64>,
     /// Largest message value accepted, in bytes (default 1 MiB, at most 16 MiB).
+    #[schema(minimum = 1, maximum = 16777216)]
     pub max_message_bytes: Option<usize>,
     /// Copies of each partition (a single node keeps 1).
+    #[schema(minimum = 1, maximum = 1)]
     pub replication_factor: Option<u32>,
     /// Produce rate limits, counted per message and per value byte (default: none).
     pub rate_limit: Option<RateLimitBody>,
     /// How long a client message `id` is remembered for deduplication, 0 to 604800000
     /// milliseconds (7 days; default 600000, 10 minutes; 0 turns deduplication off).
+    #[schema(minimum = 0, maximum = 604800000)]
     pub dedup_window_ms: Option<u64>,
 }
 
@@ -44,8 +55,10 @@ pub struct CreateTopicRequest {
 #[serde(deny_unknown_fields)]
 pub struct RateLimitBody {
     /// Messages per second (a batch of n counts n).
+    #[schema(minimum = 1)]
     pub messages_per_second: Option<u32>,
     /// Message value bytes per second.
+    #[schema(minimum = 1)]
     pub bytes_per_second: Option<u64>,
 }
 
@@ -73,17 +86,19 @@ impl From<RateLimit> for RateLimitBody {
 pub struct PatchTopicRequest {
     /// New retention by age; `null` keeps messages forever.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 60000)]
     pub retention_ms: Option<Option<u64>>,
     /// New retention by size; `null` removes the cap.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>)]
+    #[schema(value_type = Option<u64>, minimum = 1)]
     pub retention_bytes: Option<Option<u64>>,
     /// New largest message value, in bytes.
+    #[schema(minimum = 1, maximum = 16777216)]
     pub max_message_bytes: Option<usize>,
     /// New rate limits, replacing the old ones whole (`{}` removes every limit).
     pub rate_limit: Option<RateLimitBody>,
     /// New deduplication window for client message ids, 0 to 604800000 milliseconds.
+    #[schema(minimum = 0, maximum = 604800000)]
     pub dedup_window_ms: Option<u64>,
 }
 
