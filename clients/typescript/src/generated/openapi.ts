@@ -543,7 +543,7 @@ export interface components {
         };
         /** @description A subscription to create. */
         CreateSubscriptionRequest: {
-            /** @description Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`. */
+            /** @description Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`. */
             name: string;
             start?: null | components["schemas"]["Start"];
             /**
@@ -568,7 +568,7 @@ export interface components {
         };
         /** @description A topic to create. */
         CreateTopicRequest: {
-            /** @description Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`. */
+            /** @description Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`. */
             name: string;
             /**
              * Format: int32
@@ -672,7 +672,8 @@ export interface components {
             receipts: string[];
             /**
              * Format: int64
-             * @description Redeliver after this many milliseconds; `null` uses the retry backoff.
+             * @description Redeliver after this many milliseconds, 0 to 86400000 (one day); `null` uses the retry
+             *     backoff.
              */
             delay_ms?: number | null;
             /**
@@ -784,9 +785,12 @@ export interface components {
             value?: string | null;
             /** @description A binary payload, standard base64. */
             value_base64?: string | null;
-            /** @description Partitioning key: messages with the same key go to the same partition. */
+            /** @description Partitioning key, 1 to 4096 bytes: messages with the same key go to the same partition. */
             key?: string | null;
-            /** @description Application headers. */
+            /**
+             * @description Application headers: at most 64, with at most 16384 bytes of names and values in all;
+             *     names not empty.
+             */
             headers?: {
                 [key: string]: string;
             } | null;
@@ -889,9 +893,9 @@ export interface components {
              */
             ack_timeout_ms?: number | null;
             /**
-             * @description Retry-safe receive, 1 to 128 printable ASCII characters: a repeat with the same id
-             *     while the leases last returns the same messages with the same receipts, instead of
-             *     leasing new ones (SQS `ReceiveRequestAttemptId`).
+             * @description Retry-safe receive, 1 to 128 printable ASCII characters without spaces: a repeat with
+             *     the same id while the leases last returns the same messages with the same receipts,
+             *     instead of leasing new ones (SQS `ReceiveRequestAttemptId`).
              */
             attempt_id?: string | null;
         };
@@ -959,7 +963,7 @@ export interface components {
         RetryRequest: {
             /**
              * Format: int64
-             * @description Pause after the first failed delivery (default 1000).
+             * @description Pause after the first failed delivery (default 1000, at most `max_backoff_ms`).
              */
             initial_backoff_ms?: number | null;
             /**
@@ -1812,7 +1816,7 @@ export interface operations {
             query?: {
                 /** @description When the reply is sent: `none` (202), `leader` (default) or `all`. */
                 ack?: "none" | "leader" | "all";
-                /** @description Raw bodies only: the message's partitioning key. */
+                /** @description Raw bodies only: the message's partitioning key, 1 to 4096 bytes. */
                 key?: string;
                 /** @description Raw bodies only: comma-separated tags, e.g. `a,b`. */
                 tags?: string;

@@ -22,7 +22,7 @@ class CreateSubscriptionRequest:
     """A subscription to create.
 
     Attributes:
-        name (str): Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+        name (str): Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
         start (None | Start | Unset):
         ack_timeout_ms (int | None | Unset): Lease of a received message, 1000 to 43200000 (default 30000).
         retry (None | RetryRequest | Unset):

@@ -19,7 +19,7 @@ class CreateTopicRequest:
     """A topic to create.
 
     Attributes:
-        name (str): Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`.
+        name (str): Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`.
         partitions (int | None | Unset): Number of partitions, fixed at creation (default 1).
         retention_ms (int | None | Unset): Delete whole segments whose newest message is older than this (at least
             60000);

@@ -16,7 +16,9 @@ class NackRequest:
 
     Attributes:
         receipts (list[str]): 1 to 1000 receipts.
-        delay_ms (int | None | Unset): Redeliver after this many milliseconds; `null` uses the retry backoff.
+        delay_ms (int | None | Unset): Redeliver after this many milliseconds, 0 to 86400000 (one day); `null` uses the
+            retry
+            backoff.
         error (None | str | Unset): Why processing failed (kept to its first 1024 characters): should this turn the
             message into a dead letter, it carries the text in its `wharf-dlq-error` header.
     """

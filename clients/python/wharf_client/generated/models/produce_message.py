@@ -22,8 +22,11 @@ class ProduceMessage:
         Attributes:
             value (None | str | Unset): A text payload.
             value_base64 (None | str | Unset): A binary payload, standard base64.
-            key (None | str | Unset): Partitioning key: messages with the same key go to the same partition.
-            headers (None | ProduceMessageHeadersType0 | Unset): Application headers.
+            key (None | str | Unset): Partitioning key, 1 to 4096 bytes: messages with the same key go to the same
+                partition.
+            headers (None | ProduceMessageHeadersType0 | Unset): Application headers: at most 64, with at most 16384 bytes
+                of names and values in all;
+                names not empty.
             tags (list[str] | None | Unset): Tags, for subscription filters: at most 32, each 1 to 200 characters of
                 `A-Z a-z 0-9 . _ - : /`.
             id (None | str | Unset): Client-chosen idempotency id, 1 to 200 printable ASCII characters without spaces or

@@ -11,7 +11,10 @@ T = TypeVar("T", bound="ProduceMessageHeadersType0")
 
 @_attrs_define
 class ProduceMessageHeadersType0:
-    """Application headers."""
+    """Application headers: at most 64, with at most 16384 bytes of names and values in all;
+    names not empty.
+
+    """
 
     additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
 

@@ -19,10 +19,10 @@ class ReceiveBody:
         wait_ms (int | None | Unset): Long-poll for at most this many milliseconds, 0 to 60000 (default 20000).
         ack_timeout_ms (int | None | Unset): Lease for these messages, 1000 to 43200000; `null` takes the
             subscription's.
-        attempt_id (None | str | Unset): Retry-safe receive, 1 to 128 printable ASCII characters: a repeat with the same
-            id
-            while the leases last returns the same messages with the same receipts, instead of
-            leasing new ones (SQS `ReceiveRequestAttemptId`).
+        attempt_id (None | str | Unset): Retry-safe receive, 1 to 128 printable ASCII characters without spaces: a
+            repeat with
+            the same id while the leases last returns the same messages with the same receipts,
+            instead of leasing new ones (SQS `ReceiveRequestAttemptId`).
     """
 
     max_messages: int | None | Unset = UNSET

@@ -15,7 +15,8 @@ class RetryRequest:
     """Backoff between redeliveries; absent fields take their defaults.
 
     Attributes:
-        initial_backoff_ms (int | None | Unset): Pause after the first failed delivery (default 1000).
+        initial_backoff_ms (int | None | Unset): Pause after the first failed delivery (default 1000, at most
+            `max_backoff_ms`).
         max_backoff_ms (int | None | Unset): Longest pause (default 600000, at most one day).
         multiplier (float | None | Unset): Growth per failed delivery, 1.0 to 10.0 (default 2.0).
     """
