@@ -12,7 +12,7 @@ const TOPIC: &str = "t";
 const YEAR_MS: u64 = 365 * 24 * 60 * 60 * 1000;
 const WEEK_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
-async fn expect_problem(response: Response, status: u16, code: &str, what: &str) {
+async fn expect_problem(response: Response, status: u16, code: &str, what: &str) -> Value {
     let content_type = response
         .headers()
         .get("content-type")
@@ -25,6 +25,7 @@ async fn expect_problem(response: Response, status: u16, code: &str, what: &str)
     let problem: Value = serde_json::from_str(&body).expect("problem JSON");
     assert_eq!(problem["code"], code, "{what}: {problem}");
     assert_eq!(problem["status"], status, "{what}: {problem}");
+    problem
 }
 
 async fn send(request: RequestBuilder) -> Response {
@@ -223,9 +224,18 @@ async fn bad_attempt_ids_nacks_redrives_streams_and_topic_windows_are_refused() 
     let response = node.post_json(&format!("{sub}/nack"), &nack).await;
     expect_problem(response, 400, "invalid_request", "nack error").await;
 
+    // A zero is refused naming the field that was zero.
+    for field in ["max_messages", "messages_per_second"] {
+        let body = json!({ field: 0 });
+        let response = node.post_json(&format!("{sub}/redrive"), &body).await;
+        let problem = expect_problem(response, 400, "invalid_request", &body.to_string()).await;
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains(&format!("invalid {field}:")),
+            "{field}: {problem}"
+        );
+    }
     for body in [
-        json!({ "max_messages": 0 }),
-        json!({ "messages_per_second": 0 }),
         json!({ "max_messages": -1 }),
         json!({ "max_messages": 1, "extra": true }),
     ] {

@@ -132,10 +132,13 @@ impl Broker {
         self.check_running()?;
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
-        if per_second == Some(0) || max_messages == Some(0) {
+        if max_messages == Some(0) {
+            return Err(BrokerError::invalid("max_messages", "must be positive"));
+        }
+        if per_second == Some(0) {
             return Err(BrokerError::invalid(
                 "messages_per_second",
-                "max_messages and messages_per_second must be positive",
+                "must be positive",
             ));
         }
         let Ok(dlq) = self.topic(&sub.config.dead_letter_topic) else {
