@@ -24,10 +24,13 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderName, header};
 
 use crate::config::EdgeSettings;
 use crate::problem::ApiError;
+
+/// Where a browser says how the page that caused a request relates to its target.
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// Checks a request's headers against the rules of the module docs. `anonymous`: the server
 /// has no verification keys.
@@ -56,7 +59,7 @@ pub fn admit(
                 origin: origin.to_owned(),
             });
         }
-    } else if let Some(site) = headers.get("sec-fetch-site")
+    } else if let Some(site) = headers.get(SEC_FETCH_SITE)
         && matches!(site.as_bytes(), b"cross-site" | b"same-site")
     {
         return Err(ApiError::OriginNotAllowed {
