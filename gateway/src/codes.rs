@@ -59,6 +59,12 @@ pub const METHOD_NOT_ALLOWED: Code = Code::new("method_not_allowed", "Method not
 pub const UNAUTHORIZED: Code = Code::new("unauthorized", "Unauthorized");
 /// The token is valid but its `scope` grants lack the action on the topic.
 pub const FORBIDDEN: Code = Code::new("forbidden", "Forbidden");
+/// The server serves without authentication and the request's `Host` is not a loopback
+/// name, an IP address or a name in `allowed_hosts` (a DNS-rebinding defence).
+pub const HOST_NOT_ALLOWED: Code = Code::new("host_not_allowed", "Host not allowed");
+/// A browser sent the request for a web page of another origin (its `Origin` is not the
+/// server's own nor in `allowed_origins`, or `Sec-Fetch-Site` says cross-site without one).
+pub const ORIGIN_NOT_ALLOWED: Code = Code::new("origin_not_allowed", "Origin not allowed");
 /// A topic's or the client's rate limit is spent; retry after `Retry-After` seconds.
 pub const RATE_LIMITED: Code = Code::new("rate_limited", "Rate limited");
 /// The request (or its body) took longer than the server allows.
@@ -87,6 +93,8 @@ pub const ALL: &[Code] = &[
     INTERNAL_ERROR,
     UNAUTHORIZED,
     FORBIDDEN,
+    HOST_NOT_ALLOWED,
+    ORIGIN_NOT_ALLOWED,
     RATE_LIMITED,
     REQUEST_TIMEOUT,
 ];

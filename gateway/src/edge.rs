@@ -1,4 +1,6 @@
 //! The edge: one middleware every request passes before its handler. In order it
+//! 0. refuses requests that web pages make browsers send ([`crate::browser_guard`]: `Host`
+//!    against DNS rebinding when anonymous, `Origin`; 403), on every route;
 //! 1. looks the route up in the [`policy`] table;
 //! 2. authenticates the bearer token into a [`Principal`] (401), unless the route is open;
 //! 3. applies the principal's request rate (429), keyed by subject, or by client address for
@@ -33,6 +35,7 @@ use http_body_util::BodyExt;
 use crate::app::AppState;
 use crate::auth::policy::{self, Load, Rule};
 use crate::auth::{Action, Authenticator, Principal};
+use crate::browser_guard;
 use crate::client_addr::client_address;
 use crate::config::EdgeSettings;
 use crate::limits::{CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS};
@@ -193,6 +196,7 @@ async fn admit(
     body: &mut RequestBody,
 ) -> Result<(Request, Held, Option<Duration>), ApiError> {
     let edge = &state.edge;
+    browser_guard::admit(&parts.headers, &edge.settings, !edge.auth.enabled())?;
     let access = policy::classify(&parts.method, parts.uri.path());
     if access.rule == Rule::Docs && !edge.settings.expose_docs {
         return Err(ApiError::RouteNotFound {

@@ -16,7 +16,8 @@
 //! - [`auth`]: bearer JWTs → [`auth::Principal`], scope grants, and the ONE route → access
 //!   table ([`auth::policy`]); [`edge`]: the middleware that applies it with the rate limits
 //!   ([`rate_limit`]), budgets and timeouts of [`limits`]; [`client_addr`]: peer vs
-//!   `X-Forwarded-For`.
+//!   `X-Forwarded-For`; [`browser_guard`]: the edge's first check, which refuses requests
+//!   that web pages make browsers send (`Host` against DNS rebinding, `Origin`).
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -37,6 +38,7 @@
 pub mod accept;
 pub mod app;
 pub mod auth;
+pub mod browser_guard;
 pub mod cli;
 pub mod client_addr;
 pub mod codes;

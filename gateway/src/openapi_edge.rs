@@ -1,6 +1,7 @@
 //! What the edge adds to every operation of the OpenAPI document: the `bearer` (JWT)
 //! security scheme, required on every route but the probes (and, when so configured, the
-//! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, 408
+//! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, and on every
+//! operation 403 `host_not_allowed`/`origin_not_allowed` ([`crate::browser_guard`]), 408
 //! `request_timeout`, 413 `message_too_large` (operations with a body), 429 `rate_limited`,
 //! 503 `overloaded`. Applied after the routes are collected, so new routes get it too. A
 //! response an operation documents itself is kept.
@@ -27,6 +28,17 @@ fn problem(description: &str) -> RefOr<Response> {
             .build(),
     )
 }
+
+/// The 403 of the browser guard, which every operation can answer.
+const BROWSER_GUARD: &str = "A browser request for a page of another origin \
+    (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback \
+    name, an IP address or in `allowed_hosts` (`host_not_allowed`)";
+
+/// The 403 of an operation on a topic.
+const FORBIDDEN_OR_BROWSER_GUARD: &str = "The token's scope lacks the grant on the topic \
+    (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), \
+    or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or \
+    in `allowed_hosts` (`host_not_allowed`)";
 
 /// Adds the scheme, the requirement and the edge's responses to `document`.
 pub fn document_edge(document: &mut OpenApi) {
@@ -55,6 +67,19 @@ pub fn document_edge(document: &mut OpenApi) {
             let Some(operation) = operation else { continue };
             let method = axum::http::Method::from_bytes(method.as_bytes()).unwrap_or_default();
             let rule = classify(&method, path).rule;
+            let forbidden = if matches!(
+                rule,
+                Rule::Public | Rule::Docs | Rule::Metrics | Rule::Authenticated
+            ) {
+                BROWSER_GUARD
+            } else {
+                FORBIDDEN_OR_BROWSER_GUARD
+            };
+            operation
+                .responses
+                .responses
+                .entry("403".to_owned())
+                .or_insert_with(|| problem(forbidden));
             if rule == Rule::Public {
                 continue;
             }
@@ -70,12 +95,6 @@ pub fn document_edge(document: &mut OpenApi) {
                 "401",
                 "No valid bearer token (`unauthorized`); see `WWW-Authenticate`",
             );
-            if !matches!(rule, Rule::Docs | Rule::Metrics | Rule::Authenticated) {
-                add(
-                    "403",
-                    "The token's scope lacks the grant on the topic (`forbidden`)",
-                );
-            }
             add(
                 "408",
                 "The body did not arrive within `body_read_timeout_ms`, or no answer within \

@@ -80,6 +80,25 @@ pub enum ApiError {
         /// The topic it is needed on.
         topic: String,
     },
+    /// An anonymous server was addressed by a `Host` it does not answer to.
+    #[error(
+        "this server serves without authentication and answers only to a loopback name, an IP \
+         address or a name in allowed_hosts, not to Host {host:?} (a defence against DNS \
+         rebinding)"
+    )]
+    HostNotAllowed {
+        /// The `Host` header.
+        host: String,
+    },
+    /// A browser sent the request for a page of another origin.
+    #[error(
+        "requests from web pages of origin {origin:?} are refused: it is neither this server's \
+         own origin nor in allowed_origins"
+    )]
+    OriginNotAllowed {
+        /// The `Origin` header, or what stood for it.
+        origin: String,
+    },
     /// A rate limit is spent.
     #[error(transparent)]
     RateLimited(#[from] RateLimited),
@@ -136,6 +155,8 @@ impl ApiError {
             ApiError::Draining => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, codes::UNAUTHORIZED),
             ApiError::Forbidden { .. } => (StatusCode::FORBIDDEN, codes::FORBIDDEN),
+            ApiError::HostNotAllowed { .. } => (StatusCode::FORBIDDEN, codes::HOST_NOT_ALLOWED),
+            ApiError::OriginNotAllowed { .. } => (StatusCode::FORBIDDEN, codes::ORIGIN_NOT_ALLOWED),
             ApiError::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, codes::RATE_LIMITED),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED),
             ApiError::RequestTimeout { .. } => {

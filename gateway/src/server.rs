@@ -51,8 +51,12 @@ pub async fn serve(
     let address = listener.local_addr()?;
     let auth = if settings.auth().enabled() {
         format!("auth keys: {}", settings.auth().keys().describe())
-    } else {
+    } else if settings.edge().check_host {
         "auth OFF (no keys configured)".to_owned()
+    } else {
+        "auth OFF (no keys configured), Host not checked (set allowed_hosts against DNS \
+         rebinding)"
+            .to_owned()
     };
     tracing::info!(
         "wharf listening on http://{address}, data in {}, {auth}",

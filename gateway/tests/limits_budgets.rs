@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 async fn hold_produce(address: std::net::SocketAddr, length: usize) -> TcpStream {
     let mut stream = TcpStream::connect(address).await.expect("connect");
     let head = format!(
-        "POST /v1/topics/t/messages HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: {length}\r\n\r\n"
+        "POST /v1/topics/t/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: {length}\r\n\r\n"
     );
     stream.write_all(head.as_bytes()).await.expect("write");
     stream
@@ -164,7 +164,7 @@ async fn raw_and_json_produce_bodies_are_limited_on_both_sides() {
     expect_problem(raw(1025).await.expect("r"), 413, "message_too_large").await;
     let address = harness.server.address();
     let chunked = format!(
-        "POST /v1/topics/t/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+        "POST /v1/topics/t/messages HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n",
         1100,
         "y".repeat(1100)
     );

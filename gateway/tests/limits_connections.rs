@@ -27,7 +27,7 @@ async fn slowloris_connections_are_closed_at_the_header_timeout_while_others_are
         let stream = TcpStream::connect(address).await.expect("connect");
         slow.push(tokio::spawn(async move {
             let mut stream = stream;
-            let head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+            let head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ";
             for byte in head.iter().cycle() {
                 if stream.write_all(&[*byte]).await.is_err() {
                     break;
@@ -62,7 +62,8 @@ async fn slowloris_connections_are_closed_at_the_header_timeout_while_others_are
 }
 
 fn request_with_headers(count: usize, value_bytes: usize) -> Vec<u8> {
-    let mut request = String::from("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    let mut request =
+        String::from("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
     for n in 0..count.saturating_sub(2) {
         request.push_str(&format!("X-H{n}: {}\r\n", "v".repeat(value_bytes)));
     }
@@ -96,7 +97,8 @@ async fn header_count_and_size_are_checked_on_both_sides() {
     let sized = |total: usize| {
         let base = request_with_headers(2, 0).len();
         let line = "X-Big: \r\n".len();
-        let mut request = String::from("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+        let mut request =
+            String::from("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
         request.push_str(&format!(
             "X-Big: {}\r\n\r\n",
             "v".repeat(total - base - line)
@@ -122,7 +124,7 @@ async fn connections_past_the_cap_get_503_at_once() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let reply = raw_exchange(
         address,
-        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n",
         Duration::from_secs(2),
     )
     .await;
@@ -136,7 +138,7 @@ async fn connections_past_the_cap_get_503_at_once() {
     loop {
         let reply = raw_exchange(
             address,
-            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
             Duration::from_secs(2),
         )
         .await;
@@ -162,7 +164,7 @@ async fn a_body_slower_than_the_body_timeout_gets_408_and_a_prompt_one_succeeds(
     .await;
     harness.create_topic(serde_json::json!({"name": "t"})).await;
     let address = harness.server.address();
-    let head = "POST /v1/topics/t/messages HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n";
+    let head = "POST /v1/topics/t/messages HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n";
     let started = Instant::now();
     let slow = raw_exchange(
         address,

@@ -375,7 +375,7 @@ async fn consumers_that_never_read_are_cut_off_and_their_messages_go_to_others()
             .expect("a small receive buffer");
         let mut stream = socket.connect(address).await.expect("connect");
         let request = format!(
-            "POST /v1/topics/big/subscriptions/s{i}/receive HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            "POST /v1/topics/big/subscriptions/s{i}/receive HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             body.len()
         );
         stream.write_all(request.as_bytes()).await.expect("send");

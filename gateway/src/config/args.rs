@@ -101,4 +101,34 @@ mod tests {
         assert_eq!(settings.edge().principal_requests_per_second, 5);
         assert!(settings.edge().docs_public);
     }
+
+    #[test]
+    fn allowed_hosts_and_origins_are_toml_arrays_or_comma_separated_text() {
+        let config = file(
+            "allowed_hosts = [\"Wharf.Internal.\", \"dev.test\"]\n\
+             allowed_origins = \"https://app.example:443, http://localhost:3000\"\n",
+        );
+        let settings = ServeArgs {
+            config: Some(config.path().to_owned()),
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect("valid");
+        assert_eq!(
+            settings.edge().allowed_hosts,
+            ["wharf.internal", "dev.test"]
+        );
+        assert_eq!(
+            settings.edge().allowed_origins,
+            ["https://app.example", "http://localhost:3000"]
+        );
+        let bad = file("allowed_origins = [\"null\"]\n");
+        let error = ServeArgs {
+            config: Some(bad.path().to_owned()),
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect_err("null is not an origin to allow");
+        assert!(error.to_string().contains("allowed_origins"), "{error}");
+    }
 }

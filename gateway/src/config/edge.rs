@@ -8,6 +8,7 @@ use super::edge_args::EdgeRaw;
 use super::error::{ConfigError, invalid};
 use super::values::{boolean, ranged};
 use crate::auth::{Authenticator, DEFAULT_KID, KeySet, KeySpec, keys};
+use crate::browser_guard;
 use crate::client_addr::IpRange;
 use crate::limits::*;
 
@@ -43,6 +44,15 @@ pub struct EdgeSettings {
     pub rate_limit_burst_ms: u64,
     /// Proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
+    /// Host names an anonymous server answers to besides IP literals and `localhost`
+    /// (normalized by [`browser_guard::parse_host`]).
+    pub allowed_hosts: Vec<String>,
+    /// Whether an anonymous server checks `Host`: listening on loopback, or `allowed_hosts`
+    /// given (set by [`crate::config::RawSettings::freeze`], which knows the address).
+    pub check_host: bool,
+    /// Origins whose browser requests are accepted besides the server's own (normalized by
+    /// [`browser_guard::parse_origin`]).
+    pub allowed_origins: Vec<String>,
     /// Serve /docs and /openapi.json at all.
     pub expose_docs: bool,
     /// /docs and /openapi.json without a token.
@@ -69,6 +79,9 @@ impl Default for EdgeSettings {
             principal_requests_per_second: DEFAULT_PRINCIPAL_REQUESTS_PER_SECOND,
             rate_limit_burst_ms: DEFAULT_RATE_LIMIT_BURST_MS,
             trusted_proxies: Vec::new(),
+            allowed_hosts: Vec::new(),
+            check_host: true,
+            allowed_origins: Vec::new(),
             expose_docs: true,
             docs_public: false,
             metrics_public: false,
@@ -122,6 +135,16 @@ pub(super) fn freeze_edge(
                 .map_err(|reason: String| invalid("trusted_proxies", entry, reason))
         })
         .collect::<Result<Vec<IpRange>, _>>()?;
+    let allowed_hosts = list(
+        "allowed_hosts",
+        raw.allowed_hosts,
+        browser_guard::parse_host,
+    )?;
+    let allowed_origins = list(
+        "allowed_origins",
+        raw.allowed_origins,
+        browser_guard::parse_origin,
+    )?;
     let keepalive = ranged(
         "tcp_keepalive_secs",
         raw.tcp_keepalive_secs,
@@ -217,11 +240,28 @@ pub(super) fn freeze_edge(
             10..=60_000,
         )?,
         trusted_proxies,
+        check_host: true,
+        allowed_hosts,
+        allowed_origins,
         expose_docs: boolean("expose_docs", raw.expose_docs, true)?,
         docs_public: boolean("docs_public", raw.docs_public, false)?,
         metrics_public: boolean("metrics_public", raw.metrics_public, false)?,
     };
     Ok((auth, edge))
+}
+
+/// A comma-separated list setting, each entry parsed by `parse` (empty entries skipped).
+fn list(
+    setting: &'static str,
+    text: Option<String>,
+    parse: fn(&str) -> Result<String, String>,
+) -> Result<Vec<String>, ConfigError> {
+    text.unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| parse(entry).map_err(|reason| invalid(setting, entry, reason)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -53,6 +53,12 @@ edge_settings! {
     docs_public => "WHARF_DOCS_PUBLIC",
     /// /metrics without a token: true or false [default: false].
     metrics_public => "WHARF_METRICS_PUBLIC",
+    /// Host names an anonymous server answers to besides IP addresses and localhost:
+    /// comma-separated [default: none].
+    allowed_hosts => "WHARF_ALLOWED_HOSTS",
+    /// Origins of web pages whose browser requests are accepted besides the server's own:
+    /// comma-separated, e.g. https://app.example:3000 [default: none].
+    allowed_origins => "WHARF_ALLOWED_ORIGINS",
     /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs [default: none].
     trusted_proxies => "WHARF_TRUSTED_PROXIES",
     /// Requests per second per principal; 0 (the default) is unlimited.

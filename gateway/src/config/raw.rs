@@ -88,10 +88,11 @@ impl RawSettings {
                 ),
             ));
         }
-        let (auth, edge) = freeze_edge(self.edge, self.auth_keys)?;
+        let (auth, mut edge) = freeze_edge(self.edge, self.auth_keys)?;
         if !auth.enabled() && !listen.ip().is_loopback() && !self.allow_anonymous {
             return Err(ConfigError::AnonymousOnNetwork { listen });
         }
+        edge.check_host = listen.ip().is_loopback() || !edge.allowed_hosts.is_empty();
         Ok(Settings {
             listen,
             data_dir,
@@ -176,5 +177,28 @@ mod tests {
             ..RawSettings::default()
         };
         assert!(with_key.freeze().is_ok());
+    }
+
+    #[test]
+    fn an_anonymous_network_server_checks_host_only_once_allowed_hosts_is_given() {
+        let anonymous = |listen: &str, hosts: Option<&str>| {
+            RawSettings {
+                listen: Some(listen.into()),
+                allow_anonymous: true,
+                edge: EdgeRaw {
+                    allowed_hosts: hosts.map(str::to_owned),
+                    ..EdgeRaw::default()
+                },
+                ..RawSettings::default()
+            }
+            .freeze()
+            .expect("valid")
+            .edge()
+            .check_host
+        };
+        assert!(anonymous("127.0.0.1:8080", None));
+        assert!(anonymous("[::1]:8080", None));
+        assert!(!anonymous("0.0.0.0:8080", None));
+        assert!(anonymous("0.0.0.0:8080", Some("wharf.internal")));
     }
 }
