@@ -1200,6 +1200,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
             408: {
                 headers: {
@@ -1247,6 +1256,15 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     metrics: {
@@ -1269,6 +1287,15 @@ export interface operations {
             };
             /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1332,6 +1359,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
             408: {
                 headers: {
@@ -1379,6 +1415,15 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server is shutting down */
             503: {
                 headers: {
@@ -1410,6 +1455,15 @@ export interface operations {
             };
             /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1486,7 +1540,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1581,7 +1635,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1656,7 +1710,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1746,7 +1800,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1883,7 +1937,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1990,7 +2044,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2088,7 +2142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2165,7 +2219,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2255,7 +2309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2361,7 +2415,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2438,7 +2492,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2530,7 +2584,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2640,7 +2694,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2750,7 +2804,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2860,7 +2914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2970,7 +3024,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3080,7 +3134,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3196,7 +3250,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's scope lacks the grant on the topic (`forbidden`) */
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
                 headers: {
                     [name: string]: unknown;

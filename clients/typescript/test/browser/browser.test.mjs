@@ -33,11 +33,15 @@ let profile;
 let context;
 const proxied = []; // "METHOD path status" of each proxied request, for a failure's message
 
-/** Pipes one request to `target` (a wharf URL) and the answer back, chunk by chunk (SSE too). */
+/**
+ * Pipes one request to `target` (a wharf URL) and the answer back, chunk by chunk (SSE too).
+ * The browser's `Host` goes through unchanged, as Wharf's README asks of a proxy in front: with
+ * it, the page's `Origin` is Wharf's own and its browser guard lets the request in.
+ */
 function proxy(req, res, target, path) {
   const url = new URL(target);
   const up = httpRequest(
-    { host: url.hostname, port: url.port, method: req.method, path, headers: { ...req.headers, host: url.host } },
+    { host: url.hostname, port: url.port, method: req.method, path, headers: { ...req.headers } },
     (upRes) => {
       proxied.push(`${req.method} ${path} ${upRes.statusCode}`);
       res.writeHead(upRes.statusCode, upRes.headers);
