@@ -12,7 +12,7 @@ use std::time::Duration;
 use broker_core::broker::{AckMode, Delay, NewMessage, Produced, ReceiveRequest};
 use broker_core::config::FsyncPolicy;
 use broker_core::{Broker, BrokerConfig, dedup, schedule};
-use broker_support::{create_subscription, create_topic};
+use broker_support::{create_subscription, create_topic, open_metadata};
 
 async fn open(dir: &Path) -> Arc<Broker> {
     broker_support::open(dir, FsyncPolicy::Always).await
@@ -33,7 +33,7 @@ async fn restart_without_derived_tables(dir: &Path, broker: Arc<Broker>) -> Arc<
     broker.shutdown().await;
     drop(broker);
     {
-        let db = sled::open(dir.join("meta")).expect("sled");
+        let db = open_metadata(dir).await;
         for name in [schedule::tree_name(uid), dedup::tree_name(uid)] {
             let tree = db.open_tree(name).expect("tree");
             assert!(!tree.is_empty(), "the applier wrote the tree");

@@ -102,14 +102,14 @@ async fn restart_without_checkpoint(dir: &Path, broker: Arc<Broker>) -> Arc<Brok
         .uid;
     broker.shutdown().await;
     drop(broker);
-    forget_the_checkpoint(dir, uid);
+    forget_the_checkpoint(dir, uid).await;
     open(dir, FsyncPolicy::Always).await
 }
 
 /// Replaces the subscription's checkpoint by the one it had when it was created: a fresh table
 /// at offset 0 covering nothing of the log, so all its state must come from the log.
-fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
-    let db = sled::open(dir.join("meta")).expect("sled");
+async fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
+    let db = broker_support::open_metadata(dir).await;
     let tree = db.open_tree(tree_name(subscription_uid)).expect("tree");
     tree.clear().expect("clear");
     let store = SubscriptionStore::new(tree);

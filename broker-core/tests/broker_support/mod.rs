@@ -33,6 +33,22 @@ pub async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
     }
 }
 
+/// Opens the sled store of a broker's folder directly (a test that edits it between runs),
+/// retrying for up to 10 s while the shut-down broker's last background tasks let go of it.
+pub async fn open_metadata(dir: &Path) -> sled::Db {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match sled::open(dir.join("meta")) {
+            Ok(db) => return db,
+            Err(error) if Instant::now() < deadline => {
+                eprintln!("retrying the metadata open: {error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("sled: {error}"),
+        }
+    }
+}
+
 /// Creates the topic `t` with `partitions` partitions.
 pub async fn create_topic(broker: &Broker, partitions: u32) {
     broker
