@@ -36,6 +36,56 @@ pub fn owner(entry: &[u8]) -> Option<ControlOwner> {
     }
 }
 
+/// A control entry ended before one of its fields did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncated;
+
+/// Reads a control entry's fields in order, refusing any length past its end: the one reader
+/// of both event codecs, whose decode errors each take [`Truncated`] in.
+pub struct EntryReader<'a>(&'a [u8]);
+
+impl<'a> EntryReader<'a> {
+    /// A reader at the start of `entry`.
+    pub fn new(entry: &'a [u8]) -> Self {
+        EntryReader(entry)
+    }
+
+    /// The next `len` bytes.
+    pub fn take(&mut self, len: usize) -> Result<&'a [u8], Truncated> {
+        if len > self.0.len() {
+            return Err(Truncated);
+        }
+        let (head, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    /// The next `N` bytes, as an array.
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Truncated> {
+        self.take(N)?.try_into().map_err(|_| Truncated)
+    }
+
+    /// The next byte.
+    pub fn u8(&mut self) -> Result<u8, Truncated> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    /// The next little-endian `u32`.
+    pub fn u32(&mut self) -> Result<u32, Truncated> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    /// The next little-endian `u64`.
+    pub fn u64(&mut self) -> Result<u64, Truncated> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    /// Whether every byte has been read.
+    pub fn is_done(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

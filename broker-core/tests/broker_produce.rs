@@ -1,9 +1,10 @@
 //! Idempotent produce through the broker facade: ids produced concurrently or repeated.
 
+mod broker_support;
+
 use std::sync::Arc;
 
 use broker_core::broker::{AckMode, NewMessage, Produced};
-use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig};
 
 /// Concurrent producers in the tests below: enough to overlap on two cores.
@@ -15,14 +16,7 @@ async fn broker_with_topic(partitions: u32) -> (tempfile::TempDir, Arc<Broker>) 
     let broker = Broker::open(BrokerConfig::new(dir.path()))
         .await
         .expect("open");
-    broker
-        .create_topic(TopicSpec {
-            name: "t".into(),
-            partitions: Some(partitions),
-            ..TopicSpec::default()
-        })
-        .await
-        .expect("topic");
+    broker_support::create_topic(&broker, partitions).await;
     (dir, broker)
 }
 

@@ -15,6 +15,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::control::{EntryReader, Truncated};
 use crate::error::Result;
 use crate::message::Record;
 use crate::storage::codec;
@@ -87,7 +88,7 @@ impl ScheduleEvent {
 
     /// Decodes a control entry.
     pub fn decode(entry: &[u8]) -> Result<ScheduleEvent, ScheduleDecodeError> {
-        let mut input = Input(entry);
+        let mut input = EntryReader::new(entry);
         let kind = input.u8()?;
         let due_ms = input.u64()?;
         let seq = input.u64()?;
@@ -116,7 +117,7 @@ impl ScheduleEvent {
             }
             other => return Err(ScheduleDecodeError::UnknownKind(other)),
         };
-        if !input.0.is_empty() {
+        if !input.is_done() {
             return Err(ScheduleDecodeError::Malformed("bytes after the last field"));
         }
         Ok(event)
@@ -129,35 +130,9 @@ fn head(out: &mut BytesMut, kind: u8, due_ms: u64, seq: u64) {
     out.put_u64_le(seq);
 }
 
-/// Reads fields off an entry, refusing any length past its end.
-struct Input<'a>(&'a [u8]);
-
-impl<'a> Input<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], ScheduleDecodeError> {
-        if len > self.0.len() {
-            return Err(ScheduleDecodeError::Truncated);
-        }
-        let (head, rest) = self.0.split_at(len);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], ScheduleDecodeError> {
-        self.take(N)?
-            .try_into()
-            .map_err(|_| ScheduleDecodeError::Truncated)
-    }
-
-    fn u8(&mut self) -> Result<u8, ScheduleDecodeError> {
-        Ok(self.array::<1>()?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, ScheduleDecodeError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, ScheduleDecodeError> {
-        Ok(u64::from_le_bytes(self.array()?))
+impl From<Truncated> for ScheduleDecodeError {
+    fn from(_: Truncated) -> Self {
+        ScheduleDecodeError::Truncated
     }
 }
 

@@ -21,6 +21,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::MAX_ERROR_LEN;
+use crate::control::{EntryReader, Truncated};
 
 /// One durable change of a subscription's state on one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +184,7 @@ impl SubscriptionEvent {
 
     /// Decodes a control entry.
     pub fn decode(entry: &[u8]) -> Result<SubscriptionEvent, EventDecodeError> {
-        let mut input = Input(entry);
+        let mut input = EntryReader::new(entry);
         let kind = input.u8()?;
         let subscription = input.u64()?;
         let event = match kind {
@@ -196,14 +197,14 @@ impl SubscriptionEvent {
                 offset: input.u64()?,
                 attempts: input.u32()?,
                 due_ms: input.u64()?,
-                key_hash: input.key_hash()?,
-                error: input.error()?,
+                key_hash: key_hash(&mut input)?,
+                error: error(&mut input)?,
             },
             REDELIVERED => SubscriptionEvent::Redelivered {
                 subscription,
                 offset: input.u64()?,
                 attempts: input.u32()?,
-                key_hash: input.key_hash()?,
+                key_hash: key_hash(&mut input)?,
             },
             DEAD_LETTERED => SubscriptionEvent::DeadLettered {
                 subscription,
@@ -220,7 +221,7 @@ impl SubscriptionEvent {
             },
             other => return Err(EventDecodeError::UnknownKind(other)),
         };
-        if !input.0.is_empty() {
+        if !input.is_done() {
             return Err(EventDecodeError::Malformed("bytes after the last field"));
         }
         Ok(event)
@@ -252,63 +253,38 @@ fn put_key_hash(out: &mut BytesMut, key_hash: Option<u64>) {
     }
 }
 
-/// Reads fields off an entry, refusing any length past its end.
-struct Input<'a>(&'a [u8]);
-
-impl<'a> Input<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], EventDecodeError> {
-        if len > self.0.len() {
-            return Err(EventDecodeError::Truncated);
-        }
-        let (head, rest) = self.0.split_at(len);
-        self.0 = rest;
-        Ok(head)
+impl From<Truncated> for EventDecodeError {
+    fn from(_: Truncated) -> Self {
+        EventDecodeError::Truncated
     }
+}
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], EventDecodeError> {
-        self.take(N)?
-            .try_into()
-            .map_err(|_| EventDecodeError::Truncated)
+/// A presence flag: 0 or 1.
+fn present(input: &mut EntryReader<'_>) -> Result<bool, EventDecodeError> {
+    match input.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(EventDecodeError::Malformed("a presence flag is not 0 or 1")),
     }
+}
 
-    fn u8(&mut self) -> Result<u8, EventDecodeError> {
-        Ok(self.array::<1>()?[0])
-    }
+fn key_hash(input: &mut EntryReader<'_>) -> Result<Option<u64>, EventDecodeError> {
+    Ok(if present(input)? {
+        Some(input.u64()?)
+    } else {
+        None
+    })
+}
 
-    fn u32(&mut self) -> Result<u32, EventDecodeError> {
-        Ok(u32::from_le_bytes(self.array()?))
+fn error(input: &mut EntryReader<'_>) -> Result<Option<String>, EventDecodeError> {
+    if !present(input)? {
+        return Ok(None);
     }
-
-    fn u64(&mut self) -> Result<u64, EventDecodeError> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-
-    fn present(&mut self) -> Result<bool, EventDecodeError> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(EventDecodeError::Malformed("a presence flag is not 0 or 1")),
-        }
-    }
-
-    fn key_hash(&mut self) -> Result<Option<u64>, EventDecodeError> {
-        Ok(if self.present()? {
-            Some(self.u64()?)
-        } else {
-            None
-        })
-    }
-
-    fn error(&mut self) -> Result<Option<String>, EventDecodeError> {
-        if !self.present()? {
-            return Ok(None);
-        }
-        let len = usize::from(u16::from_le_bytes(self.array()?));
-        let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec())
-            .map(Some)
-            .map_err(|_| EventDecodeError::Malformed("the error text is not UTF-8"))
-    }
+    let len = usize::from(u16::from_le_bytes(input.array()?));
+    let bytes = input.take(len)?;
+    String::from_utf8(bytes.to_vec())
+        .map(Some)
+        .map_err(|_| EventDecodeError::Malformed("the error text is not UTF-8"))
 }
 
 #[cfg(test)]
