@@ -1,6 +1,6 @@
 //! The router: [`app`] wires the documented routes, the problem+json fallbacks for unknown
 //! routes and methods, and the middleware every response passes through (request id, tracing,
-//! body limit, request metrics ([`crate::metrics`]), and the [`edge`](crate::edge): auth, rate
+//! body limit, request metrics ([`crate::metrics`]), and the [`edge`]: auth, rate
 //! limits, budgets, timeouts). [`AppState`] is what handlers share.
 
 use std::sync::Arc;

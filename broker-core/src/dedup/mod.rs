@@ -124,7 +124,7 @@ impl DedupIndex {
     }
 
     /// Writes one round's first results of `partition`, one at a time
-    /// ([`crate::schedule::apply_in_order`]), and then the position they reach; then memory
+    /// (`schedule::apply_in_order`), and then the position they reach; then memory
     /// lets go of them. A crash in between leaves the old position: the stretch is applied
     /// again at the next start.
     pub fn apply(

@@ -218,8 +218,10 @@ impl DelayStore {
     }
 
     /// Up to `max` messages due at or before `now_ms`, earliest first, not hidden. Removes
-    /// nothing.
-    pub fn due(&self, now_ms: u64, max: usize) -> Result<Vec<Scheduled>> {
+    /// nothing. Only the tests look without claiming; the mover uses
+    /// [`DelayStore::claim_due`].
+    #[cfg(test)]
+    pub(crate) fn due(&self, now_ms: u64, max: usize) -> Result<Vec<Scheduled>> {
         let overlay = lock(&self.overlay);
         self.merged_due(&overlay, now_ms, max)
     }
@@ -262,10 +264,10 @@ impl DelayStore {
         Ok(found)
     }
 
-    /// [`DelayStore::due`], claiming the messages found for the mover: none of them can be
-    /// cancelled while the claim lasts. Each message is read and claimed under the lock a
-    /// cancel takes, so a message cancelled before is not found and one found is not
-    /// cancelled after. Finds nothing while memory holds [`MAX_UNAPPLIED_REMOVALS`].
+    /// Up to `max` messages due at or before `now_ms`, earliest first, not hidden, claimed for
+    /// the mover: none of them can be cancelled while the claim lasts. Each message is read
+    /// and claimed under the lock a cancel takes, so a message cancelled before is not found
+    /// and one found is not cancelled after. Finds nothing while memory holds [`MAX_UNAPPLIED_REMOVALS`].
     pub fn claim_due(&self, now_ms: u64, max: usize) -> Result<(Vec<Scheduled>, MoveClaim)> {
         let mut overlay = lock(&self.overlay);
         let (_, removals) = overlay.len();
@@ -303,7 +305,7 @@ impl DelayStore {
         read_position(&self.tree, partition)
     }
 
-    /// Writes one round's changes of `partition`, one at a time ([`apply_in_order`]), and then
+    /// Writes one round's changes of `partition`, one at a time (`apply_in_order`), and then
     /// the position they reach; then memory lets go of them.
     /// A crash in between leaves the old position: the stretch is applied again at the next
     /// start.

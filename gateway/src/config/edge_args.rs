@@ -57,7 +57,7 @@ edge_settings! {
     /// comma-separated [default: none].
     allowed_hosts => "WHARF_ALLOWED_HOSTS",
     /// Origins of web pages whose browser requests are accepted besides the server's own:
-    /// comma-separated, e.g. https://app.example:3000 [default: none].
+    /// comma-separated, e.g. `https://app.example:3000` [default: none].
     allowed_origins => "WHARF_ALLOWED_ORIGINS",
     /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs [default: none].
     trusted_proxies => "WHARF_TRUSTED_PROXIES",
