@@ -1,6 +1,9 @@
 //! Starting a broker on a data folder another run left behind.
 
+mod broker_support;
+
 use broker_core::{Broker, BrokerConfig, BrokerError};
+use broker_support::open_metadata;
 
 /// Opens a broker on `dir`, then shuts it down and lets go of the folder.
 async fn open_and_close(dir: &std::path::Path) {
@@ -13,7 +16,7 @@ async fn a_stored_receipt_key_of_the_wrong_size_stops_the_start_instead_of_being
     let dir = tempfile::tempdir().expect("dir");
     open_and_close(dir.path()).await;
     {
-        let db = sled::open(dir.path().join("meta")).expect("sled");
+        let db = open_metadata(dir.path()).await;
         let meta = db.open_tree("meta").expect("tree");
         meta.insert("receipt_key", &[7u8; 7][..]).expect("insert");
         db.flush().expect("flush");
@@ -36,14 +39,16 @@ async fn a_stored_receipt_key_of_the_wrong_size_stops_the_start_instead_of_being
 async fn a_stored_receipt_key_survives_a_restart() {
     let dir = tempfile::tempdir().expect("dir");
     open_and_close(dir.path()).await;
-    let read_key = || {
-        let db = sled::open(dir.path().join("meta")).expect("sled");
-        let key = db.open_tree("meta").expect("tree").get("receipt_key");
-        key.expect("get").expect("a key was made").to_vec()
-    };
-    let first = read_key();
+    let first = read_key(dir.path()).await;
 
     open_and_close(dir.path()).await;
 
-    assert_eq!(read_key(), first);
+    assert_eq!(read_key(dir.path()).await, first);
+}
+
+/// The receipt key the metadata store in `dir` holds.
+async fn read_key(dir: &std::path::Path) -> Vec<u8> {
+    let db = open_metadata(dir).await;
+    let key = db.open_tree("meta").expect("tree").get("receipt_key");
+    key.expect("get").expect("a key was made").to_vec()
 }

@@ -170,15 +170,40 @@ impl Metadata {
     }
 }
 
+/// How long an open waits for the metadata store's lock file. sled lets go of it from its
+/// own I/O threads once the last handle is dropped, a few milliseconds later: a broker
+/// reopened in the same process (an embedding app, the tests) found it still held. Another
+/// live process holding it still fails the open, after this wait.
+const METADATA_LOCK_WAIT_MS: u64 = 2_000;
+
+/// Opens the metadata store, waiting up to [`METADATA_LOCK_WAIT_MS`] for its lock.
+fn open_db(meta_dir: &std::path::Path) -> Result<sled::Db> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(METADATA_LOCK_WAIT_MS);
+    loop {
+        match sled::Config::new()
+            .path(meta_dir)
+            .cache_capacity(METADATA_CACHE_BYTES)
+            .open()
+        {
+            // sled reports a held lock only as text: "could not acquire lock on …".
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            opened => return Ok(opened?),
+        }
+    }
+}
+
 /// Opens the metadata store and every topic in it, with logs recovered and subscriptions
 /// loaded; removes what an interrupted delete left behind. Blocking.
 pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, Arc<Topic>>)> {
     let meta_dir = config.data_dir.join("meta");
     std::fs::create_dir_all(&meta_dir).map_err(|e| BrokerError::io(&meta_dir, e))?;
-    let db = sled::Config::new()
-        .path(&meta_dir)
-        .cache_capacity(METADATA_CACHE_BYTES)
-        .open()?;
+    let db = open_db(&meta_dir)?;
     let metadata = Metadata {
         meta: db.open_tree("meta")?,
         topics: db.open_tree("topics")?,
