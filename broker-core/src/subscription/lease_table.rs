@@ -54,7 +54,10 @@ pub struct LeaseTable {
     /// Offsets waiting to be appended to the dead-letter topic.
     dead_letters: BTreeSet<u64>,
     dirty_cursor: bool,
-    dirty_entries: BTreeSet<u64>,
+    /// Offsets whose entry changed since the last [`LeaseTable::take_changes`], each with
+    /// whether the store held an entry for it then. An offset not in here has its entry in the
+    /// store exactly when it has one in `entries`.
+    dirty_entries: BTreeMap<u64, bool>,
 }
 
 impl LeaseTable {
@@ -93,7 +96,7 @@ impl LeaseTable {
                 dropped.push(offset);
             }
         }
-        table.dirty_entries = dropped.into_iter().collect();
+        table.dirty_entries = dropped.into_iter().map(|offset| (offset, true)).collect();
         table.redeliver_lost();
         table.advance_floor();
         table.dirty_cursor = table.cursor != cursor;
@@ -373,9 +376,14 @@ impl LeaseTable {
     /// each changed range of settled offsets.
     pub fn take_changes(&mut self) -> TableChanges {
         let cursor = std::mem::take(&mut self.dirty_cursor).then_some(self.cursor);
+        // An entry made and removed between two checkpoints (most leases under a steady
+        // consumer) was never stored: removing it would cost the store a write for nothing.
         let entries = std::mem::take(&mut self.dirty_entries)
             .into_iter()
-            .map(|offset| (offset, self.entries.get(&offset).copied()))
+            .filter_map(|(offset, stored)| {
+                let now = self.entries.get(&offset).copied();
+                (stored || now.is_some()).then_some((offset, now))
+            })
             .collect();
         TableChanges {
             cursor,

@@ -36,9 +36,21 @@ impl FakeStore {
         }
         for (offset, entry) in changes.entries {
             match entry {
-                Some(entry) => self.entries.insert(offset, entry),
-                None => self.entries.remove(&offset),
+                Some(entry) => {
+                    self.entries.insert(offset, entry);
+                }
+                None => assert!(
+                    self.entries.remove(&offset).is_some(),
+                    "offset {offset}: a removal of an entry the store never held"
+                ),
             };
+        }
+        for (offset, entry) in &self.entries {
+            assert_eq!(
+                table.entry(*offset).as_ref(),
+                Some(entry),
+                "offset {offset}: the store's entry differs from the table's after a save"
+            );
         }
         for (start, end) in changes.settled {
             match end {

@@ -193,7 +193,9 @@ impl LeaseTable {
     }
 
     pub(super) fn put(&mut self, offset: u64, entry: Entry) {
-        if let Some(old) = self.entries.insert(offset, entry) {
+        let old = self.entries.insert(offset, entry);
+        self.dirty_entries.entry(offset).or_insert(old.is_some());
+        if let Some(old) = old {
             self.unindex(offset, &old);
         }
         if let Some(time) = entry.lease_deadline() {
@@ -208,14 +210,14 @@ impl LeaseTable {
         if entry.state == EntryState::DeadLettering {
             self.dead_letters.insert(offset);
         }
-        self.dirty_entries.insert(offset);
     }
 
     pub(super) fn remove(&mut self, offset: u64) {
-        if let Some(old) = self.entries.remove(&offset) {
+        let old = self.entries.remove(&offset);
+        self.dirty_entries.entry(offset).or_insert(old.is_some());
+        if let Some(old) = old {
             self.unindex(offset, &old);
         }
-        self.dirty_entries.insert(offset);
     }
 
     fn unindex(&mut self, offset: u64, entry: &Entry) {
