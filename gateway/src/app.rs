@@ -19,16 +19,29 @@ use crate::edge::{self, Edge};
 use crate::problem::ApiError;
 use crate::{metrics, openapi};
 
-/// What every handler shares: the broker, the HTTP limits, and the draining flag.
+/// What every handler shares: the broker, the HTTP limits, and the draining flag. One `Arc`
+/// (axum clones the state for every extractor of every request; its fields are reached
+/// through [`Shared`]).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// The fields of [`AppState`].
+pub struct Shared {
     /// The embedded broker.
     pub broker: Arc<Broker>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
     /// Auth, rate limits and budgets (see [`crate::edge`]).
     pub edge: Arc<Edge>,
-    draining: Arc<AtomicBool>,
+    draining: AtomicBool,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl AppState {
@@ -42,12 +55,12 @@ impl AppState {
     pub fn with_edge(broker: Arc<Broker>, edge: Edge) -> Self {
         broker.set_memory_budget(edge.memory.clone());
         metrics::install();
-        AppState {
+        AppState(Arc::new(Shared {
             broker,
             max_body_bytes: edge.max_body_bytes,
             edge: Arc::new(edge),
-            draining: Arc::new(AtomicBool::new(false)),
-        }
+            draining: AtomicBool::new(false),
+        }))
     }
 
     /// Starts draining: `/readyz` turns 503 and pending long-polls return what they have
