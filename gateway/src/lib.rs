@@ -27,6 +27,8 @@
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
+//! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
+//!   a word-at-a-time escape scan.
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the handlers; [`docs_html`]: the
 //!   offline HTML reference rendered from it; [`openapi_edge`]: the bearer scheme and the
 //!   edge's 401/403/429/503 on every operation.
@@ -47,6 +49,7 @@ pub mod docs_html;
 pub mod edge;
 pub mod extract;
 pub mod io_timeout;
+pub mod json_text;
 pub mod limits;
 pub mod long_poll;
 pub mod memory;
