@@ -131,7 +131,7 @@ mod tests {
     fn every_ascii_byte_at_every_alignment_of_a_longer_string_is_written_as_serde_json_writes_it() {
         for byte in 0..=0x7Fu8 {
             for position in 0..16 {
-                let mut chars = vec!['a'; 40];
+                let mut chars = ['a'; 40];
                 chars[position] = char::from(byte);
                 let s: String = chars.iter().collect();
                 assert_eq!(written(&s), serde(&s), "byte {byte:#04x} at {position}");
@@ -143,7 +143,7 @@ mod tests {
     fn two_escapes_in_one_word_and_at_its_edges_are_both_written() {
         for first in 0..16 {
             for second in first + 1..24 {
-                let mut chars = vec!['x'; 30];
+                let mut chars = ['x'; 30];
                 chars[first] = '"';
                 chars[second] = '\u{1f}';
                 let s: String = chars.iter().collect();
