@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
 use broker_core::limits::{DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS};
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,7 @@ use crate::codes;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
+use crate::message_json::{self, DeliveryParts, json_response};
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 use crate::routes::partitions::LogMessage;
@@ -38,6 +39,9 @@ pub struct ReceiveBody {
 }
 
 /// One leased message: the record as an offset read returns it, with its delivery.
+///
+/// The schema of the reply, and the test oracle of
+/// [`message_json`](crate::message_json), which writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReceivedMessage {
     /// Acks, nacks or extends this delivery; valid until its lease ends.
@@ -52,6 +56,9 @@ pub struct ReceivedMessage {
 }
 
 /// The messages received; empty when none arrived within `wait_ms`.
+///
+/// The schema of the reply, and the test oracle of
+/// [`message_json::receive_reply`], which writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReceiveResponse {
     /// The leased messages.
@@ -204,8 +211,8 @@ pub async fn receive(
     .await?;
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    let messages = deliveries.into_iter().map(Into::into).collect();
-    Ok(Json(ReceiveResponse { messages }).into_response())
+    let body = message_json::receive_reply(deliveries.iter().map(DeliveryParts::from));
+    Ok(json_response(body))
 }
 
 /// Ack receipts: the messages are done.

@@ -2,9 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use broker_core::StoredRecord;
 use broker_core::broker::PartitionRead;
 use serde::{Deserialize, Serialize};
@@ -14,6 +13,7 @@ use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
+use crate::message_json::{self, json_response};
 use crate::payload::{encode_value, headers_map};
 use crate::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
@@ -38,6 +38,9 @@ pub struct ReadQuery {
 }
 
 /// One record read by offset.
+///
+/// The schema of a record in the replies, and the test oracle of
+/// [`message_json`](crate::message_json), which writes them without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogMessage {
     /// Its offset.
@@ -61,6 +64,9 @@ pub struct LogMessage {
 }
 
 /// A page of a partition's log.
+///
+/// The schema of the reply, and the test oracle of [`message_json::partition_page`], which
+/// writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PartitionPage {
     /// Records from the asked offset (or the start of the log, if that was earlier).
@@ -125,11 +131,5 @@ pub async fn read_partition(
     let read = long_poll(&state, wait_ms, attempt, has_records).await?;
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    Ok(Json(PartitionPage {
-        messages: read.messages.into_iter().map(Into::into).collect(),
-        next_offset: read.next_offset,
-        start_offset: read.start_offset,
-        end_offset: read.end_offset,
-    })
-    .into_response())
+    Ok(json_response(message_json::partition_page(&read)))
 }
