@@ -1,4 +1,9 @@
 //! Consuming through a subscription: long-poll receive, then ack, nack or extend by receipt.
+//!
+//! The receive reply is written by [`message_json::receive_reply`] straight from the
+//! deliveries; [`ReceiveResponse`] and [`ReceivedMessage`] are its OpenAPI schema and the
+//! oracle its tests compare it with, not what it is built from. (Their own docs are the
+//! schema's descriptions, so this note is here.)
 
 use axum::Json;
 use axum::extract::State;
@@ -39,9 +44,6 @@ pub struct ReceiveBody {
 }
 
 /// One leased message: the record as an offset read returns it, with its delivery.
-///
-/// The schema of the reply, and the test oracle of
-/// [`message_json`](crate::message_json), which writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReceivedMessage {
     /// Acks, nacks or extends this delivery; valid until its lease ends.
@@ -56,9 +58,6 @@ pub struct ReceivedMessage {
 }
 
 /// The messages received; empty when none arrived within `wait_ms`.
-///
-/// The schema of the reply, and the test oracle of
-/// [`message_json::receive_reply`], which writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReceiveResponse {
     /// The leased messages.

@@ -1,4 +1,9 @@
 //! Reading a partition's log directly by offset, without leases (Kafka-style).
+//!
+//! A page is written by [`message_json::partition_page`] straight from the records;
+//! [`PartitionPage`] and [`LogMessage`] are its OpenAPI schema and the oracle its tests compare
+//! it with, not what it is built from. (Their own docs are the schema's descriptions, so this
+//! note is here.)
 
 use std::collections::BTreeMap;
 
@@ -38,9 +43,6 @@ pub struct ReadQuery {
 }
 
 /// One record read by offset.
-///
-/// The schema of a record in the replies, and the test oracle of
-/// [`message_json`](crate::message_json), which writes them without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogMessage {
     /// Its offset.
@@ -64,9 +66,6 @@ pub struct LogMessage {
 }
 
 /// A page of a partition's log.
-///
-/// The schema of the reply, and the test oracle of [`message_json::partition_page`], which
-/// writes it without building this.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PartitionPage {
     /// Records from the asked offset (or the start of the log, if that was earlier).
