@@ -8,7 +8,7 @@
 //! test oracle. Writing them directly skips the copy of every value, id and header into a
 //! [`LogMessage`](crate::routes::partitions::LogMessage), the `BTreeMap` of headers, the map
 //! path of `#[serde(flatten)]`, and the regrowth of a buffer that starts small: the output is
-//! sized once from the records.
+//! sized once from the records, which are already in memory (no length is taken on trust).
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -25,7 +25,7 @@ const JSON_CONTENT_TYPE: &str = "application/json";
 /// Bytes of one received message besides its strings: the field names, the punctuation, the
 /// widest numbers and `null` for the key come to 197 with the comma after it. With it the
 /// estimate of a reply without escapes is never short, so the buffer is allocated once.
-pub const MESSAGE_OVERHEAD_BYTES: usize = 200;
+const MESSAGE_OVERHEAD_BYTES: usize = 200;
 /// Bytes a header adds besides its name and value: `"":""` and a comma.
 const HEADER_OVERHEAD_BYTES: usize = 6;
 /// Bytes a tag adds besides its text: `""` and a comma.
