@@ -27,6 +27,10 @@
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
+//! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
+//!   a word-at-a-time escape scan.
+//! - [`message_json`]: the receive reply, SSE message and offset-read page written straight
+//!   from the broker's records, byte for byte as `serde_json` writes the derived DTOs.
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the handlers; [`docs_html`]: the
 //!   offline HTML reference rendered from it; [`openapi_edge`]: the bearer scheme and the
 //!   edge's 401/403/429/503 on every operation.
@@ -47,9 +51,11 @@ pub mod docs_html;
 pub mod edge;
 pub mod extract;
 pub mod io_timeout;
+pub mod json_text;
 pub mod limits;
 pub mod long_poll;
 pub mod memory;
+pub mod message_json;
 pub mod metrics;
 pub mod openapi;
 pub mod openapi_edge;

@@ -1,8 +1,13 @@
 //! Consuming through a subscription: long-poll receive, then ack, nack or extend by receipt.
+//!
+//! The receive reply is written by [`message_json::receive_reply`] straight from the
+//! deliveries; [`ReceiveResponse`] and [`ReceivedMessage`] are its OpenAPI schema and the
+//! oracle its tests compare it with, not what it is built from. (Their own docs are the
+//! schema's descriptions, so this note is here.)
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
 use broker_core::limits::{DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS};
 use serde::{Deserialize, Serialize};
@@ -13,6 +18,7 @@ use crate::codes;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
+use crate::message_json::{self, DeliveryParts, json_response};
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 use crate::routes::partitions::LogMessage;
@@ -204,8 +210,8 @@ pub async fn receive(
     .await?;
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    let messages = deliveries.into_iter().map(Into::into).collect();
-    Ok(Json(ReceiveResponse { messages }).into_response())
+    let body = message_json::receive_reply(deliveries.iter().map(DeliveryParts::from));
+    Ok(json_response(body))
 }
 
 /// Ack receipts: the messages are done.

@@ -1,10 +1,14 @@
 //! Reading a partition's log directly by offset, without leases (Kafka-style).
+//!
+//! A page is written by [`message_json::partition_page`] straight from the records;
+//! [`PartitionPage`] and [`LogMessage`] are its OpenAPI schema and the oracle its tests compare
+//! it with, not what it is built from. (Their own docs are the schema's descriptions, so this
+//! note is here.)
 
 use std::collections::BTreeMap;
 
-use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use broker_core::StoredRecord;
 use broker_core::broker::PartitionRead;
 use serde::{Deserialize, Serialize};
@@ -14,6 +18,7 @@ use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
+use crate::message_json::{self, json_response};
 use crate::payload::{encode_value, headers_map};
 use crate::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
@@ -125,11 +130,5 @@ pub async fn read_partition(
     let read = long_poll(&state, wait_ms, attempt, has_records).await?;
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    Ok(Json(PartitionPage {
-        messages: read.messages.into_iter().map(Into::into).collect(),
-        next_offset: read.next_offset,
-        start_offset: read.start_offset,
-        end_offset: read.end_offset,
-    })
-    .into_response())
+    Ok(json_response(message_json::partition_page(&read)))
 }

@@ -30,9 +30,9 @@ use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
 use crate::long_poll::LONG_POLL_SLICE_MS;
 use crate::memory::{AnswerMemory, answer_memory};
+use crate::message_json::{self, DeliveryParts};
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
-use crate::routes::consume::ReceivedMessage;
 
 /// Default `max_in_flight`: unacked messages one stream may hold. Ten keeps a consumer busy
 /// through an ack's round trip without leasing work that other consumers could take.
@@ -291,12 +291,10 @@ impl StreamLoop {
     async fn deliver(&mut self, deliveries: Vec<Delivery>) -> Result<(), End> {
         let mut pending = deliveries.into_iter();
         while let Some(delivery) = pending.next() {
-            let receipt = delivery.receipt.clone();
-            let message = ReceivedMessage::from(delivery);
-            let event = Event::default()
-                .event("message")
-                .id(&receipt)
-                .json_data(&message);
+            let message = message_json::received_message(DeliveryParts::from(&delivery));
+            let receipt = delivery.receipt;
+            let event = String::from_utf8(message)
+                .map(|data| Event::default().event("message").id(&receipt).data(data));
             let sent = match event {
                 Ok(event) => self.send(event).await,
                 Err(error) => {
