@@ -110,9 +110,13 @@ def main():
     w("")
     w("| target | measured | threshold | result |")
     w("|---|---:|---:|---|")
+    # Issue 8 asks for produce-1 at ≥ 0.30 of "bare axum" with 1 KiB payloads: the ceiling
+    # serving the same body is one reading, a hello-world GET on the same stack the stricter.
+    p1_hello = [rate(p1w[n], "ok") / hello_rate for n in rounds if n in p1w]
     for name, values, threshold in (
-        ("produce-1 (64 connections) req/s ≥ 50% of ceiling-http", p1_ratio, 0.5),
-        ("consume msg/s ≥ 50% of produce-batch msg/s (Wharf)", consume_ratio, 0.5),
+        ("produce-1 (64 connections) req/s ≥ 0.30 of bare axum serving the same 1 KiB produce", p1_ratio, 0.3),
+        ("produce-1 (64 connections) req/s ≥ 0.30 of bare axum's hello-world GET", p1_hello, 0.3),
+        ("consume msg/s ≥ 0.50 of produce-batch msg/s (Wharf)", consume_ratio, 0.5),
     ):
         if values:
             median = statistics.median(values)
