@@ -37,7 +37,7 @@ use crate::topic::TopicConfig;
 /// delay mover reads only the schedule's head. sled counts a page by its size on disk, and
 /// the decoded page costs about 1.6 times that on the heap: with 1,000,000 messages
 /// scheduled a day ahead, 32 MiB here held some 50 MiB, and the resident set grew by
-/// 127–141 MiB; at 8 MiB it grew by 83–92 MiB, with the same produce and delivery times
+/// 127–154 MiB; at 8 MiB it grew by 83–101 MiB, with the same produce and delivery times
 /// (the README's "Limits and back-pressure").
 const METADATA_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 
