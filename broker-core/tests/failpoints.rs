@@ -32,6 +32,18 @@ async fn broker_with_topic() -> (tempfile::TempDir, Arc<Broker>) {
     (dir, broker)
 }
 
+/// Removes the test's failpoints and shuts `broker` down while the test still holds the
+/// scenario, and only then lets the next test set up its own: a shutdown after the teardown
+/// raced the next test's failpoints (a `metadata::flush` panic set by one test fired in
+/// another's shutdown).
+async fn finish(scenario: FailScenario<'_>, broker: &Broker) {
+    for (name, _) in fail::list() {
+        fail::remove(name);
+    }
+    broker.shutdown().await;
+    scenario.teardown();
+}
+
 fn message(value: &'static str) -> NewMessage {
     NewMessage {
         value: bytes::Bytes::from_static(value.as_bytes()),
@@ -69,8 +81,7 @@ async fn a_produce_whose_partition_writer_panics_is_an_internal_failure_not_a_sh
         "a produce to a dead writer is no shutdown either: {later:?}"
     );
 
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
     let after_shutdown = broker
         .produce("t", vec![message("c")], AckMode::Leader)
         .await
@@ -142,8 +153,7 @@ async fn a_cancel_while_the_mover_moves_the_message_is_not_found_rather_than_a_l
         delayed() == 0
     })
     .await;
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
 }
 
 #[tokio::test]
@@ -189,8 +199,7 @@ async fn idempotent_produces_of_distinct_ids_to_one_partition_share_a_group_comm
         groups < PRODUCERS,
         "{PRODUCERS} idempotent produces took {groups} group commits: they were serialised"
     );
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
 }
 
 #[tokio::test]
@@ -210,8 +219,7 @@ async fn a_produce_waiting_for_a_failed_produce_of_its_id_stores_the_message_its
     let second = second.expect("the waiting produce stores it");
     assert!(!second.messages[0].duplicate);
     assert_eq!(second.messages[0].offset, Some(0));
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
 }
 
 #[tokio::test]
@@ -236,8 +244,7 @@ async fn a_fire_and_forget_produce_whose_write_fails_leaves_its_id_free_for_the_
         "the first write failed, so the retry must store the message"
     );
     assert_eq!(retry.messages[0].offset, Some(0));
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
 }
 
 #[tokio::test]
@@ -279,6 +286,5 @@ async fn produces_with_delays_or_ids_and_cancels_never_flush_the_metadata_store(
         .expect("answered");
     assert!(again.messages[0].duplicate);
 
-    scenario.teardown();
-    broker.shutdown().await;
+    finish(scenario, &broker).await;
 }

@@ -25,8 +25,9 @@ use broker_core::sync::lock;
 use http_body::{Frame, SizeHint};
 
 /// Default `max_memory_bytes`: request and response bytes held at once. Wharf's own resident
-/// set is about 16 MiB idle, plus up to 32 MiB of sled cache, the partitions' tail caches and
-/// up to 48 MiB of connection buffers (1,024 × 48 KiB); 96 MiB of requests and answers on
+/// set is about 16 MiB idle, plus sled's cache (8 MiB by sled's count, some 13 MiB of heap),
+/// the partitions' tail caches and up to 48 MiB of connection buffers (1,024 × 48 KiB); 96
+/// MiB of requests and answers on
 /// top kept the peak at 1,000 overloading producers under the 256 MiB the README promises,
 /// with room for the allocator's slack (at 128 MiB one run of the load test's overload
 /// scenario peaked at 258 MiB). Machines with more memory raise it.

@@ -57,8 +57,11 @@ pub const MAX_UNAPPLIED_BYTES: usize = 8 * 1024 * 1024;
 /// each costs some 300 bytes of maps besides its record, and every apply round decodes
 /// what it holds once more. Measured with 1,000,000 100-byte messages scheduled at full
 /// speed: at 100,000 the peak RSS was 264 MiB, at 20,000 it was 131 MiB, for about the same
-/// produce rate (the applier's pace, 40,000–45,000 a second, bounds it either way).
-pub const MAX_UNAPPLIED_MESSAGES: usize = 20_000;
+/// produce rate (the applier's pace, 40,000–45,000 a second, bounds it either way). With an
+/// 8 MiB sled cache, 20,000 left the growth at +83 to +101 MiB and 10,000 at +72 to +77
+/// MiB; the producers then wait for the applier more often (48,000 a second against
+/// 62,000 here), and 15,000 saved nothing measurable.
+pub const MAX_UNAPPLIED_MESSAGES: usize = 10_000;
 /// Most cancels and moves held in memory until the applier has them in sled (tens of bytes
 /// each): the mover pauses, and cancels are refused, past it.
 pub const MAX_UNAPPLIED_REMOVALS: usize = 100_000;

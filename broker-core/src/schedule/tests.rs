@@ -146,3 +146,19 @@ fn memory_past_its_bound_refuses_more_until_the_applier_catches_up() {
     store.apply(1, &changes, at(100)).expect("apply");
     store.check_room().expect("room again");
 }
+
+#[test]
+fn memory_holding_one_message_less_than_its_bound_has_room_and_at_the_bound_has_none() {
+    let store = store();
+    let below: Vec<Scheduled> = (0..MAX_UNAPPLIED_MESSAGES as u64 - 1)
+        .map(|seq| message(&format!("m{seq}"), 100, seq))
+        .collect();
+    store.scheduled(below);
+    store.check_room().expect("room one below the bound");
+    let last = MAX_UNAPPLIED_MESSAGES as u64 - 1;
+    store.scheduled(vec![message(&format!("m{last}"), 100, last)]);
+    assert!(matches!(
+        store.check_room(),
+        Err(BrokerError::Overloaded { .. })
+    ));
+}
