@@ -27,10 +27,11 @@ use http_body::{Frame, SizeHint};
 /// Default `max_memory_bytes`: request and response bytes held at once. Wharf's own resident
 /// set is about 16 MiB idle, plus sled's cache (8 MiB by sled's count, some 13 MiB of heap),
 /// the partitions' tail caches and up to 48 MiB of connection buffers (1,024 × 48 KiB); 96
-/// MiB of requests and answers on
-/// top kept the peak at 1,000 overloading producers under the 256 MiB the README promises,
-/// with room for the allocator's slack (at 128 MiB one run of the load test's overload
-/// scenario peaked at 258 MiB). Machines with more memory raise it.
+/// MiB of requests and answers on top kept the peak at 1,000 overloading producers under
+/// 256 MiB on the machine it was chosen on, with room for the allocator's slack (at 128 MiB
+/// one run of the load test's overload scenario peaked at 258 MiB). A faster machine
+/// carries more through it: 249–288 MiB on the Intel one; 64 MiB peaked at 230 there but
+/// acked 0.55 of the unloaded rate against 0.66–0.70 (the README's Performance). Machines with more memory raise it.
 pub const DEFAULT_MAX_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 /// Smallest `max_memory_bytes` accepted: below 1 MiB a single ordinary answer cannot fit.
 pub const MIN_MAX_MEMORY_BYTES: usize = 1024 * 1024;
