@@ -19,6 +19,7 @@ use broker_core::broker::{Delivery, PartitionRead};
 use bytes::Bytes;
 
 use crate::json_text::{write_null, write_str, write_u32, write_u64};
+use crate::payload::text_value;
 
 /// The `content-type` of the replies, the one axum's `Json` sets.
 const JSON_CONTENT_TYPE: &str = "application/json";
@@ -150,7 +151,7 @@ fn write_record_fields<'a>(
         Some(key) => write_str(out, key),
         None => write_null(out),
     }
-    match text_value(stored) {
+    match text_value(record) {
         Some(text) => {
             out.extend_from_slice(b",\"value\":");
             write_str(out, text);
@@ -172,15 +173,6 @@ fn write_record_fields<'a>(
     }
     out.extend_from_slice(b"],\"publish_time_ms\":");
     write_u64(out, record.timestamp_ms);
-}
-
-/// The value as text, when it goes out as `value` (as
-/// [`encode_value`](crate::payload::encode_value) decides).
-fn text_value(stored: &StoredRecord) -> Option<&str> {
-    if stored.record.binary {
-        return None;
-    }
-    std::str::from_utf8(&stored.record.value).ok()
 }
 
 /// Appends `value` in standard base64 (no character of which JSON escapes).

@@ -140,14 +140,21 @@ fn within(whole: &Bytes, part: &[u8]) -> bool {
 }
 
 /// A stored record's value as `(value, value_base64)`: text records whose bytes are UTF-8 go
-/// out as `value`, everything else as `value_base64`.
+/// out as `value` ([`text_value`]), everything else as `value_base64`.
 pub fn encode_value(record: &Record) -> (Option<String>, Option<String>) {
-    if !record.binary
-        && let Ok(text) = std::str::from_utf8(&record.value)
-    {
-        return (Some(text.to_owned()), None);
+    match text_value(record) {
+        Some(text) => (Some(text.to_owned()), None),
+        None => (None, Some(STANDARD.encode(&record.value))),
     }
-    (None, Some(STANDARD.encode(&record.value)))
+}
+
+/// The value as text, when it goes out as `value`: the record was produced as text and its
+/// bytes are UTF-8. `None`: it goes out as `value_base64`.
+pub fn text_value(record: &Record) -> Option<&str> {
+    if record.binary {
+        return None;
+    }
+    std::str::from_utf8(&record.value).ok()
 }
 
 /// Headers as a JSON object (a later header of the same name wins).

@@ -472,9 +472,25 @@ impl Cursor {
         Ok(bytes)
     }
 
+    /// The next `len` bytes, borrowed: fixed-width fields and strings are copied out of the
+    /// frame, so they need no `Bytes` handle (whose clone and drop are atomic operations on
+    /// the one count every value of the frame shares).
+    fn slice(&mut self, len: usize) -> Result<&[u8], DecodeError> {
+        let available = self.remaining();
+        if len > available {
+            return Err(DecodeError::Truncated {
+                needed: len,
+                available,
+            });
+        }
+        let bytes = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(bytes)
+    }
+
     fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut out = [0; N];
-        out.copy_from_slice(&self.take(N)?);
+        out.copy_from_slice(self.slice(N)?);
         Ok(out)
     }
 
@@ -499,7 +515,7 @@ impl Cursor {
     }
 
     fn string(&mut self, len: usize, field: &'static str) -> Result<String, DecodeError> {
-        let bytes = self.take(len)?;
+        let bytes = self.slice(len)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::InvalidUtf8(field))
     }
 }
