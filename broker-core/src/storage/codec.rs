@@ -7,6 +7,7 @@
 //!          | first_ts u64 | max_ts u64 | then, by magic:
 //!   1 (messages): record{record_count}
 //!   2 (control):  entry{record_count}, entry = u32 len, bytes
+//!   3, 4, 5 (a Raft entry: messages, control, Raft's own): raft_index u64, then as 1, 2, 2
 //! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled, bit 2: client id)
 //!          | id: u16 len, bytes
 //!          | key: u8 present, [u32 len, bytes] | value: u32 len, bytes
@@ -17,6 +18,11 @@
 //! the layer above encodes; it takes no message offsets: its `base_offset` is the offset the
 //! next message batch will get, so users' offsets stay contiguous. Its timestamps are the time
 //! it was written.
+//!
+//! In a replicated partition every frame is one Raft entry (see `codec::raft`): its
+//! `leader_epoch` is the entry's term and `raft_index` its index in the Raft log. Magic 5
+//! holds Raft's own entries (a blank entry of a new leader, a membership change) as one
+//! opaque control-like entry; like a control batch it takes no message offsets.
 //!
 //! Every integer is little-endian. Decoding checks the CRC before it looks at the body, then
 //! checks every length against what is left of the body, so a malformed frame is an error and
@@ -32,6 +38,12 @@ use crate::message::Record;
 pub(crate) const MAGIC: u8 = 1;
 /// Format version of a control batch.
 pub(crate) const CONTROL_MAGIC: u8 = 2;
+/// Format version of a Raft entry holding messages.
+pub(crate) const RAFT_MAGIC: u8 = 3;
+/// Format version of a Raft entry holding control entries.
+pub(crate) const RAFT_CONTROL_MAGIC: u8 = 4;
+/// Format version of a Raft entry of Raft's own (blank, membership).
+pub(crate) const RAFT_META_MAGIC: u8 = 5;
 /// Bytes before the body: its length and its CRC.
 pub(crate) const PREFIX_LEN: usize = 8;
 /// Bytes of the fixed batch header at the start of the body.
@@ -44,16 +56,18 @@ const FLAG_CLIENT_ID: u8 = 4;
 
 /// What a batch carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BatchKind {
+pub enum BatchKind {
     /// Messages, one offset each.
     Messages,
     /// State changes, no offsets.
     Control,
+    /// Raft's own entry (blank, membership), no offsets; only in replicated partitions.
+    Meta,
 }
 
 /// The fixed fields of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BatchHeader {
+pub struct BatchHeader {
     /// Messages or control entries.
     pub kind: BatchKind,
     /// Offset of the first record (of a control batch: of the next message batch).
@@ -66,19 +80,21 @@ pub(crate) struct BatchHeader {
     pub first_ts: u64,
     /// Largest record timestamp in the batch.
     pub max_ts: u64,
+    /// The frame's index in the partition's Raft log; none in an unreplicated partition.
+    pub raft_index: Option<u64>,
 }
 
 impl BatchHeader {
     /// Message offsets the batch takes: its record count, none for a control batch.
-    pub(crate) fn message_count(&self) -> u32 {
+    pub fn message_count(&self) -> u32 {
         match self.kind {
             BatchKind::Messages => self.record_count,
-            BatchKind::Control => 0,
+            BatchKind::Control | BatchKind::Meta => 0,
         }
     }
 
     /// One past the last offset of the batch (a control batch: its base offset).
-    pub(crate) fn next_offset(&self) -> u64 {
+    pub fn next_offset(&self) -> u64 {
         self.base_offset + u64::from(self.message_count())
     }
 }
@@ -183,6 +199,7 @@ fn batch_header(base_offset: u64, leader_epoch: u64, records: &[Record]) -> Resu
         leader_epoch,
         first_ts: first.timestamp_ms,
         max_ts,
+        raft_index: None,
     })
 }
 
@@ -214,6 +231,7 @@ pub(crate) fn encode_control(
         leader_epoch,
         first_ts: ts_ms,
         max_ts: ts_ms,
+        raft_index: None,
     };
     let mut frame = Vec::with_capacity(frame_len);
     frame.extend_from_slice(&[0; PREFIX_LEN]);
@@ -251,15 +269,21 @@ fn encoded_len(record: &Record) -> usize {
 }
 
 fn put_header(buf: &mut Vec<u8>, header: &BatchHeader) {
-    buf.push(match header.kind {
-        BatchKind::Messages => MAGIC,
-        BatchKind::Control => CONTROL_MAGIC,
+    buf.push(match (header.kind, header.raft_index) {
+        (BatchKind::Messages, None) => MAGIC,
+        (BatchKind::Control, None) => CONTROL_MAGIC,
+        (BatchKind::Messages, Some(_)) => RAFT_MAGIC,
+        (BatchKind::Control, Some(_)) => RAFT_CONTROL_MAGIC,
+        (BatchKind::Meta, _) => RAFT_META_MAGIC,
     });
     buf.extend_from_slice(&header.base_offset.to_le_bytes());
     buf.extend_from_slice(&header.record_count.to_le_bytes());
     buf.extend_from_slice(&header.leader_epoch.to_le_bytes());
     buf.extend_from_slice(&header.first_ts.to_le_bytes());
     buf.extend_from_slice(&header.max_ts.to_le_bytes());
+    if header.kind == BatchKind::Meta || header.raft_index.is_some() {
+        buf.extend_from_slice(&header.raft_index.unwrap_or(0).to_le_bytes());
+    }
 }
 
 fn put_record(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
@@ -345,7 +369,7 @@ pub(crate) fn decode_frame(frame: Bytes) -> Result<Batch, DecodeError> {
 fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {
     let mut cursor = Cursor { buf: body, pos: 0 };
     let header = decode_header(&mut cursor)?;
-    if header.kind == BatchKind::Control {
+    if header.kind != BatchKind::Messages {
         let mut controls = Vec::new();
         for _ in 0..header.record_count {
             let len = cursor.u32_len()?;
@@ -381,19 +405,25 @@ fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {
 }
 
 fn decode_header(cursor: &mut Cursor) -> Result<BatchHeader, DecodeError> {
-    let kind = match cursor.u8()? {
-        MAGIC => BatchKind::Messages,
-        CONTROL_MAGIC => BatchKind::Control,
+    let magic = cursor.u8()?;
+    let kind = match magic {
+        MAGIC | RAFT_MAGIC => BatchKind::Messages,
+        CONTROL_MAGIC | RAFT_CONTROL_MAGIC => BatchKind::Control,
+        RAFT_META_MAGIC => BatchKind::Meta,
         magic => return Err(DecodeError::BadMagic(magic)),
     };
-    let header = BatchHeader {
+    let mut header = BatchHeader {
         kind,
         base_offset: cursor.u64()?,
         record_count: cursor.u32()?,
         leader_epoch: cursor.u64()?,
         first_ts: cursor.u64()?,
         max_ts: cursor.u64()?,
+        raft_index: None,
     };
+    if magic >= RAFT_MAGIC {
+        header.raft_index = Some(cursor.u64()?);
+    }
     if header.record_count == 0 {
         return Err(DecodeError::BadHeader("a batch has no records"));
     }
@@ -520,5 +550,6 @@ impl Cursor {
     }
 }
 
+pub(crate) mod raft;
 #[cfg(test)]
 mod tests;

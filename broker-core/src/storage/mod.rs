@@ -13,6 +13,11 @@
 //! - `segment`: one `{base_offset:020}.log` file. `codec`: the batch frame and its CRC; a
 //!   frame holds messages or control entries (durable state changes that take no offsets).
 //!   `index`: offset → frame position and timestamp → offset, in the partition's `sled::Tree`.
+//! - A replicated partition's log is its Raft log, one frame per entry (`codec::raft`:
+//!   [`EntryBody`]). `raft_handle` appends, cuts and purges entries through the writer thread
+//!   and publishes what Raft applied ([`PartitionHandle::open_replicated`]); `raft_view`
+//!   finds and reads entries by index; `raft_tail` keeps the newest entries' places in memory;
+//!   `partition_log::raft` is the writer's side.
 //!
 //! # On disk
 //! One directory per partition holds its segment files; the caller gives the directory and the
@@ -23,6 +28,9 @@ pub(crate) mod codec;
 mod index;
 mod partition_log;
 mod queued_bytes;
+mod raft_handle;
+mod raft_tail;
+mod raft_view;
 mod reads;
 mod recent;
 mod recovery;
@@ -33,6 +41,10 @@ mod view;
 mod writer;
 mod writer_thread;
 
+pub use codec::raft::EntryBody;
+pub use codec::{BatchHeader, BatchKind};
+pub use raft_handle::{EntriesWritten, RaftEntry};
+pub use raft_tail::EntryLocation;
 pub use reads::Replayed;
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;

@@ -32,6 +32,8 @@ use crate::config::{FsyncPolicy, LogConfig};
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
 
+mod raft;
+
 /// How often the writer moves fsynced index chunks into sled: seconds of index in memory
 /// are a few hundred entries per busy partition, and a crash only makes recovery scan them.
 pub(crate) const INDEX_PERSIST_MS: u64 = 1_000;
@@ -65,6 +67,8 @@ pub(crate) struct PartitionLog {
     config: LogConfig,
     unsynced: bool,
     failure: Option<String>,
+    /// The log is a Raft log: readers see what Raft applied, not what the writer committed.
+    replicated: bool,
 }
 
 impl PartitionLog {
@@ -97,6 +101,7 @@ impl PartitionLog {
             end_offset,
             end_position,
             recovered.recent,
+            recovered.raft,
         );
         Ok(PartitionLog {
             view: Arc::new(view),
@@ -109,7 +114,31 @@ impl PartitionLog {
             config,
             unsynced: false,
             failure: None,
+            replicated: false,
         })
+    }
+
+    /// Opens the log of a replicated partition: as [`PartitionLog::open`], but readers see
+    /// only the entries up to `applied` (the last index Raft applied before, as its state
+    /// machine recorded), and later ones once Raft applies them again.
+    pub(crate) fn open_replicated(
+        dir: PathBuf,
+        tree: sled::Tree,
+        config: LogConfig,
+        applied: Option<u64>,
+    ) -> Result<PartitionLog> {
+        let mut log = PartitionLog::open(dir, tree, config)?;
+        log.replicated = true;
+        log.view.hide_from_start();
+        if let Some(applied) = applied {
+            log.view.publish_applied(applied)?;
+        }
+        Ok(log)
+    }
+
+    /// When the log fsyncs.
+    pub(crate) fn fsync_policy(&self) -> FsyncPolicy {
+        self.config.fsync
     }
 
     /// The shared read side.
@@ -265,6 +294,9 @@ impl PartitionLog {
 
     /// Makes everything committed visible to readers; whether anything new became visible.
     pub(crate) fn publish(&mut self) -> bool {
+        if self.replicated {
+            return false;
+        }
         let (end_offset, end_position) = self.committed;
         self.view.publish_end(end_offset, end_position)
     }

@@ -313,6 +313,8 @@ impl LogView {
                         records: batch.records,
                     },
                 )?,
+                // Raft's own entries are the replication layer's, not the broker's state.
+                BatchKind::Meta => {}
             }
         }
         Ok(end)

@@ -75,6 +75,13 @@ impl RecentIndex {
         }
     }
 
+    /// Forgets the chunks starting at or after `offset` (a conflicting Raft tail was cut).
+    pub(crate) fn forget_from(&mut self, offset: u64) {
+        while self.chunks.back().is_some_and(|c| c.base_offset >= offset) {
+            self.chunks.pop_back();
+        }
+    }
+
     /// Base offset of the first chunk in memory whose largest timestamp reaches `ts`.
     pub(crate) fn first_reaching(&self, ts: u64) -> Option<u64> {
         self.chunks

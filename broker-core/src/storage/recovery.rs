@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use super::codec::BatchKind;
 use super::index::{BatchLocation, LogIndex};
+use super::raft_tail::{EntryLocation, RaftTail};
 use super::recent::RecentIndex;
 use super::segment::{ScanStep, Segment, sync_dir};
 use super::view::LogPosition;
@@ -36,6 +37,8 @@ pub(crate) struct Recovered {
     pub end_offset: u64,
     /// The index chunks of the tail that sled does not hold.
     pub recent: RecentIndex,
+    /// The Raft entries of the scanned tail (replicated partitions), the log's last among them.
+    pub raft: RaftTail,
 }
 
 /// Where the forward scan starts.
@@ -57,6 +60,7 @@ pub(crate) fn recover(dir: &Path, index: &LogIndex) -> Result<Recovered> {
             segments: BTreeMap::from([(0, segment)]),
             end_offset: 0,
             recent: RecentIndex::default(),
+            raft: RaftTail::default(),
         });
     };
     index.remove_below(first_base)?;
@@ -67,12 +71,14 @@ pub(crate) fn recover(dir: &Path, index: &LogIndex) -> Result<Recovered> {
     });
     index.remove_from(resume.next_offset)?;
     let mut recent = RecentIndex::default();
-    let end_offset = scan_tail(dir, &mut segments, index, resume, &mut recent)?;
+    let mut raft = RaftTail::default();
+    let end_offset = scan_tail(dir, &mut segments, index, resume, (&mut recent, &mut raft))?;
     index.remove_from(end_offset)?;
     Ok(Recovered {
         segments,
         end_offset,
         recent,
+        raft,
     })
 }
 
@@ -126,7 +132,7 @@ fn scan_tail(
     segments: &mut BTreeMap<u64, Arc<Segment>>,
     index: &LogIndex,
     resume: Resume,
-    recent: &mut RecentIndex,
+    (recent, raft): (&mut RecentIndex, &mut RaftTail),
 ) -> Result<u64> {
     let mut next_offset = resume.next_offset;
     let tail: Vec<Arc<Segment>> = segments
@@ -140,7 +146,9 @@ fn scan_tail(
             delete_segments(dir, segments, &tail[i..])?;
             break;
         }
-        if let Some((position, bad)) = scan_segment(segment, start, &mut next_offset, recent)? {
+        if let Some((position, bad)) =
+            scan_segment(segment, start, &mut next_offset, (recent, raft))?
+        {
             let path = segment.path().display();
             match bad {
                 Some(reason) => tracing::warn!(%path, position, %reason, "cutting a bad tail"),
@@ -185,7 +193,7 @@ fn scan_segment(
     segment: &Segment,
     mut position: u64,
     next_offset: &mut u64,
-    recent: &mut RecentIndex,
+    (recent, raft): (&mut RecentIndex, &mut RaftTail),
 ) -> Result<Option<(u64, Option<String>)>> {
     loop {
         let (batch, frame_len) = match segment.scan_at(position)? {
@@ -203,7 +211,25 @@ fn scan_segment(
             );
             return Ok(Some((position, Some(reason))));
         }
-        if batch.header.kind == BatchKind::Control {
+        if let Some(index) = batch.header.raft_index {
+            if raft.last().is_some_and(|last| last.index + 1 != index) {
+                let reason = format!("Raft entry {index} does not follow its predecessor");
+                return Ok(Some((position, Some(reason))));
+            }
+            raft.push(EntryLocation {
+                index,
+                term: batch.header.leader_epoch,
+                kind: batch.header.kind,
+                base_offset: batch.header.base_offset,
+                next_offset: batch.header.next_offset(),
+                at: LogPosition {
+                    segment_base: segment.base_offset(),
+                    position,
+                },
+                frame_len,
+            });
+        }
+        if batch.header.kind != BatchKind::Messages {
             position += frame_len;
             continue;
         }

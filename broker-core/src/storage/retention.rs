@@ -60,7 +60,7 @@ impl LogView {
         Ok(max_ts)
     }
 
-    fn delete_segment(&self, segment: &Segment, next_base: u64) -> Result<()> {
+    pub(super) fn delete_segment(&self, segment: &Segment, next_base: u64) -> Result<()> {
         std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
         sync_dir(self.dir())?;
         self.advance_start(next_base);

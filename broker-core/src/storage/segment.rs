@@ -63,6 +63,8 @@ pub(crate) struct Segment {
     /// The file's length: its frames, then the zeros written ahead of them (writer only).
     file_len: AtomicU64,
     max_ts: Mutex<Option<u64>>,
+    /// The Raft index of the first frame, once read (replicated partitions only).
+    first_raft_index: Mutex<Option<u64>>,
 }
 
 impl Segment {
@@ -113,6 +115,7 @@ impl Segment {
             size: AtomicU64::new(size),
             file_len: AtomicU64::new(size),
             max_ts: Mutex::new(None),
+            first_raft_index: Mutex::new(None),
         }
     }
 
@@ -289,7 +292,7 @@ impl Segment {
             };
             return Ok(ScanStep::Invalid(e.to_string()));
         }
-        if skip_messages && head[PREFIX_LEN] == codec::MAGIC {
+        if skip_messages && matches!(head[PREFIX_LEN], codec::MAGIC | codec::RAFT_MAGIC) {
             return Ok(ScanStep::Skipped { frame_len });
         }
         let bytes = self.read_bytes(position, frame_len)?;
@@ -297,6 +300,47 @@ impl Segment {
             Ok(batch) => ScanStep::Frame { batch, frame_len },
             Err(e) => ScanStep::Invalid(e.to_string()),
         })
+    }
+
+    /// The whole frame at `position`, undecoded: its bytes are bounded by the frame limit
+    /// and the file size, and the caller checks its CRC. `None` at the end of the frames.
+    pub(crate) fn read_raw(&self, position: u64) -> Result<Option<Bytes>> {
+        let available = self.size().saturating_sub(position);
+        if available == 0 {
+            return Ok(None);
+        }
+        let mut prefix = [0; PREFIX_LEN];
+        if available < PREFIX_LEN as u64 {
+            return Err(self.corrupt(position, "a partial frame prefix"));
+        }
+        read_exact_at(&self.file, &mut prefix, position)
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        let (body_len, _) =
+            codec::parse_prefix(prefix).map_err(|e| self.corrupt(position, e.to_string()))?;
+        let frame_len = PREFIX_LEN as u64 + body_len as u64;
+        if frame_len > available {
+            return Err(self.corrupt(position, "a frame runs past the end of the file"));
+        }
+        self.read_bytes(position, frame_len).map(Some)
+    }
+
+    /// The Raft index of the segment's first frame (`None` while it has none), read once.
+    pub(crate) fn first_raft_index(&self) -> Result<Option<u64>> {
+        if let Some(index) = *crate::sync::lock(&self.first_raft_index) {
+            return Ok(Some(index));
+        }
+        let Some(frame) = self.read_raw(0)? else {
+            return Ok(None);
+        };
+        let (header, _) =
+            codec::raft::split_entry(frame).map_err(|e| self.corrupt(0, e.to_string()))?;
+        *crate::sync::lock(&self.first_raft_index) = header.raft_index;
+        Ok(header.raft_index)
+    }
+
+    /// Forgets the cached first Raft index (the segment was cut to nothing).
+    pub(crate) fn forget_first_raft_index(&self) {
+        *crate::sync::lock(&self.first_raft_index) = None;
     }
 
     /// Reads `len` bytes at `position`; the caller has bounded `len` by the file size.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::codec::Batch;
 use super::index::{BatchLocation, LogIndex};
+use super::raft_tail::RaftTail;
 use super::recent::RecentIndex;
 use super::segment::Segment;
 use super::tail::TailCache;
@@ -72,6 +73,8 @@ pub(crate) struct LogView {
     last_read: Mutex<Option<Arc<LastRead>>>,
     /// A reader drained the last-read batch: the frame after it is worth reading ahead.
     prefetch_due: AtomicBool,
+    /// Where the newest Raft entries lie (replicated partitions only).
+    raft: Mutex<RaftTail>,
 }
 
 impl LogView {
@@ -83,6 +86,7 @@ impl LogView {
         end_offset: u64,
         end_position: LogPosition,
         recent: RecentIndex,
+        raft: RaftTail,
     ) -> LogView {
         let start_offset = segments.keys().next().copied().unwrap_or(end_offset);
         debug_assert!(start_offset <= end_offset);
@@ -98,6 +102,7 @@ impl LogView {
             recent: Mutex::new(recent),
             last_read: Mutex::new(None),
             prefetch_due: AtomicBool::new(false),
+            raft: Mutex::new(raft),
         }
     }
 
@@ -134,6 +139,24 @@ impl LogView {
             let mut last = crate::sync::lock(&self.last_read);
             *last = Some(Arc::new(LastRead { batch, after }));
         }
+    }
+
+    /// The locations of the newest Raft entries.
+    pub(super) fn raft(&self) -> std::sync::MutexGuard<'_, RaftTail> {
+        crate::sync::lock(&self.raft)
+    }
+
+    /// Forgets the in-memory index chunks from `offset` on (a conflicting Raft tail was cut).
+    pub(super) fn forget_chunks_from(&self, offset: u64) {
+        self.recent().forget_from(offset);
+    }
+
+    /// Forgets the segments after the one with base `base` (a conflicting Raft tail was cut
+    /// inside it); returns them.
+    pub(super) fn split_segments_after(&self, base: u64) -> Vec<Arc<Segment>> {
+        let mut segments = self.segments_mut();
+        let later = segments.split_off(&base.saturating_add(1));
+        later.into_values().collect()
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, RecentIndex> {
@@ -273,6 +296,18 @@ impl LogView {
             "end offset went back from {previous} to {end}"
         );
         moved
+    }
+
+    /// Hides every frame from readers: a replicated log at open, before it publishes what
+    /// Raft had applied.
+    pub(super) fn hide_from_start(&self) {
+        let first = crate::sync::read(&self.segments).keys().next().copied();
+        let start = first.unwrap_or_else(|| self.start_offset());
+        *crate::sync::lock(&self.end_position) = LogPosition {
+            segment_base: start,
+            position: 0,
+        };
+        self.end_offset.store(start, Ordering::Release);
     }
 
     /// Moves the start forward past deleted segments.

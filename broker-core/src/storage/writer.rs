@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 use super::partition_log::PartitionLog;
 use super::queued_bytes::QueuedBytes;
+use super::raft_handle::RaftOp;
 use super::reads::Replayed;
 use super::view::{LogPosition, LogView};
 use super::writer_thread::PartitionWriter;
@@ -61,6 +62,8 @@ pub(super) enum Payload {
     Messages(Vec<Record>),
     /// A control batch.
     Control(Vec<Bytes>),
+    /// An operation on a replicated partition's Raft log.
+    Raft(RaftOp),
 }
 
 impl Payload {
@@ -68,6 +71,7 @@ impl Payload {
         match self {
             Payload::Messages(records) => batch_bytes(records),
             Payload::Control(entries) => entries.iter().map(Bytes::len).sum(),
+            Payload::Raft(op) => op.bytes(),
         }
     }
 }
@@ -77,9 +81,9 @@ impl Payload {
 pub(super) struct AppendRequest {
     pub(super) payload: Payload,
     pub(super) reply: Option<oneshot::Sender<Result<AppendResult>>>,
-    _queued: QueuedBytes,
+    pub(super) _queued: QueuedBytes,
     /// Memory charged for a detached append, returned once it is written.
-    _held: Option<MemoryCharge>,
+    pub(super) _held: Option<MemoryCharge>,
 }
 
 /// The approximate bytes of a batch in memory.
@@ -90,13 +94,13 @@ pub(crate) fn batch_bytes(records: &[Record]) -> usize {
 /// Clonable, `Send + Sync` handle on one partition's log.
 #[derive(Clone)]
 pub struct PartitionHandle {
-    inner: Arc<HandleInner>,
+    pub(super) inner: Arc<HandleInner>,
 }
 
-struct HandleInner {
-    view: Arc<LogView>,
+pub(super) struct HandleInner {
+    pub(super) view: Arc<LogView>,
     sender: RwLock<Option<mpsc::Sender<AppendRequest>>>,
-    queued_bytes: Arc<AtomicUsize>,
+    pub(super) queued_bytes: Arc<AtomicUsize>,
     queued_bytes_limit: usize,
     stop: Arc<Notify>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -121,6 +125,16 @@ impl PartitionHandle {
         config: LogConfig,
         on_commit: Arc<Notify>,
     ) -> Result<PartitionHandle> {
+        let log = PartitionLog::open(dir.clone(), index, config)?;
+        Self::start(dir, log, on_commit)
+    }
+
+    /// Starts the writer thread of an opened log.
+    pub(super) fn start(
+        dir: PathBuf,
+        log: PartitionLog,
+        on_commit: Arc<Notify>,
+    ) -> Result<PartitionHandle> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -128,8 +142,7 @@ impl PartitionHandle {
         let name = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let fsync = config.fsync;
-        let log = PartitionLog::open(dir.clone(), index, config)?;
+        let fsync = log.fsync_policy();
         let view = Arc::clone(log.view());
         let (sender, receiver) = mpsc::channel(WRITER_QUEUE_DEPTH);
         let stop = Arc::new(Notify::new());
@@ -245,7 +258,7 @@ impl PartitionHandle {
     }
 
     /// Why the queue is closed: shutdown took the sender, or else the writer thread died.
-    fn stopped(&self) -> BrokerError {
+    pub(super) fn stopped(&self) -> BrokerError {
         let sender = crate::sync::read(&self.inner.sender);
         if sender.is_some() {
             self.panicked()
@@ -256,7 +269,7 @@ impl PartitionHandle {
 
     /// A reply that never came: the writer answers every request it takes, also at shutdown,
     /// unless its thread panicked.
-    fn panicked(&self) -> BrokerError {
+    pub(super) fn panicked(&self) -> BrokerError {
         let dir = self.inner.view.dir().display();
         BrokerError::Panicked {
             task: format!("the writer of {dir}"),
@@ -304,7 +317,7 @@ impl PartitionHandle {
         self.inner.queued_bytes.load(Ordering::Acquire)
     }
 
-    fn sender(&self, empty: bool) -> Result<mpsc::Sender<AppendRequest>> {
+    pub(super) fn sender(&self, empty: bool) -> Result<mpsc::Sender<AppendRequest>> {
         if empty {
             return Err(empty_append());
         }

@@ -10,6 +10,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::partition_log::PartitionLog;
+use super::raft_handle::{EntriesWritten, RaftOp};
 use super::writer::{AppendRequest, AppendResult, Payload};
 use crate::config::FsyncPolicy;
 use crate::error::Result;
@@ -128,12 +129,17 @@ impl PartitionWriter {
         }
         let bytes = group.iter().map(|r| r.payload.bytes()).sum();
         telemetry::group_commit(group.len(), bytes, queue_depth);
+        if group.iter().any(|r| matches!(r.payload, Payload::Raft(_))) {
+            self.commit_raft_group(group, bytes);
+            return;
+        }
         let now = crate::clock::now_ms();
         let written: Vec<_> = group
             .iter()
             .map(|r| match &r.payload {
                 Payload::Messages(records) => self.log.append(records),
                 Payload::Control(entries) => self.log.append_control(entries, now),
+                Payload::Raft(_) => Err(raft_mixed()),
             })
             .collect();
         let committed = if written.iter().any(Result::is_ok) {
@@ -145,7 +151,7 @@ impl PartitionWriter {
                     let header = written.as_ref().ok()?;
                     match &mut request.payload {
                         Payload::Messages(records) => Some((*header, std::mem::take(records))),
-                        Payload::Control(_) => None,
+                        Payload::Control(_) | Payload::Raft(_) => None,
                     }
                 })
                 .collect();
@@ -184,6 +190,58 @@ impl PartitionWriter {
         }
     }
 
+    /// A group of Raft operations, run in order: appends are written and answered after the
+    /// group's fsync (per the policy), cuts and purges are answered as they finish. Nothing
+    /// is published: readers see what Raft applies.
+    fn commit_raft_group(&mut self, group: Vec<AppendRequest>, bytes: usize) {
+        let mut appended = Vec::new();
+        for request in group {
+            let Payload::Raft(op) = request.payload else {
+                answer_producer(request.reply, Err(raft_mixed()));
+                continue;
+            };
+            match op {
+                RaftOp::Append { entries, reply } => {
+                    let mut last = None;
+                    let written = entries.iter().try_for_each(|e| {
+                        last = Some(self.log.append_entry(e.term, e.index, &e.body)?);
+                        Ok(())
+                    });
+                    appended.push((reply, written.map(|()| last)));
+                }
+                RaftOp::Truncate { from, reply } => {
+                    let _gone = reply.send(self.log.truncate_entries(from));
+                }
+                RaftOp::Purge { upto, reply } => {
+                    let _gone = reply.send(self.log.purge_entries(upto));
+                }
+            }
+        }
+        let committed = self
+            .flush_per_policy()
+            .and_then(|fsynced| self.log.commit(Vec::new()).map(|()| fsynced));
+        if let Err(e) = &committed {
+            tracing::error!(error = %e, "partition Raft group commit failed");
+        }
+        for (reply, written) in appended {
+            let answer = match (&committed, written) {
+                (Ok(fsynced), Ok(last)) => Ok(EntriesWritten {
+                    last,
+                    fsynced: *fsynced,
+                }),
+                (Err(_), Ok(_)) => Err(self.log.failure_error()),
+                (_, Err(e)) => Err(e),
+            };
+            let _gone = reply.send(answer);
+        }
+        if let Err(e) = self.log.persist_index(false) {
+            tracing::error!(error = %e, "persisting the partition index failed");
+        }
+        if let Err(e) = self.log.zero_ahead(bytes) {
+            tracing::warn!(error = %e, "writing zeros ahead of the log's end failed");
+        }
+    }
+
     /// Makes what is committed visible and wakes readers if anything new is.
     fn publish(&mut self) {
         if self.log.publish() {
@@ -209,6 +267,15 @@ impl PartitionWriter {
             }
         }
     }
+}
+
+/// A message or control batch sent to a replicated partition's writer, or the reverse: each
+/// kind of partition takes one kind of write.
+fn raft_mixed() -> crate::error::BrokerError {
+    crate::error::BrokerError::invalid(
+        "partition",
+        "a replicated partition takes Raft entries only, an unreplicated one no Raft entries",
+    )
 }
 
 fn answer_producer(

@@ -154,3 +154,50 @@ fn a_control_batch_round_trips_and_takes_no_offsets() {
         "an empty control batch"
     );
 }
+
+#[test]
+fn a_raft_entry_frames_at_its_place_and_splits_back_into_the_same_body() {
+    let records: Vec<Record> = (0..4).map(record).collect();
+    let bodies = [
+        raft::EntryBody::messages(&records).expect("messages"),
+        raft::EntryBody::control(9, &[Bytes::from_static(b"ack"), Bytes::new()]).expect("control"),
+        raft::EntryBody::meta(9, &Bytes::from_static(b"{}")).expect("meta"),
+    ];
+    for body in bodies {
+        let (header, frame) = body.frame(3, 17, 40).expect("frames");
+        assert_eq!(
+            (header.raft_index, header.leader_epoch, header.base_offset),
+            (Some(17), 3, 40)
+        );
+        let batch = decode_frame(Bytes::from(frame.clone())).expect("decodes as a batch");
+        assert_eq!(batch.header, header);
+        let (split_header, split_body) = raft::split_entry(Bytes::from(frame)).expect("splits");
+        assert_eq!(split_header, header);
+        assert_eq!(split_body, body);
+        body.check().expect("a body of our own encoding checks");
+    }
+    let batch = decode_frame(Bytes::from(
+        raft::EntryBody::messages(&records)
+            .expect("messages")
+            .frame(1, 1, 0)
+            .expect("frames")
+            .1,
+    ))
+    .expect("decodes");
+    assert_eq!(batch.records, records);
+    assert_eq!(
+        raft::EntryBody::meta(1, &Bytes::from_static(b"m"))
+            .expect("meta")
+            .meta_bytes(),
+        Some(Bytes::from_static(b"m"))
+    );
+}
+
+#[test]
+fn an_unreplicated_frame_is_not_a_raft_entry() {
+    let (_, _, frame) = sample();
+    assert_eq!(
+        raft::split_entry(Bytes::from(frame)),
+        Err(DecodeError::BadHeader("not a Raft entry"))
+    );
+}

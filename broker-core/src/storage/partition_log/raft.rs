@@ -1,0 +1,139 @@
+//! The writer's side of a replicated partition: the log is the partition's Raft log, one
+//! frame per entry, and Raft decides what readers see.
+//!
+//! - `append_entry` writes an entry after the last, its messages taking the next offsets (the
+//!   same on every replica, as their logs are equal up to it). Readers see it only once Raft
+//!   applied it ([`LogView::publish_applied`]), never at the writer's commit.
+//! - `truncate_entries` cuts a conflicting tail that Raft never committed: the frame of the
+//!   first doomed entry and everything after it, later segments included; the next message
+//!   offset goes back to that entry's. The cut is fsynced before it returns.
+//! - `purge_entries` deletes whole sealed segments whose entries are all at or below an
+//!   index Raft no longer needs.
+
+use super::PartitionLog;
+use crate::error::{BrokerError, Result};
+use crate::storage::codec::BatchKind;
+use crate::storage::codec::raft::EntryBody;
+use crate::storage::index::BatchLocation;
+use crate::storage::raft_tail::EntryLocation;
+use crate::storage::segment::sync_dir;
+use crate::storage::view::LogPosition;
+
+impl PartitionLog {
+    /// Writes entry `index` of term `term` after the last entry (any index if the log holds
+    /// none); readers see it once it is published as applied.
+    pub(crate) fn append_entry(
+        &mut self,
+        term: u64,
+        index: u64,
+        body: &EntryBody,
+    ) -> Result<EntryLocation> {
+        self.check_usable()?;
+        if let Some(last) = self.view.last_entry()
+            && last.index + 1 != index
+        {
+            return Err(self.out_of_order(format!(
+                "Raft entry {index} appended after entry {}",
+                last.index
+            )));
+        }
+        let (header, frame) = body.frame(term, index, self.next_offset)?;
+        self.roll_if_full()?;
+        let position = self.active.append(&frame)?;
+        let frame_len = frame.len() as u64;
+        if header.kind == BatchKind::Messages {
+            self.appended.push(BatchLocation {
+                base_offset: header.base_offset,
+                record_count: header.record_count,
+                segment_base: self.active.base_offset(),
+                position,
+                frame_len: u32::try_from(frame_len).unwrap_or(u32::MAX),
+                max_ts: header.max_ts,
+            });
+        }
+        self.next_offset = header.next_offset();
+        self.unsynced = true;
+        let entry = EntryLocation {
+            index,
+            term,
+            kind: header.kind,
+            base_offset: header.base_offset,
+            next_offset: header.next_offset(),
+            at: LogPosition {
+                segment_base: self.active.base_offset(),
+                position,
+            },
+            frame_len,
+        };
+        self.view.raft().push(entry);
+        Ok(entry)
+    }
+
+    /// Deletes entry `from` and every later one; nothing if the log ends before `from`.
+    /// Refuses to cut anything readers can see: Raft only truncates what it never committed.
+    pub(crate) fn truncate_entries(&mut self, from: u64) -> Result<()> {
+        self.check_usable()?;
+        let Some(doomed) = self.view.locate_entry(from)? else {
+            return Ok(());
+        };
+        if doomed.at < self.view.end_position() {
+            return Err(self.out_of_order(format!(
+                "Raft entry {from} is visible to readers and cannot be truncated"
+            )));
+        }
+        self.sync()?;
+        let later = self.view.split_segments_after(doomed.at.segment_base);
+        for segment in &later {
+            std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        }
+        if !later.is_empty() {
+            sync_dir(self.view.dir())?;
+        }
+        let holding = self.view.segment(doomed.at.segment_base).ok_or_else(|| {
+            self.out_of_order(format!("the segment of Raft entry {from} is gone"))
+        })?;
+        holding.truncate(doomed.at.position)?;
+        if doomed.at.position == 0 {
+            holding.forget_first_raft_index();
+        }
+        self.active = holding;
+        self.next_offset = doomed.base_offset;
+        self.appended.retain(|b| b.base_offset < doomed.base_offset);
+        self.view.index().remove_from(doomed.base_offset)?;
+        self.view.forget_chunks_from(doomed.base_offset);
+        self.view.raft().cut_from(from);
+        self.synced = self.end_position();
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Deletes the sealed segments whose entries all lie at or below `upto` (a segment whose
+    /// successor starts at or below `upto + 1`); the active segment always stays. Returns
+    /// how many went.
+    pub(crate) fn purge_entries(&mut self, upto: u64) -> Result<usize> {
+        self.check_usable()?;
+        let _serial = crate::sync::lock(&self.view.retention);
+        let mut purged = 0;
+        loop {
+            let segments = self.view.all_segments();
+            let (Some(oldest), Some(next)) = (segments.first(), segments.get(1)) else {
+                break;
+            };
+            let next_first = next.first_raft_index()?;
+            if next_first.is_none_or(|first| first > upto.saturating_add(1)) {
+                break;
+            }
+            self.view.delete_segment(oldest, next.base_offset())?;
+            purged += 1;
+        }
+        Ok(purged)
+    }
+
+    fn out_of_order(&self, reason: String) -> BrokerError {
+        BrokerError::Corrupt {
+            path: self.view.dir().to_path_buf(),
+            position: 0,
+            reason,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! [`PartitionHandle`]'s operations on a replicated partition's Raft log. Appends, cuts and
+//! purges go through the writer thread, in the order they are called, so a cut always lands
+//! after the appends queued before it; reads and publishing run on the caller's thread.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, oneshot};
+
+use super::codec::BatchHeader;
+use super::codec::raft::EntryBody;
+use super::partition_log::PartitionLog;
+use super::queued_bytes::QueuedBytes;
+use super::raft_tail::EntryLocation;
+use super::writer::{AppendRequest, PartitionHandle, Payload};
+use crate::config::LogConfig;
+use crate::error::Result;
+
+/// One Raft entry to append: where it goes and what it holds.
+#[derive(Debug, Clone)]
+pub struct RaftEntry {
+    /// Its term.
+    pub term: u64,
+    /// Its index.
+    pub index: u64,
+    /// Its body.
+    pub body: EntryBody,
+}
+
+/// What an append of Raft entries achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntriesWritten {
+    /// Where the last entry landed.
+    pub last: Option<EntryLocation>,
+    /// The entries were fsynced before this answer.
+    pub fsynced: bool,
+}
+
+/// An operation the writer thread runs on a Raft log, with where its answer goes.
+pub(super) enum RaftOp {
+    /// Append entries after the last; answered once written (and fsynced per the policy).
+    Append {
+        entries: Vec<RaftEntry>,
+        reply: oneshot::Sender<Result<EntriesWritten>>,
+    },
+    /// Delete an entry and all later ones.
+    Truncate {
+        from: u64,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Delete sealed segments of entries at or below an index.
+    Purge {
+        upto: u64,
+        reply: oneshot::Sender<Result<usize>>,
+    },
+}
+
+impl RaftOp {
+    /// Bytes the operation holds in the queue.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            RaftOp::Append { entries, .. } => entries.iter().map(|e| e.body.len()).sum(),
+            RaftOp::Truncate { .. } | RaftOp::Purge { .. } => 0,
+        }
+    }
+}
+
+impl PartitionHandle {
+    /// Opens the log of a replicated partition in `dir` (see
+    /// [`PartitionLog::open_replicated`]): readers see entries up to `applied`, later ones
+    /// as Raft applies them. Blocking: callers run it in `spawn_blocking` or at startup.
+    pub fn open_replicated(
+        dir: PathBuf,
+        index: sled::Tree,
+        config: LogConfig,
+        on_commit: Arc<Notify>,
+        applied: Option<u64>,
+    ) -> Result<PartitionHandle> {
+        let log = PartitionLog::open_replicated(dir.clone(), index, config, applied)?;
+        Self::start(dir, log, on_commit)
+    }
+
+    /// Appends Raft entries after the last one. Returns once they are queued (waiting for
+    /// queue room, never refused for it: Raft bounds what it has in flight); the receiver
+    /// gets the outcome once they are written and fsynced as the policy asks.
+    pub async fn append_entries(
+        &self,
+        entries: Vec<RaftEntry>,
+    ) -> Result<oneshot::Receiver<Result<EntriesWritten>>> {
+        let (reply, answer) = oneshot::channel();
+        self.send_raft(RaftOp::Append { entries, reply }).await?;
+        Ok(answer)
+    }
+
+    /// Deletes entry `from` and every later one, durably, once the appends queued before it
+    /// are written.
+    pub async fn truncate_entries(&self, from: u64) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send_raft(RaftOp::Truncate { from, reply }).await?;
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
+    }
+
+    /// Deletes the sealed segments whose entries all lie at or below `upto`; how many went.
+    pub async fn purge_entries(&self, upto: u64) -> Result<usize> {
+        let (reply, answer) = oneshot::channel();
+        self.send_raft(RaftOp::Purge { upto, reply }).await?;
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
+    }
+
+    async fn send_raft(&self, op: RaftOp) -> Result<()> {
+        let sender = self.sender(false)?;
+        let queued = QueuedBytes::force(&self.inner.queued_bytes, op.bytes());
+        let request = AppendRequest {
+            payload: Payload::Raft(op),
+            reply: None,
+            _queued: queued,
+            _held: None,
+        };
+        sender.send(request).await.map_err(|_| self.stopped())
+    }
+
+    /// Makes the entries up to `index` visible to readers (Raft applied them) and wakes
+    /// waiting readers when anything new became visible.
+    pub fn publish_applied(&self, index: u64, on_commit: &Notify) -> Result<()> {
+        if self.inner.view.publish_applied(index)? {
+            on_commit.notify_waiters();
+        }
+        Ok(())
+    }
+
+    /// The log's last entry, unless it holds none.
+    pub fn last_entry(&self) -> Option<EntryLocation> {
+        self.inner.view.last_entry()
+    }
+
+    /// Where entry `index` lies, if the log holds it. Blocking file I/O for an old entry.
+    pub fn locate_entry(&self, index: u64) -> Result<Option<EntryLocation>> {
+        self.inner.view.locate_entry(index)
+    }
+
+    /// Entries `from..to`, at most about `max_bytes` of bodies (at least one). Blocking file
+    /// I/O.
+    pub fn read_entries(
+        &self,
+        from: u64,
+        to: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(BatchHeader, EntryBody)>> {
+        self.inner.view.read_entries(from, to, max_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests;

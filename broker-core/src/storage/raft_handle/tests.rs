@@ -1,0 +1,272 @@
+//! A replicated partition's Raft log on segment files: appends, reads by index, visibility
+//! by applied index, cuts of a conflicting tail, purges, and all of it across a reopen.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use super::*;
+use crate::config::FsyncPolicy;
+use crate::message::Record;
+
+fn record(n: u64) -> Record {
+    Record {
+        id: format!("m-{n}"),
+        timestamp_ms: 1_000 + n,
+        key: None,
+        value: Bytes::from(vec![(n % 251) as u8; 300]),
+        binary: true,
+        scheduled: false,
+        client_id: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+    }
+}
+
+fn messages(term: u64, index: u64, first: u64, count: u64) -> RaftEntry {
+    let records: Vec<Record> = (first..first + count).map(record).collect();
+    RaftEntry {
+        term,
+        index,
+        body: EntryBody::messages(&records).expect("encodes"),
+    }
+}
+
+fn meta(term: u64, index: u64) -> RaftEntry {
+    RaftEntry {
+        term,
+        index,
+        body: EntryBody::meta(5, &Bytes::from_static(b"membership")).expect("encodes"),
+    }
+}
+
+struct Node {
+    _root: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    db: sled::Db,
+    on_commit: Arc<Notify>,
+}
+
+impl Node {
+    fn new() -> Node {
+        let root = tempfile::tempdir().expect("temp dir");
+        let db = sled::Config::new()
+            .path(root.path().join("meta"))
+            .open()
+            .expect("sled");
+        Node {
+            dir: root.path().join("p0"),
+            _root: root,
+            db,
+            on_commit: Arc::new(Notify::new()),
+        }
+    }
+
+    fn open(&self, applied: Option<u64>) -> PartitionHandle {
+        open_in(&self.dir, &self.db, &self.on_commit, applied)
+    }
+}
+
+fn open_in(
+    dir: &Path,
+    db: &sled::Db,
+    on_commit: &Arc<Notify>,
+    applied: Option<u64>,
+) -> PartitionHandle {
+    let config = LogConfig {
+        segment_bytes: 4 * 1024,
+        fsync: FsyncPolicy::Always,
+        leader_epoch: 0,
+    };
+    let tree = db.open_tree("p0").expect("tree");
+    PartitionHandle::open_replicated(
+        dir.to_path_buf(),
+        tree,
+        config,
+        Arc::clone(on_commit),
+        applied,
+    )
+    .expect("opens")
+}
+
+async fn append(log: &PartitionHandle, entries: Vec<RaftEntry>) -> EntriesWritten {
+    let answer = log.append_entries(entries).await.expect("queued");
+    answer.await.expect("answered").expect("written")
+}
+
+fn terms_and_offsets(log: &PartitionHandle, from: u64, to: u64) -> Vec<(u64, u64, u64)> {
+    log.read_entries(from, to, usize::MAX)
+        .expect("reads")
+        .into_iter()
+        .map(|(h, _)| (h.raft_index.unwrap_or(0), h.leader_epoch, h.base_offset))
+        .collect()
+}
+
+#[tokio::test]
+async fn entries_read_back_by_index_and_readers_see_only_what_raft_applied() {
+    let node = Node::new();
+    let log = node.open(None);
+    let written = append(
+        &log,
+        vec![meta(1, 1), messages(1, 2, 0, 3), messages(1, 3, 3, 2)],
+    )
+    .await;
+    assert!(written.fsynced);
+    assert_eq!(written.last.map(|l| (l.index, l.next_offset)), Some((3, 5)));
+    assert_eq!(
+        terms_and_offsets(&log, 1, 4),
+        vec![(1, 1, 0), (2, 1, 0), (3, 1, 3)]
+    );
+    let read = log.read_entries(2, 3, usize::MAX).expect("reads");
+    assert_eq!(
+        read[0].1,
+        messages(1, 2, 0, 3).body,
+        "the body comes back as appended"
+    );
+    assert_eq!(log.end_offset(), 0, "nothing applied, nothing visible");
+    log.publish_applied(2, &node.on_commit).expect("publishes");
+    assert_eq!(log.end_offset(), 3);
+    let visible = log.read(0, 100, usize::MAX).expect("reads");
+    assert_eq!(visible.len(), 3);
+    assert_eq!(visible[2].record, record(2));
+    assert_eq!(visible[2].leader_epoch, 1, "the term is the batch epoch");
+    log.shutdown();
+}
+
+#[tokio::test]
+async fn a_conflicting_tail_is_cut_and_its_offsets_are_given_again() {
+    let node = Node::new();
+    let log = node.open(None);
+    append(
+        &log,
+        vec![
+            meta(1, 1),
+            messages(1, 2, 0, 3),
+            messages(1, 3, 3, 2),
+            messages(1, 4, 5, 1),
+        ],
+    )
+    .await;
+    log.publish_applied(2, &node.on_commit).expect("publishes");
+    log.truncate_entries(3).await.expect("cuts");
+    assert_eq!(log.last_entry().map(|l| l.index), Some(2));
+    append(&log, vec![messages(2, 3, 100, 1)]).await;
+    assert_eq!(
+        terms_and_offsets(&log, 1, 10),
+        vec![(1, 1, 0), (2, 1, 0), (3, 2, 3)]
+    );
+    log.publish_applied(3, &node.on_commit).expect("publishes");
+    let visible = log.read(0, 100, usize::MAX).expect("reads");
+    assert_eq!(visible.len(), 4);
+    assert_eq!(
+        visible[3].record,
+        record(100),
+        "offset 3 holds the new leader's entry"
+    );
+    assert!(
+        log.truncate_entries(2).await.is_err(),
+        "an applied entry is never cut"
+    );
+    log.shutdown();
+}
+
+#[tokio::test]
+async fn a_reopened_log_knows_its_last_entry_and_shows_only_what_was_applied() {
+    let node = Node::new();
+    let log = node.open(None);
+    let mut entries = vec![meta(1, 1)];
+    // 300-byte values and 4 KiB segments: the run spans several segments.
+    for i in 0..40 {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(&log, entries).await;
+    log.publish_applied(30, &node.on_commit).expect("publishes");
+    log.shutdown();
+    drop(log);
+    let log = node.open(Some(30));
+    assert_eq!(
+        log.last_entry().map(|l| (l.index, l.next_offset)),
+        Some((41, 80))
+    );
+    assert_eq!(
+        log.end_offset(),
+        58,
+        "entries up to 30 (offsets below 58) are visible"
+    );
+    let all = terms_and_offsets(&log, 1, 100);
+    assert_eq!(
+        all.len(),
+        41,
+        "every entry reads back, older ones by scanning files"
+    );
+    assert!(
+        all.iter()
+            .enumerate()
+            .all(|(i, (index, _, _))| *index == i as u64 + 1)
+    );
+    assert!(
+        log.truncate_entries(10).await.is_err(),
+        "an applied entry is never cut"
+    );
+    log.truncate_entries(35)
+        .await
+        .expect("an unapplied entry is cut");
+    assert_eq!(log.last_entry().map(|l| l.index), Some(34));
+    assert!(
+        log.truncate_entries(35).await.is_ok(),
+        "cutting past the end changes nothing"
+    );
+    log.shutdown();
+}
+
+#[tokio::test]
+async fn a_cut_into_an_older_segment_deletes_the_later_ones_and_survives_a_reopen() {
+    let node = Node::new();
+    let log = node.open(None);
+    let mut entries = vec![meta(1, 1)];
+    for i in 0..40 {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(&log, entries).await;
+    log.publish_applied(5, &node.on_commit).expect("publishes");
+    let segments_before = std::fs::read_dir(&node.dir).expect("dir").count();
+    log.truncate_entries(8).await.expect("cuts");
+    let segments_after = std::fs::read_dir(&node.dir).expect("dir").count();
+    assert!(
+        segments_after < segments_before,
+        "{segments_after} of {segments_before} segments left"
+    );
+    append(&log, vec![messages(3, 8, 500, 1), messages(3, 9, 501, 1)]).await;
+    log.shutdown();
+    drop(log);
+    let log = node.open(Some(5));
+    assert_eq!(
+        log.last_entry().map(|l| (l.index, l.term, l.next_offset)),
+        Some((9, 3, 14))
+    );
+    let tail = terms_and_offsets(&log, 7, 20);
+    assert_eq!(tail, vec![(7, 1, 10), (8, 3, 12), (9, 3, 13)]);
+    log.shutdown();
+}
+
+#[tokio::test]
+async fn a_purge_deletes_only_whole_segments_below_the_index() {
+    let node = Node::new();
+    let log = node.open(None);
+    let mut entries = vec![meta(1, 1)];
+    for i in 0..40 {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(&log, entries).await;
+    log.publish_applied(41, &node.on_commit).expect("publishes");
+    let purged = log.purge_entries(20).await.expect("purges");
+    assert!(purged > 0);
+    let first = log.start_offset();
+    assert!(first > 0 && first <= 38, "start moved to {first}");
+    let remaining = terms_and_offsets(&log, 21, 100);
+    assert_eq!(remaining.first().map(|e| e.0), Some(21), "entry 21 is kept");
+    assert_eq!(log.purge_entries(0).await.expect("purges"), 0);
+    log.shutdown();
+}

@@ -1,0 +1,141 @@
+//! The read side of a replicated partition's Raft log: finding an entry by index, reading a
+//! run of entries for replication, and publishing what Raft applied.
+//!
+//! Entries the in-memory tail ([`RaftTail`]) holds are found at once; an older one is found
+//! by reading each segment's first Raft index (cached) and scanning frames forward from the
+//! start of the segment holding it, which only a follower far behind costs.
+
+use super::codec::BatchHeader;
+use super::codec::raft::{EntryBody, split_entry};
+use super::raft_tail::EntryLocation;
+use super::segment::{ScanStep, Segment};
+use super::view::{LogPosition, LogView};
+use crate::error::Result;
+
+impl LogView {
+    /// The newest Raft entry in the tail: the log's last entry, unless the log has none.
+    pub(crate) fn last_entry(&self) -> Option<EntryLocation> {
+        self.raft().last()
+    }
+
+    /// Where entry `index` lies, if the log holds it. Blocking file I/O for an entry older
+    /// than the in-memory tail.
+    pub(crate) fn locate_entry(&self, index: u64) -> Result<Option<EntryLocation>> {
+        let last = {
+            let tail = self.raft();
+            if let Some(entry) = tail.get(index) {
+                return Ok(Some(entry));
+            }
+            tail.last()
+        };
+        if last.is_some_and(|l| index > l.index) {
+            return Ok(None);
+        }
+        let Some(segment) = self.segment_holding_entry(index)? else {
+            return Ok(None);
+        };
+        scan_for_entry(&segment, index)
+    }
+
+    /// The newest segment whose first entry is at or before `index`.
+    fn segment_holding_entry(&self, index: u64) -> Result<Option<std::sync::Arc<Segment>>> {
+        for segment in self.all_segments().into_iter().rev() {
+            match segment.first_raft_index()? {
+                Some(first) if first <= index => return Ok(Some(segment)),
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// The entries from `from` up to `to` (exclusive), at most `max_bytes` of bodies (always
+    /// at least one entry when `from` exists), in order, with their headers. Fewer if the
+    /// log ends first. Blocking file I/O.
+    pub(crate) fn read_entries(
+        &self,
+        from: u64,
+        to: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(BatchHeader, EntryBody)>> {
+        let mut out = Vec::new();
+        let Some(first) = self.locate_entry(from)? else {
+            return Ok(out);
+        };
+        let Some(mut segment) = self.segment(first.at.segment_base) else {
+            return Ok(out);
+        };
+        let mut position = first.at.position;
+        let mut bytes = 0;
+        let mut next = from;
+        while next < to && (out.is_empty() || bytes < max_bytes) {
+            let Some(frame) = segment.read_raw(position)? else {
+                match self.segment_after(segment.base_offset()) {
+                    Some(later) => {
+                        segment = later;
+                        position = 0;
+                        continue;
+                    }
+                    None => break,
+                }
+            };
+            let frame_len = frame.len() as u64;
+            let (header, body) =
+                split_entry(frame).map_err(|e| segment.corrupt(position, e.to_string()))?;
+            if header.raft_index != Some(next) {
+                return Err(segment.corrupt(position, format!("expected Raft entry {next}")));
+            }
+            bytes += body.len();
+            out.push((header, body));
+            position += frame_len;
+            next += 1;
+        }
+        Ok(out)
+    }
+
+    /// Makes every entry up to `index` (which Raft applied) visible to readers: offsets below
+    /// its next offset, frames before its end. Whether anything new became visible. An entry
+    /// already visible, or purged, changes nothing. Blocking file I/O for an entry older than
+    /// the in-memory tail (only at open).
+    pub(crate) fn publish_applied(&self, index: u64) -> Result<bool> {
+        let entry = self.locate_entry(index)?;
+        self.raft().forget_below_applied(index);
+        Ok(match entry {
+            Some(entry) if entry.end() > self.end_position() => {
+                self.publish_end(entry.next_offset, entry.end())
+            }
+            _ => false,
+        })
+    }
+}
+
+/// Scans `segment` from its start for entry `index`.
+fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>> {
+    let mut position = 0;
+    loop {
+        let (batch, frame_len) = match segment.scan_at(position)? {
+            ScanStep::Frame { batch, frame_len } => (batch, frame_len),
+            ScanStep::End | ScanStep::Zeros => return Ok(None),
+            ScanStep::Skipped { .. } | ScanStep::Invalid(_) => {
+                return Err(segment.corrupt(position, "a bad frame before a Raft entry"));
+            }
+        };
+        match batch.header.raft_index {
+            Some(found) if found == index => {
+                return Ok(Some(EntryLocation {
+                    index,
+                    term: batch.header.leader_epoch,
+                    kind: batch.header.kind,
+                    base_offset: batch.header.base_offset,
+                    next_offset: batch.header.next_offset(),
+                    at: LogPosition {
+                        segment_base: segment.base_offset(),
+                        position,
+                    },
+                    frame_len,
+                }));
+            }
+            Some(found) if found > index => return Ok(None),
+            _ => position += frame_len,
+        }
+    }
+}
