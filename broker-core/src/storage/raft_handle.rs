@@ -66,9 +66,9 @@ impl RaftOp {
 }
 
 impl PartitionHandle {
-    /// Opens the log of a replicated partition in `dir` (see
-    /// [`PartitionLog::open_replicated`]): readers see entries up to `applied`, later ones
-    /// as Raft applies them. Blocking: callers run it in `spawn_blocking` or at startup.
+    /// Opens the log of a replicated partition in `dir`, recovering its tail as
+    /// [`PartitionHandle::open`] does: readers see entries up to `applied` (the last index
+    /// Raft applied before, as its state machine recorded), later ones as Raft applies them. Blocking: callers run it in `spawn_blocking` or at startup.
     pub fn open_replicated(
         dir: PathBuf,
         index: sled::Tree,
