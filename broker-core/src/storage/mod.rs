@@ -17,7 +17,8 @@
 //!   [`EntryBody`]). `raft_handle` appends, cuts and purges entries through the writer thread
 //!   and publishes what Raft applied ([`PartitionHandle::open_replicated`]); `raft_view`
 //!   finds and reads entries by index; `raft_tail` keeps the newest entries' places in memory;
-//!   `partition_log::raft` is the writer's side.
+//!   `partition_log::raft` is the writer's side; `raft_state` keeps the vote and the purged
+//!   and committed ids ([`RaftState`]).
 //!
 //! # On disk
 //! One directory per partition holds its segment files; the caller gives the directory and the
@@ -29,6 +30,7 @@ mod index;
 mod partition_log;
 mod queued_bytes;
 mod raft_handle;
+mod raft_state;
 mod raft_tail;
 mod raft_view;
 mod reads;
@@ -44,6 +46,7 @@ mod writer_thread;
 pub use codec::raft::EntryBody;
 pub use codec::{BatchHeader, BatchKind};
 pub use raft_handle::{EntriesWritten, RaftEntry};
+pub use raft_state::{MAX_RAFT_STATE_FIELD, RaftState};
 pub use raft_tail::EntryLocation;
 pub use reads::Replayed;
 pub use view::LogPosition;
