@@ -29,6 +29,16 @@ pub enum ServeError {
     /// Binding or serving the socket failed.
     #[error("cannot serve on the socket: {0}")]
     Io(#[from] std::io::Error),
+    /// Cluster settings were given, but this build serves a single node only: refusing is
+    /// better than silently running unreplicated.
+    #[error(
+        "cluster settings (node_id {node_id}, peers …) were given, but this build of wharf \
+         serves a single node only; remove them to run one node"
+    )]
+    ClusterNotAvailable {
+        /// The node id asked for.
+        node_id: u64,
+    },
     /// The background server task panicked or was cancelled.
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -44,6 +54,11 @@ pub async fn serve(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    if let Some(cluster) = settings.cluster() {
+        return Err(ServeError::ClusterNotAvailable {
+            node_id: cluster.node_id,
+        });
+    }
     crate::metrics::install();
     let broker = Broker::open(settings.broker_config())
         .await

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::cluster::ClusterArgs;
 use super::edge_args::EdgeArgs;
 use super::error::ConfigError;
 use super::file::{FileSettings, read_file, value_text};
@@ -36,16 +37,20 @@ pub struct ServeArgs {
     /// Auth, limits and timeouts.
     #[command(flatten)]
     pub edge: EdgeArgs,
+    /// Cluster membership (none: a single node).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 impl ServeArgs {
     /// Merges flags/env (already merged by clap) over the config file, then validates.
     pub fn load(self) -> Result<Settings, ConfigError> {
-        let (file, edge) = match &self.config {
-            Some(path) => read_file(path, self.edge)?,
+        let (file, edge, cluster) = match &self.config {
+            Some(path) => read_file(path, self.edge, self.cluster)?,
             None => (
                 FileSettings::default(),
                 self.edge.merge(&mut toml::Table::new()),
+                self.cluster,
             ),
         };
         RawSettings {
@@ -57,6 +62,7 @@ impl ServeArgs {
             allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
             auth_keys: file.auth_keys,
             edge,
+            cluster,
         }
         .freeze()
     }
@@ -100,6 +106,26 @@ mod tests {
         assert_eq!(settings.edge().max_headers, 30);
         assert_eq!(settings.edge().principal_requests_per_second, 5);
         assert!(settings.edge().docs_public);
+    }
+
+    #[test]
+    fn cluster_keys_come_from_the_file_with_peers_as_a_table() {
+        let config = file(
+            "node_id = 1\nzone = \"a\"\ncluster_listen = \"127.0.0.1:7001\"\n\
+             cluster_secret = \"0123456789abcdef0123456789abcdef\"\n\
+             peers = { 1 = \"127.0.0.1:7001\", 2 = \"127.0.0.1:7002\" }\n",
+        );
+        let settings = ServeArgs {
+            config: Some(config.path().to_owned()),
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect("valid");
+        let cluster = settings.cluster().expect("cluster mode");
+        assert_eq!((cluster.node_id, cluster.zone.as_str()), (1, "a"));
+        assert_eq!(cluster.peers.len(), 2);
+        let single = ServeArgs::default().load().expect("valid");
+        assert!(single.cluster().is_none());
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::cluster::{CLUSTER_KEYS, ClusterArgs};
 use super::edge_args::{EDGE_KEYS, EdgeArgs, EdgeRaw};
 use super::error::ConfigError;
 use crate::auth::KeySpec;
@@ -41,7 +42,8 @@ pub(super) fn value_text(value: toml::Value) -> String {
 pub(super) fn read_file(
     path: &Path,
     edge: EdgeArgs,
-) -> Result<(FileSettings, EdgeRaw), ConfigError> {
+    cluster: ClusterArgs,
+) -> Result<(FileSettings, EdgeRaw, ClusterArgs), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
         path: path.to_owned(),
         source,
@@ -57,8 +59,18 @@ pub(super) fn read_file(
             edge_table.insert((*key).to_owned(), value);
         }
     }
+    let mut cluster_table = toml::Table::new();
+    for key in CLUSTER_KEYS {
+        if let Some(value) = table.remove(*key) {
+            cluster_table.insert((*key).to_owned(), value);
+        }
+    }
     let file = FileSettings::deserialize(toml::Value::Table(table)).map_err(parse_error)?;
-    Ok((file, edge.merge(&mut edge_table)))
+    Ok((
+        file,
+        edge.merge(&mut edge_table),
+        cluster.merge(&mut cluster_table),
+    ))
 }
 
 /// A temporary config file holding `text`.

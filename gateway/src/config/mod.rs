@@ -10,6 +10,8 @@
 //! - `file`: the TOML config file: its known keys, unknown ones refused, values as text.
 //! - `raw`: [`RawSettings`] and [`RawSettings::freeze`]: defaults, each value parsed and
 //!   checked, then the relations between them (no anonymous access on a network address).
+//! - `cluster`: [`ClusterArgs`] and [`ClusterSettings`]: node id, zone, cluster port, the
+//!   initial voters and the shared secret; none of them means a single node.
 //! - `edge`: [`EdgeSettings`], their defaults and their validation, with the auth keys.
 //! - `values`: one setting's text into a number, a number within a range, or a boolean.
 //! - `settings`: [`Settings`], the frozen result, and the server's defaults
@@ -17,6 +19,7 @@
 //! - `error`: [`ConfigError`].
 
 mod args;
+mod cluster;
 mod edge;
 mod edge_args;
 mod error;
@@ -26,6 +29,10 @@ mod settings;
 mod values;
 
 pub use args::ServeArgs;
+pub use cluster::{
+    ClusterArgs, ClusterSecret, ClusterSettings, DEFAULT_ZONE, MAX_PEERS, MAX_ZONE_LEN,
+    MIN_CLUSTER_SECRET_BYTES,
+};
 pub use edge::EdgeSettings;
 pub use edge_args::{EdgeArgs, EdgeRaw};
 pub use error::ConfigError;

@@ -8,6 +8,7 @@ use broker_core::FsyncPolicy;
 use broker_core::config::{DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 use broker_core::limits::MAX_FRAME_BYTES;
 
+use super::cluster::{ClusterArgs, freeze_cluster};
 use super::edge::freeze_edge;
 use super::edge_args::EdgeRaw;
 use super::error::{ConfigError, invalid};
@@ -37,6 +38,8 @@ pub struct RawSettings {
     pub auth_keys: Vec<KeySpec>,
     /// Auth, limits and timeouts, as text.
     pub edge: EdgeRaw,
+    /// Cluster membership, as text.
+    pub cluster: ClusterArgs,
 }
 
 impl RawSettings {
@@ -93,6 +96,7 @@ impl RawSettings {
             return Err(ConfigError::AnonymousOnNetwork { listen });
         }
         edge.check_host = listen.ip().is_loopback() || !edge.allowed_hosts.is_empty();
+        let cluster = freeze_cluster(self.cluster, listen)?;
         Ok(Settings {
             listen,
             data_dir,
@@ -101,6 +105,7 @@ impl RawSettings {
             max_body_bytes,
             auth,
             edge,
+            cluster,
         })
     }
 }

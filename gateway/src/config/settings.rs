@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use broker_core::{BrokerConfig, FsyncPolicy};
 
+use super::cluster::ClusterSettings;
 use super::edge::EdgeSettings;
 use super::error::ConfigError;
 use super::raw::RawSettings;
@@ -32,12 +33,18 @@ pub struct Settings {
     pub(super) max_body_bytes: usize,
     pub(super) auth: Authenticator,
     pub(super) edge: EdgeSettings,
+    pub(super) cluster: Option<ClusterSettings>,
 }
 
 impl Settings {
     /// Token verification (disabled when no key is configured).
     pub fn auth(&self) -> &Authenticator {
         &self.auth
+    }
+
+    /// Cluster membership; `None` on a single node.
+    pub fn cluster(&self) -> Option<&ClusterSettings> {
+        self.cluster.as_ref()
     }
 
     /// The edge's limits, timeouts and switches.
