@@ -1,7 +1,5 @@
 //! [`Report`]: the verdict, the report line and the JSON summary of one history.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 use crate::findings::Findings;
@@ -43,13 +41,23 @@ impl Report {
 
     /// The one-line report every reliability test prints (see `RELIABILITY.md`).
     pub fn line(&self) -> String {
-        let f = &self.findings;
-        let q = &f.queue;
-        let c = &f.coverage;
-        let mut line = format!("{} {} seed={}", self.id, self.name, self.seed_text());
-        let _ = write!(
-            line,
-            " | attempts {} | acked {} | lost {} | unexpected {} | duplicated {} | recovered {} \
+        let seed = self
+            .seed
+            .map_or_else(|| "?".to_owned(), |seed| seed.to_string());
+        format!(
+            "{} {} seed={seed} | {} | {} | verdict {}",
+            self.id,
+            self.name,
+            self.counts_text(),
+            self.run_text(),
+            self.verdict
+        )
+    }
+
+    fn counts_text(&self) -> String {
+        let q = &self.findings.queue;
+        format!(
+            "attempts {} | acked {} | lost {} | unexpected {} | duplicated {} | recovered {} \
              | unknown {} | per-node lost {}",
             q.attempts,
             q.acknowledged,
@@ -59,24 +67,21 @@ impl Report {
             q.recovered.count,
             q.unknown,
             q.per_node_lost.count,
-        );
-        let _ = write!(
-            line,
-            " | faults {} ({}/{}) | leader changes {} | max unavailability {:.1} s \
-             | 5xx other than 503/507: {} | verdict {}",
+        )
+    }
+
+    fn run_text(&self) -> String {
+        let f = &self.findings;
+        let c = &f.coverage;
+        format!(
+            "faults {} ({}/{}) | leader changes {} | max unavailability {:.1} s \
+             | 5xx other than 503/507: {}",
             c.fault_injections,
             c.installed,
             c.skipped,
             f.leadership.total_changes(),
             f.unavailability.max_ms as f64 / 1000.0,
             f.server_errors.count,
-            self.verdict,
-        );
-        line
-    }
-
-    fn seed_text(&self) -> String {
-        self.seed
-            .map_or_else(|| "?".to_owned(), |seed| seed.to_string())
+        )
     }
 }
