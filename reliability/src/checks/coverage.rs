@@ -17,6 +17,8 @@ pub struct Coverage {
     pub run_header: bool,
     /// Whether the history had no event besides its header.
     pub empty: bool,
+    /// Whether the header names no node or no partition, so nothing could be drained.
+    pub empty_cluster: bool,
     /// Fault starts in the history.
     pub fault_injections: u64,
     /// Fault starts that took effect.
@@ -65,6 +67,9 @@ impl Coverage {
         if self.empty {
             problems.push("the history holds no events".to_owned());
         }
+        if self.empty_cluster {
+            problems.push("the run header names no node or no partition".to_owned());
+        }
         for fault in &self.never_installed {
             problems.push(format!("fault {fault} was declared but never installed"));
         }
@@ -103,6 +108,7 @@ pub fn check(history: &History, leadership: &Leadership) -> Coverage {
     };
     count_faults(history, &mut coverage);
     if let Some(run) = &history.run {
+        coverage.empty_cluster = run.nodes.is_empty() || run.partitions == 0;
         coverage.never_installed = never_installed(history, run);
         coverage.undrained = undrained(history, run);
         if run.require_leader_change {

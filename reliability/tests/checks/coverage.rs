@@ -144,3 +144,19 @@ fn a_stale_leader_observation_is_not_a_leader_change() {
     assert_eq!(report.findings.leadership.changes.get(&0), Some(&1));
     assert_eq!(report.verdict, Verdict::Valid);
 }
+
+#[test]
+fn a_header_naming_no_node_makes_the_verdict_unknown() {
+    let mut events = clean();
+    for event in &mut events {
+        if let Event::Run(run) = event {
+            run.nodes.clear();
+        }
+    }
+    let report = report(events);
+    assert_eq!(report.verdict, Verdict::Unknown);
+    assert_eq!(
+        report.reasons,
+        ["the run header names no node or no partition"]
+    );
+}
