@@ -1,0 +1,87 @@
+//! [`Report`]: the verdict, the report line and the JSON summary of one history.
+
+use serde::Serialize;
+
+use crate::findings::Findings;
+use crate::history::History;
+use crate::verdict::{Verdict, judge};
+
+/// The checker's report on one history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The test's ID (`?` without a run header).
+    pub id: String,
+    /// The test's name (`?` without a run header).
+    pub name: String,
+    /// The run's seed, if the history had a header.
+    pub seed: Option<u64>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why the verdict is not `valid`.
+    pub reasons: Vec<String>,
+    /// What every check found.
+    pub findings: Findings,
+}
+
+impl Report {
+    /// Checks `history` and judges it.
+    pub fn of(history: &History) -> Self {
+        let findings = Findings::of(history);
+        let judgement = judge(&findings);
+        let run = history.run.as_ref();
+        Self {
+            id: run.map_or_else(|| "?".to_owned(), |run| run.id.clone()),
+            name: run.map_or_else(|| "?".to_owned(), |run| run.name.clone()),
+            seed: run.map(|run| run.seed),
+            verdict: judgement.verdict,
+            reasons: judgement.reasons,
+            findings,
+        }
+    }
+
+    /// The one-line report every reliability test prints (see `RELIABILITY.md`).
+    pub fn line(&self) -> String {
+        let seed = self
+            .seed
+            .map_or_else(|| "?".to_owned(), |seed| seed.to_string());
+        format!(
+            "{} {} seed={seed} | {} | {} | verdict {}",
+            self.id,
+            self.name,
+            self.counts_text(),
+            self.run_text(),
+            self.verdict
+        )
+    }
+
+    fn counts_text(&self) -> String {
+        let q = &self.findings.queue;
+        format!(
+            "attempts {} | acked {} | lost {} | unexpected {} | duplicated {} | recovered {} \
+             | unknown {} | per-node lost {}",
+            q.attempts,
+            q.acknowledged,
+            q.lost.count,
+            q.unexpected.count,
+            q.duplicated.count,
+            q.recovered.count,
+            q.unknown,
+            q.per_node_lost.count,
+        )
+    }
+
+    fn run_text(&self) -> String {
+        let f = &self.findings;
+        let c = &f.coverage;
+        format!(
+            "faults {} ({}/{}) | leader changes {} | max unavailability {:.1} s \
+             | 5xx other than 503/507: {}",
+            c.fault_injections,
+            c.installed,
+            c.skipped,
+            f.leadership.total_changes(),
+            f.unavailability.max_ms as f64 / 1000.0,
+            f.server_errors.count,
+        )
+    }
+}
