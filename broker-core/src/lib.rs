@@ -14,6 +14,8 @@
 //!   the schedule events of the partition logs ([`schedule::ScheduleEvent`]).
 //! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]); `in_flight`:
 //!   the ids of produces under way ([`in_flight::InFlightIds`]).
+//! - `raft`: replication between nodes: the [`raft::Transport`] and [`raft::RpcHandler`] seam
+//!   the gateway carries over the cluster port.
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
@@ -33,6 +35,7 @@ pub mod memory;
 pub mod message;
 pub mod names;
 pub mod partitioner;
+pub mod raft;
 pub mod schedule;
 pub mod storage;
 pub mod subscription;

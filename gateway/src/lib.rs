@@ -34,6 +34,8 @@
 //! - [`openapi`]: the OpenAPI 3.1 document generated from the handlers; [`docs_html`]: the
 //!   offline HTML reference rendered from it; [`openapi_edge`]: the bearer scheme and the
 //!   edge's 401/403/429/503 on every operation.
+//! - [`cluster`]: the cluster port (Raft RPCs between nodes, checked against the cluster
+//!   secret) and [`cluster::PeerClient`], the broker's transport to other nodes.
 //! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
 //!   `read`, `stats`): an HTTP client of a running node.
 //!
@@ -45,6 +47,7 @@ pub mod auth;
 pub mod browser_guard;
 pub mod cli;
 pub mod client_addr;
+pub mod cluster;
 pub mod codes;
 pub mod config;
 pub mod docs_html;

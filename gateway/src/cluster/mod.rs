@@ -1,0 +1,19 @@
+//! The cluster port: where this node's Raft groups talk to other nodes' (never the public
+//! port), and the client that talks to theirs.
+//!
+//! # Layout
+//! - `peer_auth`: the header every call carries, an HMAC of the caller's id and the time keyed
+//!   by the cluster secret (the secret itself never travels), and its check.
+//! - `port`: [`serve_cluster_port`]: `POST /cluster/v1/raft/{group}/{rpc}` handed to the
+//!   broker's [`broker_core::raft::RpcHandler`], behind the peer check, with the public edge's
+//!   connection cap and timeouts.
+//! - `peer_client`: [`PeerClient`], the broker's [`broker_core::raft::Transport`] over pooled
+//!   HTTP with a timeout on every call.
+
+mod peer_auth;
+mod peer_client;
+mod port;
+
+pub use peer_auth::{AUTH_HEADER, MAX_CLOCK_SKEW_MS, PeerAuth};
+pub use peer_client::{CONNECT_TIMEOUT, PeerClient};
+pub use port::{CLUSTER_DRAIN_TIMEOUT, cluster_router, serve_cluster_port};
