@@ -8,9 +8,15 @@
 //!
 //! The broker never depends on HTTP types: RPCs are bytes here.
 
+mod log_store;
+mod state_machine;
 mod transport;
+mod types;
 
+pub use log_store::LogStore;
+pub use state_machine::PartitionMachine;
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,
     TransportError, TransportFuture,
 };
+pub use types::{Applied, META_BLANK, META_MEMBERSHIP, NodeInfo, TypeConfig};

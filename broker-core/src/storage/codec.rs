@@ -55,7 +55,7 @@ const FLAG_SCHEDULED: u8 = 2;
 const FLAG_CLIENT_ID: u8 = 4;
 
 /// What a batch carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BatchKind {
     /// Messages, one offset each.
     Messages,

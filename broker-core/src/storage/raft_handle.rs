@@ -38,10 +38,18 @@ pub struct EntriesWritten {
 
 /// An operation the writer thread runs on a Raft log, with where its answer goes.
 pub(super) enum RaftOp {
-    /// Append entries after the last; answered once written (and fsynced per the policy).
+    /// Append entries after the last: `written` is answered once they are written (readable),
+    /// `reply` once fsynced per the policy.
     Append {
         entries: Vec<RaftEntry>,
+        written: oneshot::Sender<Result<()>>,
         reply: oneshot::Sender<Result<EntriesWritten>>,
+    },
+    /// Delete every entry and start an empty log whose first message offset is `next_offset`
+    /// (a snapshot from the leader replaced what this replica had).
+    Reset {
+        next_offset: u64,
+        reply: oneshot::Sender<Result<()>>,
     },
     /// Delete an entry and all later ones.
     Truncate {
@@ -60,7 +68,7 @@ impl RaftOp {
     pub(super) fn bytes(&self) -> usize {
         match self {
             RaftOp::Append { entries, .. } => entries.iter().map(|e| e.body.len()).sum(),
-            RaftOp::Truncate { .. } | RaftOp::Purge { .. } => 0,
+            RaftOp::Truncate { .. } | RaftOp::Purge { .. } | RaftOp::Reset { .. } => 0,
         }
     }
 }
@@ -80,16 +88,31 @@ impl PartitionHandle {
         Self::start(dir, log, on_commit)
     }
 
-    /// Appends Raft entries after the last one. Returns once they are queued (waiting for
-    /// queue room, never refused for it: Raft bounds what it has in flight); the receiver
-    /// gets the outcome once they are written and fsynced as the policy asks.
+    /// Appends Raft entries after the last one. Returns once they are written, so readers of
+    /// entries find them (waiting for queue room, never refused for it: Raft bounds what it
+    /// has in flight); the receiver gets the outcome once they are fsynced as the policy asks.
     pub async fn append_entries(
         &self,
         entries: Vec<RaftEntry>,
     ) -> Result<oneshot::Receiver<Result<EntriesWritten>>> {
+        let (written, was_written) = oneshot::channel();
         let (reply, answer) = oneshot::channel();
-        self.send_raft(RaftOp::Append { entries, reply }).await?;
+        self.send_raft(RaftOp::Append {
+            entries,
+            written,
+            reply,
+        })
+        .await?;
+        was_written.await.unwrap_or_else(|_| Err(self.panicked()))?;
         Ok(answer)
+    }
+
+    /// Deletes every entry, durably, and starts an empty log whose next message offset is
+    /// `next_offset`: what a replica does when a snapshot from the leader replaces its log.
+    pub async fn reset_entries(&self, next_offset: u64) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send_raft(RaftOp::Reset { next_offset, reply }).await?;
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
     }
 
     /// Deletes entry `from` and every later one, durably, once the appends queued before it

@@ -50,8 +50,8 @@ pub(crate) struct RaftTail {
 }
 
 impl RaftTail {
-    /// Notes an entry written after the last one. A gap (the tail was cut, or forgot
-    /// everything) starts the run afresh.
+    /// Notes an entry written after the last one. A gap in indexes starts the run afresh:
+    /// the tail only holds consecutive ones.
     pub(crate) fn push(&mut self, entry: EntryLocation) {
         if self.last().is_some_and(|l| l.index + 1 != entry.index) {
             self.entries.clear();

@@ -48,9 +48,20 @@ impl LogView {
         Ok(None)
     }
 
-    /// The entries from `from` up to `to` (exclusive), at most `max_bytes` of bodies (always
-    /// at least one entry when `from` exists), in order, with their headers. Fewer if the
-    /// log ends first. Blocking file I/O.
+    /// The index of the oldest entry the files hold, if any. Blocking file I/O (once per
+    /// segment: the answer is cached).
+    pub(crate) fn first_entry_index(&self) -> Result<Option<u64>> {
+        for segment in self.all_segments() {
+            if let Some(first) = segment.first_raft_index()? {
+                return Ok(Some(first));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The entries from `from` (or the oldest entry, if later) up to `to` (exclusive), at
+    /// most `max_bytes` of bodies (always at least one entry when one is in range), in order,
+    /// with their headers. Fewer if the log ends first. Blocking file I/O.
     pub(crate) fn read_entries(
         &self,
         from: u64,
@@ -58,6 +69,10 @@ impl LogView {
         max_bytes: usize,
     ) -> Result<Vec<(BatchHeader, EntryBody)>> {
         let mut out = Vec::new();
+        let from = match self.first_entry_index()? {
+            Some(first) => from.max(first),
+            None => return Ok(out),
+        };
         let Some(first) = self.locate_entry(from)? else {
             return Ok(out);
         };
@@ -81,13 +96,17 @@ impl LogView {
             let frame_len = frame.len() as u64;
             let (header, body) =
                 split_entry(frame).map_err(|e| segment.corrupt(position, e.to_string()))?;
-            if header.raft_index != Some(next) {
+            let index = header.raft_index.unwrap_or(0);
+            if index < next {
                 return Err(segment.corrupt(position, format!("expected Raft entry {next}")));
+            }
+            if index >= to {
+                break;
             }
             bytes += body.len();
             out.push((header, body));
             position += frame_len;
-            next += 1;
+            next = index + 1;
         }
         Ok(out)
     }

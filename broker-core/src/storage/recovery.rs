@@ -212,8 +212,8 @@ fn scan_segment(
             return Ok(Some((position, Some(reason))));
         }
         if let Some(index) = batch.header.raft_index {
-            if raft.last().is_some_and(|last| last.index + 1 != index) {
-                let reason = format!("Raft entry {index} does not follow its predecessor");
+            if raft.last().is_some_and(|last| index <= last.index) {
+                let reason = format!("Raft entry {index} does not come after its predecessor");
                 return Ok(Some((position, Some(reason))));
             }
             raft.push(EntryLocation {

@@ -310,6 +310,25 @@ impl LogView {
         self.end_offset.store(start, Ordering::Release);
     }
 
+    /// Replaces every segment with `segment`, empty, where the log now starts and ends at
+    /// `next_offset` (a replica's log replaced by a snapshot). Only the writer calls this.
+    pub(super) fn reset(&self, segment: Arc<Segment>, next_offset: u64) {
+        let mut segments = self.segments_mut();
+        segments.clear();
+        segments.insert(segment.base_offset(), segment);
+        drop(segments);
+        *crate::sync::lock(&self.tail) = TailCache::default();
+        *crate::sync::lock(&self.last_read) = None;
+        *self.recent() = RecentIndex::default();
+        *self.raft() = RaftTail::default();
+        *crate::sync::lock(&self.end_position) = LogPosition {
+            segment_base: next_offset,
+            position: 0,
+        };
+        self.start_offset.store(next_offset, Ordering::Release);
+        self.end_offset.store(next_offset, Ordering::Release);
+    }
+
     /// Moves the start forward past deleted segments.
     pub(super) fn advance_start(&self, start: u64) {
         let previous = self.start_offset.swap(start, Ordering::AcqRel);

@@ -201,13 +201,29 @@ impl PartitionWriter {
                 continue;
             };
             match op {
-                RaftOp::Append { entries, reply } => {
+                RaftOp::Append {
+                    entries,
+                    written: was_written,
+                    reply,
+                } => {
                     let mut last = None;
                     let written = entries.iter().try_for_each(|e| {
                         last = Some(self.log.append_entry(e.term, e.index, &e.body)?);
                         Ok(())
                     });
-                    appended.push((reply, written.map(|()| last)));
+                    // A failed write is answered on `written`; its flush is never awaited.
+                    match written {
+                        Ok(()) => {
+                            let _gone = was_written.send(Ok(()));
+                            appended.push((reply, Ok(last)));
+                        }
+                        Err(e) => {
+                            let _gone = was_written.send(Err(e));
+                        }
+                    }
+                }
+                RaftOp::Reset { next_offset, reply } => {
+                    let _gone = reply.send(self.log.reset_entries(next_offset));
                 }
                 RaftOp::Truncate { from, reply } => {
                     let _gone = reply.send(self.log.truncate_entries(from));

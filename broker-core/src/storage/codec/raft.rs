@@ -21,13 +21,37 @@ use crate::message::Record;
 pub(crate) const RAFT_INDEX_LEN: usize = 8;
 
 /// The place-independent part of one Raft entry's frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EntryBody {
     kind: BatchKind,
     record_count: u32,
     first_ts: u64,
     max_ts: u64,
+    #[serde(with = "serde_bytes_field")]
     bytes: Bytes,
+}
+
+/// `Bytes` as one serde byte string (not a sequence of numbers).
+mod serde_bytes_field {
+    use bytes::Bytes;
+
+    pub(super) fn serialize<S: serde::Serializer>(bytes: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes::copy_from_slice(v))
+            }
+        }
+        d.deserialize_bytes(Visit)
+    }
 }
 
 impl EntryBody {

@@ -8,7 +8,8 @@
 //!   first doomed entry and everything after it, later segments included; the next message
 //!   offset goes back to that entry's. The cut is fsynced before it returns.
 //! - `purge_entries` deletes whole sealed segments whose entries are all at or below an
-//!   index Raft no longer needs.
+//!   index Raft no longer needs; `reset_entries` deletes them all, when a snapshot from the
+//!   leader replaces the log.
 
 use super::PartitionLog;
 use crate::error::{BrokerError, Result};
@@ -16,12 +17,14 @@ use crate::storage::codec::BatchKind;
 use crate::storage::codec::raft::EntryBody;
 use crate::storage::index::BatchLocation;
 use crate::storage::raft_tail::EntryLocation;
-use crate::storage::segment::sync_dir;
+use std::sync::Arc;
+
+use crate::storage::segment::{Segment, sync_dir};
 use crate::storage::view::LogPosition;
 
 impl PartitionLog {
-    /// Writes entry `index` of term `term` after the last entry (any index if the log holds
-    /// none); readers see it once it is published as applied.
+    /// Writes entry `index` of term `term` after the last entry (any later index: see below);
+    /// readers see it once it is published as applied.
     pub(crate) fn append_entry(
         &mut self,
         term: u64,
@@ -29,8 +32,10 @@ impl PartitionLog {
         body: &EntryBody,
     ) -> Result<EntryLocation> {
         self.check_usable()?;
+        // Raft never leaves a hole, but openraft's own storage suite appends one (an entry its
+        // state machine applied without the log holding it): indexes only need to grow.
         if let Some(last) = self.view.last_entry()
-            && last.index + 1 != index
+            && index <= last.index
         {
             return Err(self.out_of_order(format!(
                 "Raft entry {index} appended after entry {}",
@@ -127,6 +132,28 @@ impl PartitionLog {
             purged += 1;
         }
         Ok(purged)
+    }
+
+    /// Deletes every entry and segment and starts an empty log whose next message offset is
+    /// `next_offset`, durably. A replica does this when a snapshot replaces its log.
+    pub(crate) fn reset_entries(&mut self, next_offset: u64) -> Result<()> {
+        self.check_usable()?;
+        self.sync()?;
+        let _serial = crate::sync::lock(&self.view.retention);
+        for segment in self.view.all_segments() {
+            std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        }
+        sync_dir(self.view.dir())?;
+        self.view.index().clear()?;
+        let segment = Arc::new(Segment::create(self.view.dir(), next_offset)?);
+        self.view.reset(Arc::clone(&segment), next_offset);
+        self.active = segment;
+        self.next_offset = next_offset;
+        self.appended.clear();
+        self.synced = self.end_position();
+        self.committed = (next_offset, self.end_position());
+        self.unsynced = false;
+        Ok(())
     }
 
     fn out_of_order(&self, reason: String) -> BrokerError {

@@ -1,0 +1,251 @@
+//! [`LogStore`]: openraft's log storage on a partition's segment files.
+//!
+//! The entries are the partition log's frames ([`PartitionHandle`]'s Raft operations); the
+//! vote and the last purged id live in the partition's [`RaftState`] file. Every write goes
+//! through the partition's writer thread in call order (appends, cuts, purges, resets) or,
+//! for the vote, through one async lock, so writes never overtake each other, as openraft
+//! requires. Blocking file I/O runs on tokio's blocking pool.
+//!
+//! Contracts kept (openraft `RaftLogStorage`): an appended entry is readable when `append`
+//! returns and durable (per the fsync policy: `always` for Raft's promise) when its callback
+//! fires; a purge is durable in the state file before it returns; entries at or below the
+//! purged id are never returned, even while their segment still exists.
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
+
+use super::types::{TypeConfig, from_frame, log_id, to_raft_entry};
+use crate::error::BrokerError;
+use crate::storage::{PartitionHandle, RaftState};
+
+/// Bytes of entry bodies one read gathers before it returns what it has and reads on.
+const READ_CHUNK_BYTES: usize = 8 * 1024 * 1024;
+
+type StorageResult<T> = Result<T, StorageError<u64>>;
+
+/// The log storage of one replicated partition (also its log reader: clones share it).
+#[derive(Clone)]
+pub struct LogStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    log: PartitionHandle,
+    dir: PathBuf,
+    /// The state file's contents; the lock serialises its writes.
+    state: tokio::sync::Mutex<RaftState>,
+    /// The last purged id, decoded, for readers.
+    purged: std::sync::Mutex<Option<LogId<u64>>>,
+}
+
+impl LogStore {
+    /// The storage of the partition log `log` whose directory is `dir`. Blocking: reads the
+    /// state file.
+    pub fn open(log: PartitionHandle, dir: PathBuf) -> Result<LogStore, BrokerError> {
+        let state = RaftState::load(&dir)?;
+        let purged = decode(state.purged.as_ref())?;
+        Ok(LogStore {
+            inner: Arc::new(Inner {
+                log,
+                dir,
+                state: tokio::sync::Mutex::new(state),
+                purged: std::sync::Mutex::new(purged),
+            }),
+        })
+    }
+
+    /// The partition log under this storage.
+    pub fn log(&self) -> &PartitionHandle {
+        &self.inner.log
+    }
+
+    fn purged(&self) -> Option<LogId<u64>> {
+        *crate::sync::lock(&self.inner.purged)
+    }
+
+    /// The last entry's id, or the purged id when no entry is newer.
+    fn last_log_id(&self) -> Option<LogId<u64>> {
+        let last = self.inner.log.last_entry().map(|e| log_id(e.term, e.index));
+        let purged = self.purged();
+        match (last, purged) {
+            (Some(last), Some(purged)) if last.index > purged.index => Some(last),
+            (Some(_), purged @ Some(_)) | (None, purged) => purged,
+            (last, None) => last,
+        }
+    }
+
+    async fn save_state(&self, change: impl FnOnce(&mut RaftState)) -> Result<(), BrokerError> {
+        let mut state = self.inner.state.lock().await;
+        let mut next = state.clone();
+        change(&mut next);
+        let dir = self.inner.dir.clone();
+        let saved = next.clone();
+        blocking(move || saved.save(&dir)).await?;
+        *state = next;
+        Ok(())
+    }
+}
+
+/// Runs blocking file I/O off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, BrokerError> + Send + 'static,
+) -> Result<T, BrokerError> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        Err(BrokerError::Panicked {
+            task: e.to_string(),
+        })
+    })
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Bytes, BrokerError> {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .map_err(|e| BrokerError::invalid("raft state", e.to_string()))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: Option<&Bytes>) -> Result<Option<T>, BrokerError> {
+    bytes
+        .map(|b| serde_json::from_slice(b))
+        .transpose()
+        .map_err(|e| BrokerError::invalid("raft state", e.to_string()))
+}
+
+fn read_error(e: &BrokerError) -> StorageError<u64> {
+    StorageIOError::read_logs(e).into()
+}
+
+fn write_error(e: &BrokerError) -> StorageError<u64> {
+    StorageIOError::write_logs(e).into()
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> StorageResult<Vec<Entry<TypeConfig>>> {
+        let first_kept = self.purged().map_or(0, |p| p.index + 1);
+        let from = match range.start_bound() {
+            Bound::Included(&i) => i,
+            Bound::Excluded(&i) => i.saturating_add(1),
+            Bound::Unbounded => 0,
+        }
+        .max(first_kept);
+        let end = self.inner.log.last_entry().map_or(0, |e| e.index + 1);
+        let to = match range.end_bound() {
+            Bound::Included(&i) => i.saturating_add(1),
+            Bound::Excluded(&i) => i,
+            Bound::Unbounded => u64::MAX,
+        }
+        .min(end);
+        let log = self.inner.log.clone();
+        let frames = blocking(move || {
+            let mut frames = Vec::new();
+            let mut next = from;
+            while next < to {
+                let chunk = log.read_entries(next, to, READ_CHUNK_BYTES)?;
+                let Some((last, _)) = chunk.last() else { break };
+                next = last.raft_index.map_or(to, |i| i + 1);
+                frames.extend(chunk);
+            }
+            Ok(frames)
+        })
+        .await
+        .map_err(|e| read_error(&e))?;
+        let entries: Result<Vec<_>, BrokerError> = frames
+            .into_iter()
+            .map(|(header, body)| from_frame(&header, body))
+            .collect();
+        entries.map_err(|e| read_error(&e))
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> StorageResult<LogState<TypeConfig>> {
+        Ok(LogState {
+            last_purged_log_id: self.purged(),
+            last_log_id: self.last_log_id(),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> StorageResult<()> {
+        let bytes = encode(vote).map_err(|e| StorageIOError::write_vote(&e))?;
+        self.save_state(|state| state.vote = Some(bytes))
+            .await
+            .map_err(|e| StorageIOError::write_vote(&e).into())
+    }
+
+    async fn read_vote(&mut self) -> StorageResult<Option<Vote<u64>>> {
+        let state = self.inner.state.lock().await;
+        decode(state.vote.as_ref()).map_err(|e| StorageIOError::read_vote(&e).into())
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> StorageResult<()>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let now = crate::clock::now_ms();
+        let entries = entries
+            .into_iter()
+            .map(|e| to_raft_entry(&e, now))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| write_error(&e))?;
+        let flushed = self
+            .inner
+            .log
+            .append_entries(entries)
+            .await
+            .map_err(|e| write_error(&e))?;
+        tokio::spawn(async move {
+            let result = match flushed.await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(io::Error::other(e)),
+                Err(_) => Err(io::Error::other("the partition writer stopped")),
+            };
+            callback.log_io_completed(result);
+        });
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId<u64>) -> StorageResult<()> {
+        self.inner
+            .log
+            .truncate_entries(log_id.index)
+            .await
+            .map_err(|e| write_error(&e))
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> StorageResult<()> {
+        if self.purged().is_some_and(|p| p.index >= log_id.index) {
+            return Ok(());
+        }
+        let last = self.inner.log.last_entry();
+        let bytes = encode(&log_id).map_err(|e| write_error(&e))?;
+        self.save_state(|state| state.purged = Some(bytes))
+            .await
+            .map_err(|e| write_error(&e))?;
+        *crate::sync::lock(&self.inner.purged) = Some(log_id);
+        let log = &self.inner.log;
+        let outcome = match last {
+            // Everything goes: the log restarts empty where its messages ended (a snapshot
+            // that replaced it says where its own ended first: see the state machine).
+            Some(last) if last.index <= log_id.index => log.reset_entries(last.next_offset).await,
+            None => Ok(()),
+            Some(_) => log.purge_entries(log_id.index).await.map(|_| ()),
+        };
+        outcome.map_err(|e| write_error(&e))
+    }
+}
