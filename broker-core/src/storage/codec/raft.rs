@@ -195,6 +195,57 @@ impl EntryBody {
     }
 }
 
+/// An [`EntryBody`] on the wire between replicas:
+/// `kind u8 (0 messages, 1 control, 2 meta) | record_count u32 | first_ts u64 | max_ts u64 |
+/// len u32 | bytes`, little-endian.
+impl EntryBody {
+    /// Appends the body's wire form to `out`.
+    pub fn put_wire(&self, out: &mut Vec<u8>) {
+        out.push(match self.kind {
+            BatchKind::Messages => 0,
+            BatchKind::Control => 1,
+            BatchKind::Meta => 2,
+        });
+        out.extend_from_slice(&self.record_count.to_le_bytes());
+        out.extend_from_slice(&self.first_ts.to_le_bytes());
+        out.extend_from_slice(&self.max_ts.to_le_bytes());
+        out.extend_from_slice(&(self.bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.bytes);
+    }
+
+    /// Reads a body's wire form from the front of `wire` (sharing its bytes) and checks it
+    /// ([`EntryBody::check`]): a body from another node is never trusted.
+    pub fn take_wire(wire: &mut Bytes) -> Result<EntryBody> {
+        let malformed = |what: &str| BrokerError::invalid("entry", format!("malformed {what}"));
+        let mut cursor = Cursor {
+            buf: wire.clone(),
+            pos: 0,
+        };
+        let kind = match cursor.u8().map_err(|_| malformed("kind"))? {
+            0 => BatchKind::Messages,
+            1 => BatchKind::Control,
+            2 => BatchKind::Meta,
+            _ => return Err(malformed("kind")),
+        };
+        let record_count = cursor.u32().map_err(|_| malformed("count"))?;
+        let first_ts = cursor.u64().map_err(|_| malformed("timestamp"))?;
+        let max_ts = cursor.u64().map_err(|_| malformed("timestamp"))?;
+        let len = cursor.u32_len().map_err(|_| malformed("length"))?;
+        check_fits(len)?;
+        let bytes = cursor.take(len).map_err(|_| malformed("body"))?;
+        let body = EntryBody {
+            kind,
+            record_count,
+            first_ts,
+            max_ts,
+            bytes,
+        };
+        body.check()?;
+        *wire = wire.slice(cursor.pos..);
+        Ok(body)
+    }
+}
+
 fn entries_bytes(entries: &[Bytes]) -> Result<Bytes> {
     let len = entries
         .iter()

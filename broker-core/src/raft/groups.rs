@@ -1,0 +1,169 @@
+//! This node's Raft groups: opening a replicated partition's group, and [`RaftGroups`], the
+//! registry that answers other nodes' RPCs for them (the [`RpcHandler`] behind the cluster
+//! port).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{InstallSnapshotResponse, VoteResponse};
+use openraft::{Config, Raft};
+use tokio::sync::Notify;
+
+use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
+use super::log_store::LogStore;
+use super::network::GroupNetwork;
+use super::state_machine::PartitionMachine;
+use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
+use super::types::TypeConfig;
+use crate::config::LogConfig;
+use crate::error::{BrokerError, Result};
+use crate::storage::PartitionHandle;
+
+/// Leaders send a heartbeat this often: a tenth of the shortest election timeout, so a
+/// follower misses several before it gives up on a leader.
+pub const HEARTBEAT_MS: u64 = 100;
+/// A follower that hears nothing for a random time in this range calls an election: short
+/// enough that a dead leader is replaced within about a second (issue 9's target: produce
+/// unavailable p50 ≤ 1 s), long enough that a loaded 2-core machine's scheduling hiccups do
+/// not depose healthy leaders.
+pub const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1_000);
+
+/// The openraft settings every group of this node uses.
+pub fn raft_config() -> Result<Arc<Config>> {
+    let config = Config {
+        cluster_name: "wharf".into(),
+        heartbeat_interval: HEARTBEAT_MS,
+        election_timeout_min: ELECTION_TIMEOUT_MS.0,
+        election_timeout_max: ELECTION_TIMEOUT_MS.1,
+        // Snapshots are taken when retention deletes old segments, not by entry count.
+        snapshot_policy: openraft::SnapshotPolicy::Never,
+        ..Config::default()
+    };
+    config
+        .validate()
+        .map(Arc::new)
+        .map_err(|e| BrokerError::invalid("raft config", e.to_string()))
+}
+
+/// One replicated partition on this node: its Raft and its log.
+#[derive(Clone)]
+pub struct PartitionReplica {
+    /// The partition's Raft.
+    pub raft: Raft<TypeConfig>,
+    /// Its log (the Raft log).
+    pub log: PartitionHandle,
+}
+
+/// Where and how to open one partition's replica.
+pub struct ReplicaSpec {
+    /// This node's id.
+    pub node_id: u64,
+    /// The group.
+    pub group: GroupId,
+    /// The partition's directory.
+    pub dir: PathBuf,
+    /// Its index tree.
+    pub index: sled::Tree,
+    /// Its log settings.
+    pub log_config: LogConfig,
+    /// Woken when entries become visible.
+    pub on_commit: Arc<Notify>,
+}
+
+impl PartitionReplica {
+    /// Opens the partition's log and state and starts its Raft, reaching peers over
+    /// `transport`. Blocking file I/O runs on the blocking pool.
+    pub async fn open(
+        spec: ReplicaSpec,
+        transport: Arc<dyn Transport>,
+        config: Arc<Config>,
+    ) -> Result<PartitionReplica> {
+        let ReplicaSpec {
+            node_id,
+            group,
+            dir,
+            index,
+            log_config,
+            on_commit,
+        } = spec;
+        let wake = Arc::clone(&on_commit);
+        let (log, store) = tokio::task::spawn_blocking(move || {
+            let log = PartitionHandle::open_replicated(dir.clone(), index, log_config, wake, None)?;
+            let store = LogStore::open(log.clone(), dir)?;
+            Ok::<_, BrokerError>((log, store))
+        })
+        .await
+        .map_err(|e| BrokerError::Panicked {
+            task: e.to_string(),
+        })??;
+        let machine = PartitionMachine::new(log.clone(), on_commit);
+        let network = GroupNetwork::new(transport, group);
+        let raft = Raft::new(node_id, config, network, store, machine)
+            .await
+            .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
+        Ok(PartitionReplica { raft, log })
+    }
+
+    /// Stops its Raft and its log's writer.
+    pub async fn shutdown(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "a Raft group did not stop cleanly");
+        }
+        self.log.shutdown();
+    }
+}
+
+/// The Raft groups of this node, by id; answers RPCs for them.
+#[derive(Default)]
+pub struct RaftGroups {
+    groups: RwLock<BTreeMap<GroupId, Raft<TypeConfig>>>,
+}
+
+impl RaftGroups {
+    /// Makes `raft` answer RPCs for `group`.
+    pub fn insert(&self, group: GroupId, raft: Raft<TypeConfig>) {
+        crate::sync::write(&self.groups).insert(group, raft);
+    }
+
+    /// Stops answering for `group`.
+    pub fn remove(&self, group: &GroupId) {
+        crate::sync::write(&self.groups).remove(group);
+    }
+
+    fn get(&self, group: &GroupId) -> Option<Raft<TypeConfig>> {
+        crate::sync::read(&self.groups).get(group).cloned()
+    }
+}
+
+impl RpcHandler for RaftGroups {
+    fn handle(&self, group: GroupId, rpc: Rpc, body: Bytes) -> HandlerFuture {
+        let raft = self.get(&group);
+        Box::pin(async move {
+            let raft = raft.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
+            match rpc {
+                Rpc::Append => {
+                    let request = decode_append(body)?;
+                    let answer: AppendAnswer = raft.append_entries(request).await;
+                    encode_json(&answer)
+                }
+                Rpc::Vote => {
+                    let request = decode_json(&body)?;
+                    let answer: std::result::Result<VoteResponse<u64>, RaftError<u64>> =
+                        raft.vote(request).await;
+                    encode_json(&answer)
+                }
+                Rpc::Snapshot => {
+                    let request = decode_json(&body)?;
+                    let answer: std::result::Result<
+                        InstallSnapshotResponse<u64>,
+                        RaftError<u64, InstallSnapshotError>,
+                    > = raft.install_snapshot(request).await;
+                    encode_json(&answer)
+                }
+            }
+        })
+    }
+}
