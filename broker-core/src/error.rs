@@ -86,6 +86,26 @@ pub enum BrokerError {
         /// How long the caller should wait before retrying, in milliseconds.
         retry_after_ms: u64,
     },
+    /// This node does not lead the partition (or cluster metadata) the request needs, and no
+    /// forwarding took it there: `leader` is the node that does, when one is known (none
+    /// during an election). The caller retries, here or at the leader.
+    #[error("{what} has no leader on this node{}", leader.map(|l| format!(" (node {l} leads it)")).unwrap_or_else(|| " (an election is in progress)".to_owned()))]
+    NotLeader {
+        /// What needs a leader: `topic 'orders' partition 2`, or `cluster metadata`.
+        what: String,
+        /// The node leading it, if known.
+        leader: Option<u64>,
+    },
+    /// A write was proposed but not committed within the time allowed (the leader lost its
+    /// majority, or replicas are too slow): it may still be committed later, so the caller
+    /// must treat its outcome as unknown and retry with the same message ids.
+    #[error("{what}: not committed by a majority within {ms} ms; it may still be")]
+    ReplicationTimeout {
+        /// What was written: `topic 'orders' partition 2`.
+        what: String,
+        /// The time allowed.
+        ms: u64,
+    },
     /// The broker is shutting down and takes no new work.
     #[error("the broker is shutting down")]
     ShuttingDown,

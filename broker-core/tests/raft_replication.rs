@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use broker_core::BrokerError;
 use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::message::Record;
 use broker_core::raft::{
@@ -146,20 +147,22 @@ fn node(nodes: &[Node], id: u64) -> &Node {
     nodes.iter().find(|n| n.id == id).expect("node")
 }
 
+fn record(n: u64) -> Record {
+    Record {
+        id: format!("m-{n}"),
+        timestamp_ms: 1_000 + n,
+        key: None,
+        value: Bytes::from(format!("value {n}")),
+        binary: false,
+        scheduled: false,
+        client_id: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+    }
+}
+
 fn batch(first: u64, count: u64) -> EntryBody {
-    let records: Vec<Record> = (first..first + count)
-        .map(|n| Record {
-            id: format!("m-{n}"),
-            timestamp_ms: 1_000 + n,
-            key: None,
-            value: Bytes::from(format!("value {n}")),
-            binary: false,
-            scheduled: false,
-            client_id: false,
-            headers: Vec::new(),
-            tags: Vec::new(),
-        })
-        .collect();
+    let records: Vec<Record> = (first..first + count).map(record).collect();
     EntryBody::messages(&records).expect("body")
 }
 
@@ -207,6 +210,26 @@ async fn three_replicas_hold_the_same_messages_at_the_same_offsets() {
         assert_eq!((written.data.base_offset, written.data.count), (i * 5, 5));
     }
     converged(&nodes, &ids(0..100)).await;
+    // The broker writes through the log handle, which proposes to the Raft.
+    let records = vec![record(100)];
+    let through_handle = leader
+        .replica
+        .log
+        .append(records.clone())
+        .await
+        .expect("committed");
+    assert_eq!(
+        (through_handle.base_offset, through_handle.replicated),
+        (100, true)
+    );
+    let follower = nodes.iter().find(|n| n.id != leader.id).expect("follower");
+    match follower.replica.log.append(records).await {
+        Err(BrokerError::NotLeader {
+            leader: Some(l), ..
+        }) => assert_eq!(l, leader.id),
+        other => panic!("a follower took a write: {other:?}"),
+    }
+    converged(&nodes, &ids(0..101)).await;
     for n in &nodes {
         n.replica.shutdown().await;
     }

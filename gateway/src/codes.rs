@@ -46,6 +46,12 @@ pub const OFFSET_OUT_OF_RANGE: Code = Code::new("offset_out_of_range", "Offset o
 pub const RECEIPT_INVALID: Code = Code::new("receipt_invalid", "Receipt invalid");
 /// A bounded queue is full; retry after the `Retry-After` header's seconds.
 pub const OVERLOADED: Code = Code::new("overloaded", "Overloaded");
+/// No leader for the partition or the cluster metadata here (an election is in progress, or
+/// forwarding could not reach it): retry after `Retry-After`.
+pub const NOT_LEADER: Code = Code::new("not_leader", "Not leader");
+/// A write was not committed by a majority in time: its outcome is unknown (it may still be
+/// committed); retry with the same message ids after `Retry-After`.
+pub const REPLICATION_TIMEOUT: Code = Code::new("replication_timeout", "Replication timeout");
 /// The server is shutting down and takes no new work; retry against another node or later.
 pub const SHUTTING_DOWN: Code = Code::new("shutting_down", "Shutting down");
 /// The disk holding the data is full.
@@ -86,6 +92,8 @@ pub const ALL: &[Code] = &[
     OFFSET_OUT_OF_RANGE,
     RECEIPT_INVALID,
     OVERLOADED,
+    NOT_LEADER,
+    REPLICATION_TIMEOUT,
     SHUTTING_DOWN,
     STORAGE_FULL,
     ROUTE_NOT_FOUND,

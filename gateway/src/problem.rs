@@ -172,7 +172,12 @@ impl ApiError {
             ApiError::Broker(BrokerError::Overloaded { retry_after_ms, .. }) => {
                 Some(retry_after_ms.div_ceil(1000).max(1))
             }
-            ApiError::Broker(BrokerError::ShuttingDown) | ApiError::Draining => Some(1),
+            ApiError::Broker(
+                BrokerError::ShuttingDown
+                | BrokerError::NotLeader { .. }
+                | BrokerError::ReplicationTimeout { .. },
+            )
+            | ApiError::Draining => Some(1),
             ApiError::Overloaded { .. } => Some(OVERLOADED_RETRY_AFTER_SECS),
             ApiError::RateLimited(limited) => Some(limited.retry_after_secs),
             _ => None,
@@ -229,6 +234,10 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
         }
         BrokerError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::OVERLOADED),
         BrokerError::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, codes::SHUTTING_DOWN),
+        BrokerError::NotLeader { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::NOT_LEADER),
+        BrokerError::ReplicationTimeout { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, codes::REPLICATION_TIMEOUT)
+        }
         BrokerError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, codes::STORAGE_FULL),
         BrokerError::Io { .. }
         | BrokerError::Metadata(_)

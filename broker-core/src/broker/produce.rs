@@ -20,6 +20,7 @@ use crate::limits::{
 };
 use crate::message::Record;
 use crate::schedule::Scheduled;
+use crate::storage::AppendResult;
 use crate::tags;
 
 /// Where each message of a batch ended up, before offsets are known.
@@ -166,25 +167,25 @@ impl Broker {
             true => None,
             false => Some(self.queue_schedule(&open, scheduled)?),
         };
-        let (bases, mut fsynced, writes) = match ack {
+        let (bases, mut proofs, writes) = match ack {
             AckMode::None => {
                 let writes = self.append_detached(&open, shares)?;
                 (vec![None; open.partitions.len()], Vec::new(), writes)
             }
             AckMode::Leader | AckMode::All => {
-                let (bases, fsynced) = self.append_shares(&open, shares).await?;
-                (bases, fsynced, Vec::new())
+                let (bases, proofs) = self.append_shares(&open, shares).await?;
+                (bases, proofs, Vec::new())
             }
         };
         if let Some(schedule_writes) = schedule_writes {
             let written = schedule_writes
                 .await
                 .map_err(|error| super::join_error("writing scheduled events", &error))??;
-            fsynced.extend(written.iter().map(|w| w.fsynced));
+            proofs.extend(written);
         }
         let durability = match ack {
             AckMode::None => Durability::None,
-            AckMode::Leader | AckMode::All => self.durability(&fsynced),
+            AckMode::Leader | AckMode::All => self.durability(&proofs),
         };
         let produced: Vec<Produced> = ids
             .into_iter()
@@ -221,30 +222,37 @@ impl Broker {
     }
 
     /// Appends each partition's share as one batch and waits for the writes; returns each
-    /// partition's base offset (`None` for an empty share) and whether each write was
-    /// fsynced before its answer.
+    /// partition's base offset (`None` for an empty share) and what each write achieved.
     pub(super) async fn append_shares(
         &self,
         open: &Topic,
         shares: Vec<Vec<Record>>,
-    ) -> Result<(Vec<Option<u64>>, Vec<bool>)> {
+    ) -> Result<(Vec<Option<u64>>, Vec<AppendResult>)> {
         let mut bases = vec![None; shares.len()];
         let appends = routed(shares).into_iter().map(|(partition, share)| {
             let log = open.partitions[partition as usize].clone();
             async move { log.append(share).await.map(|result| (partition, result)) }
         });
-        let mut fsynced = Vec::new();
+        let mut proofs = Vec::new();
         for (partition, result) in try_join_all(appends).await? {
             bases[partition as usize] = Some(result.base_offset);
-            fsynced.push(result.fsynced);
+            proofs.push(result);
         }
-        Ok((bases, fsynced))
+        Ok((bases, proofs))
     }
 
-    /// What an answer after these writes (each: fsynced before its answer?) proves.
-    pub(super) fn durability(&self, fsynced: &[bool]) -> Durability {
-        let all_fsynced = !fsynced.is_empty() && fsynced.iter().all(|f| *f);
-        if all_fsynced || self.config.log.fsync == FsyncPolicy::Always {
+    /// What an answer after these writes proves: the weakest of them.
+    pub(super) fn durability(&self, proofs: &[AppendResult]) -> Durability {
+        let all_fsynced = !proofs.is_empty() && proofs.iter().all(|p| p.fsynced);
+        let fsynced = all_fsynced || self.config.log.fsync == FsyncPolicy::Always;
+        let replicated = !proofs.is_empty() && proofs.iter().all(|p| p.replicated);
+        if replicated {
+            return match fsynced {
+                true => Durability::ReplicatedFsynced,
+                false => Durability::Replicated,
+            };
+        }
+        if fsynced {
             Durability::LeaderFsynced
         } else {
             Durability::LeaderWritten

@@ -54,6 +54,11 @@ pub enum Durability {
     LeaderWritten,
     /// Written and fsynced on the leader.
     LeaderFsynced,
+    /// Committed by a majority of the partition's replicas, each written (in its page cache)
+    /// per its fsync policy.
+    Replicated,
+    /// Committed by a majority of the partition's replicas, each fsynced.
+    ReplicatedFsynced,
 }
 
 impl Durability {
@@ -63,6 +68,8 @@ impl Durability {
             Durability::None => "none",
             Durability::LeaderWritten => "leader-written",
             Durability::LeaderFsynced => "leader-fsynced",
+            Durability::Replicated => "replicated",
+            Durability::ReplicatedFsynced => "replicated-fsynced",
         }
     }
 }

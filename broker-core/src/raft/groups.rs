@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
+use super::proposer::RaftProposer;
 use super::state_machine::PartitionMachine;
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
 use super::types::TypeConfig;
@@ -75,7 +76,8 @@ pub struct ReplicaSpec {
 
 impl PartitionReplica {
     /// Opens the partition's log and state and starts its Raft, reaching peers over
-    /// `transport`. Blocking file I/O runs on the blocking pool.
+    /// `transport`; the log's writes go to the Raft from then on (a [`RaftProposer`]).
+    /// Blocking file I/O runs on the blocking pool.
     pub async fn open(
         spec: ReplicaSpec,
         transport: Arc<dyn Transport>,
@@ -100,10 +102,17 @@ impl PartitionReplica {
             task: e.to_string(),
         })??;
         let machine = PartitionMachine::new(log.clone(), on_commit);
+        let what = match &group {
+            GroupId::Controller => "cluster metadata".to_owned(),
+            GroupId::Partition { topic, partition } => {
+                format!("topic '{topic}' partition {partition}")
+            }
+        };
         let network = GroupNetwork::new(transport, group);
         let raft = Raft::new(node_id, config, network, store, machine)
             .await
             .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
+        log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
         Ok(PartitionReplica { raft, log })
     }
 

@@ -15,6 +15,8 @@
 //!   a snapshot is where the log continues.
 //! - `codec`: RPCs as bytes (appends in a binary form that ships bodies as they are).
 //! - `network`: [`GroupNetwork`], openraft's network for one group over a [`Transport`].
+//! - `proposer`: [`RaftProposer`]: a replicated partition's writes (the broker's ordinary
+//!   appends and control batches) proposed to its Raft, bounded and timed out.
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -26,6 +28,7 @@ mod codec;
 mod groups;
 mod log_store;
 mod network;
+mod proposer;
 mod state_machine;
 mod transport;
 mod types;
@@ -35,6 +38,7 @@ pub use groups::{
 };
 pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
+pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,

@@ -28,6 +28,7 @@
 pub(crate) mod codec;
 mod index;
 mod partition_log;
+mod proposer;
 mod queued_bytes;
 mod raft_handle;
 mod raft_state;
@@ -45,6 +46,7 @@ mod writer_thread;
 
 pub use codec::raft::EntryBody;
 pub use codec::{BatchHeader, BatchKind};
+pub use proposer::{ProposalSlot, ProposeFuture, Proposer};
 pub use raft_handle::{EntriesWritten, RaftEntry};
 pub use raft_state::{MAX_RAFT_STATE_FIELD, RaftState};
 pub use raft_tail::EntryLocation;

@@ -19,7 +19,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -28,7 +28,9 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use bytes::Bytes;
 
+use super::codec::raft::EntryBody;
 use super::partition_log::PartitionLog;
+use super::proposer::{ProposalSlot, Proposer};
 use super::queued_bytes::QueuedBytes;
 use super::raft_handle::RaftOp;
 use super::reads::Replayed;
@@ -52,8 +54,12 @@ pub struct AppendResult {
     pub base_offset: u64,
     /// Records appended.
     pub count: u32,
-    /// The batch was fsynced before this answer.
+    /// The batch was fsynced before this answer (in a replicated partition: on each replica
+    /// of the majority that committed it, per their fsync policy).
     pub fsynced: bool,
+    /// A majority of the partition's replicas committed the batch (Raft); false on a single
+    /// node.
+    pub replicated: bool,
 }
 
 /// What one request appends: a message batch or a control batch of state changes.
@@ -99,6 +105,8 @@ pub struct PartitionHandle {
 
 pub(super) struct HandleInner {
     pub(super) view: Arc<LogView>,
+    /// A replicated partition's Raft: its writes go there instead of the writer queue.
+    proposer: OnceLock<Arc<dyn Proposer>>,
     sender: RwLock<Option<mpsc::Sender<AppendRequest>>>,
     pub(super) queued_bytes: Arc<AtomicUsize>,
     queued_bytes_limit: usize,
@@ -154,6 +162,7 @@ impl PartitionHandle {
         Ok(PartitionHandle {
             inner: Arc::new(HandleInner {
                 view,
+                proposer: OnceLock::new(),
                 sender: RwLock::new(Some(sender)),
                 queued_bytes: Arc::new(AtomicUsize::new(0)),
                 queued_bytes_limit: MAX_WRITER_QUEUED_BYTES,
@@ -170,6 +179,11 @@ impl PartitionHandle {
     /// shutdown:
     /// [`BrokerError::ShuttingDown`]. Empty `records` is [`BrokerError::InvalidArgument`].
     pub async fn append(&self, records: Vec<Record>) -> Result<AppendResult> {
+        if let Some(proposer) = self.proposer() {
+            let slot = proposer.reserve()?;
+            let body = EntryBody::messages(&records)?;
+            return proposer.propose(slot, body).await;
+        }
         let sender = self.sender(records.is_empty())?;
         let payload = Payload::Messages(records);
         let queued = self.reserve(&payload)?;
@@ -206,6 +220,22 @@ impl PartitionHandle {
         held: Option<MemoryCharge>,
         done: Option<oneshot::Sender<Result<AppendResult>>>,
     ) -> Result<()> {
+        if let Some(proposer) = self.proposer() {
+            let slot = proposer.reserve()?;
+            let proposal = proposer.propose(slot, EntryBody::messages(&records)?);
+            tokio::spawn(async move {
+                let outcome = proposal.await;
+                drop(held);
+                match (done, outcome) {
+                    (Some(done), outcome) => {
+                        let _gone = done.send(outcome);
+                    }
+                    (None, Err(e)) => tracing::warn!(error = %e, "a fire-and-forget append failed"),
+                    (None, Ok(_)) => {}
+                }
+            });
+            return Ok(());
+        }
         self.try_queue(records, done, held)
     }
 
@@ -225,15 +255,29 @@ impl PartitionHandle {
     /// control batch afterwards cannot fail: [`BrokerError::Overloaded`] at once when the
     /// queue is full (then nothing was changed), [`BrokerError::ShuttingDown`] after shutdown.
     pub fn reserve_control(&self) -> Result<ControlSlot> {
+        if let Some(proposer) = self.proposer() {
+            let slot = proposer.reserve()?;
+            return Ok(ControlSlot(SlotKind::Proposal { proposer, slot }));
+        }
         let sender = self.sender(false)?;
         let permit = sender.try_reserve_owned().map_err(|e| match e {
             TrySendError::Full(_) => overloaded(),
             TrySendError::Closed(_) => self.stopped(),
         })?;
-        Ok(ControlSlot {
+        Ok(ControlSlot(SlotKind::Queue {
             permit,
             queued_bytes: Arc::clone(&self.inner.queued_bytes),
-        })
+        }))
+    }
+
+    /// Makes this (replicated) partition's writes go to `proposer` from now on; the first
+    /// proposer set stays.
+    pub fn set_proposer(&self, proposer: Arc<dyn Proposer>) {
+        let _kept = self.inner.proposer.set(proposer);
+    }
+
+    fn proposer(&self) -> Option<Arc<dyn Proposer>> {
+        self.inner.proposer.get().cloned()
     }
 
     fn try_queue(
@@ -423,9 +467,19 @@ impl PartitionHandle {
 
 /// A reserved place in a partition writer's queue ([`PartitionHandle::reserve_control`]);
 /// dropping it unused gives the place back.
-pub struct ControlSlot {
-    permit: mpsc::OwnedPermit<AppendRequest>,
-    queued_bytes: Arc<AtomicUsize>,
+pub struct ControlSlot(SlotKind);
+
+enum SlotKind {
+    /// A place in the writer's queue.
+    Queue {
+        permit: mpsc::OwnedPermit<AppendRequest>,
+        queued_bytes: Arc<AtomicUsize>,
+    },
+    /// A place among a replicated partition's proposals.
+    Proposal {
+        proposer: Arc<dyn Proposer>,
+        slot: ProposalSlot,
+    },
 }
 
 impl std::fmt::Debug for ControlSlot {
@@ -450,14 +504,38 @@ impl ControlSlot {
     }
 
     fn send_with(self, entries: Vec<Bytes>, reply: Option<oneshot::Sender<Result<AppendResult>>>) {
-        let payload = Payload::Control(entries);
-        let queued = QueuedBytes::force(&self.queued_bytes, payload.bytes());
-        self.permit.send(AppendRequest {
-            payload,
-            reply,
-            _queued: queued,
-            _held: None,
-        });
+        match self.0 {
+            SlotKind::Queue {
+                permit,
+                queued_bytes,
+            } => {
+                let payload = Payload::Control(entries);
+                let queued = QueuedBytes::force(&queued_bytes, payload.bytes());
+                permit.send(AppendRequest {
+                    payload,
+                    reply,
+                    _queued: queued,
+                    _held: None,
+                });
+            }
+            SlotKind::Proposal { proposer, slot } => {
+                let now = crate::clock::now_ms();
+                let proposal = EntryBody::control(now, &entries).map(|b| proposer.propose(slot, b));
+                tokio::spawn(async move {
+                    let outcome = match proposal {
+                        Ok(proposal) => proposal.await,
+                        Err(e) => Err(e),
+                    };
+                    match (reply, outcome) {
+                        (Some(reply), outcome) => {
+                            let _gone = reply.send(outcome);
+                        }
+                        (None, Err(e)) => tracing::warn!(error = %e, "a control proposal failed"),
+                        (None, Ok(_)) => {}
+                    }
+                });
+            }
+        }
     }
 }
 

@@ -174,6 +174,7 @@ impl PartitionWriter {
                     base_offset: header.base_offset,
                     count: header.message_count(),
                     fsynced: *fsynced,
+                    replicated: false,
                 }),
                 (Err(_), Ok(_)) => Err(self.log.failure_error()),
                 (_, Err(e)) => Err(e),
