@@ -3,67 +3,21 @@
 //! failover after a leader dies, and a deposed leader that acknowledges nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
 use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::message::Record;
 use broker_core::raft::{
-    GroupId, NodeInfo, PartitionReplica, RaftGroups, ReplicaSpec, RpcCall, RpcHandler, Transport,
-    TransportError, TransportFuture, raft_config,
+    GroupId, NodeInfo, PartitionReplica, RaftGroups, ReplicaSpec, raft_config,
 };
 use broker_core::storage::EntryBody;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-/// Every node's RPC handler, and which nodes are cut off from all others.
-#[derive(Default)]
-struct Net {
-    nodes: Mutex<BTreeMap<u64, Arc<RaftGroups>>>,
-    cut: Mutex<BTreeSet<u64>>,
-}
-
-/// One node's side of the network.
-struct NodeTransport {
-    me: u64,
-    net: Arc<Net>,
-}
-
-impl Transport for NodeTransport {
-    fn call(&self, target: u64, call: RpcCall) -> TransportFuture {
-        let cut = self.net.cut.lock().expect("lock");
-        let reachable = !cut.contains(&self.me) && !cut.contains(&target);
-        drop(cut);
-        let handler = self.net.nodes.lock().expect("lock").get(&target).cloned();
-        Box::pin(async move {
-            let unreachable = |reason: &str| TransportError::Unreachable {
-                node: target,
-                reason: reason.into(),
-            };
-            let handler = match (reachable, handler) {
-                (true, Some(handler)) => handler,
-                (false, _) => return Err(unreachable("cut off")),
-                (true, None) => return Err(unreachable("down")),
-            };
-            let ms = call.timeout.as_millis() as u64;
-            match tokio::time::timeout(
-                call.timeout,
-                handler.handle(call.group, call.rpc, call.body),
-            )
-            .await
-            {
-                Ok(Ok(answer)) => Ok(answer),
-                Ok(Err(e)) => Err(TransportError::Refused {
-                    node: target,
-                    status: 0,
-                    reason: e.to_string(),
-                }),
-                Err(_) => Err(TransportError::Timeout { node: target, ms }),
-            }
-        })
-    }
-}
+mod raft_support;
+use raft_support::{Net, NodeTransport};
 
 struct Node {
     id: u64,

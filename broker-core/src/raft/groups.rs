@@ -13,6 +13,7 @@ use openraft::{Config, Raft};
 use tokio::sync::Notify;
 
 use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
+use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
 use super::proposer::RaftProposer;
@@ -91,16 +92,7 @@ impl PartitionReplica {
             log_config,
             on_commit,
         } = spec;
-        let wake = Arc::clone(&on_commit);
-        let (log, store) = tokio::task::spawn_blocking(move || {
-            let log = PartitionHandle::open_replicated(dir.clone(), index, log_config, wake, None)?;
-            let store = LogStore::open(log.clone(), dir)?;
-            Ok::<_, BrokerError>((log, store))
-        })
-        .await
-        .map_err(|e| BrokerError::Panicked {
-            task: e.to_string(),
-        })??;
+        let (log, store) = open_log(dir, index, log_config, Arc::clone(&on_commit)).await?;
         let machine = PartitionMachine::new(log.clone(), on_commit);
         let what = match &group {
             GroupId::Controller => "cluster metadata".to_owned(),
@@ -120,6 +112,77 @@ impl PartitionReplica {
     pub async fn shutdown(&self) {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(error = %e, "a Raft group did not stop cleanly");
+        }
+        self.log.shutdown();
+    }
+}
+
+/// Opens a replicated log and its Raft storage on the blocking pool.
+async fn open_log(
+    dir: PathBuf,
+    index: sled::Tree,
+    log_config: LogConfig,
+    on_commit: Arc<Notify>,
+) -> Result<(PartitionHandle, LogStore)> {
+    tokio::task::spawn_blocking(move || {
+        let log =
+            PartitionHandle::open_replicated(dir.clone(), index, log_config, on_commit, None)?;
+        let store = LogStore::open(log.clone(), dir)?;
+        Ok::<_, BrokerError>((log, store))
+    })
+    .await
+    .map_err(|e| BrokerError::Panicked {
+        task: e.to_string(),
+    })?
+}
+
+/// This node's replica of the controller group.
+pub struct ControllerReplica<M> {
+    /// The controller's Raft.
+    pub raft: Raft<TypeConfig>,
+    /// Its log.
+    pub log: PartitionHandle,
+    /// Its state machine (read the metadata through it).
+    pub machine: ControllerMachine<M>,
+}
+
+impl<M: Metadata> ControllerReplica<M> {
+    /// Opens the controller's log in `spec.dir` and starts its Raft over `metadata` (which
+    /// committed commands are applied to), reaching peers over `transport`.
+    pub async fn open(
+        spec: ReplicaSpec,
+        transport: Arc<dyn Transport>,
+        config: Arc<Config>,
+        metadata: M,
+    ) -> Result<ControllerReplica<M>> {
+        let (log, store) = open_log(spec.dir, spec.index, spec.log_config, spec.on_commit).await?;
+        let machine = ControllerMachine::new(log.clone(), metadata);
+        let network = GroupNetwork::new(transport, spec.group);
+        let raft = Raft::new(spec.node_id, config, network, store, machine.clone())
+            .await
+            .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
+        log.set_proposer(Arc::new(RaftProposer::new(
+            spec.node_id,
+            raft.clone(),
+            "cluster metadata".to_owned(),
+        )));
+        Ok(ControllerReplica { raft, log, machine })
+    }
+
+    /// Proposes `command` (the metadata's encoding) and waits until it is committed and
+    /// applied on this node.
+    pub async fn propose(&self, command: bytes::Bytes) -> Result<()> {
+        self.log
+            .queue_control(vec![command])?
+            .wait()
+            .await
+            .map(|_| ())
+    }
+
+    /// Stops its Raft and its log's writer.
+    pub async fn shutdown(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "the controller's Raft did not stop cleanly");
         }
         self.log.shutdown();
     }

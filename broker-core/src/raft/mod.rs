@@ -17,6 +17,8 @@
 //! - `network`: [`GroupNetwork`], openraft's network for one group over a [`Transport`].
 //! - `proposer`: [`RaftProposer`]: a replicated partition's writes (the broker's ordinary
 //!   appends and control batches) proposed to its Raft, bounded and timed out.
+//! - `controller`: [`ControllerMachine`], the controller group's state machine: committed
+//!   commands handed in order to the node's cluster [`Metadata`], a version to wake on.
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -25,6 +27,7 @@
 //! broker never depends on HTTP types: RPCs are bytes here.
 
 mod codec;
+mod controller;
 mod groups;
 mod log_store;
 mod network;
@@ -33,8 +36,10 @@ mod state_machine;
 mod transport;
 mod types;
 
+pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
-    ELECTION_TIMEOUT_MS, HEARTBEAT_MS, PartitionReplica, RaftGroups, ReplicaSpec, raft_config,
+    ControllerReplica, ELECTION_TIMEOUT_MS, HEARTBEAT_MS, PartitionReplica, RaftGroups,
+    ReplicaSpec, raft_config,
 };
 pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};

@@ -183,6 +183,27 @@ impl EntryBody {
         Ok(())
     }
 
+    /// The entries of a [`EntryBody::control`] body, in order.
+    pub fn control_entries(&self) -> Result<Vec<Bytes>> {
+        let malformed = || BrokerError::invalid("entry", "not a control body");
+        if self.kind != BatchKind::Control {
+            return Err(malformed());
+        }
+        let mut cursor = Cursor {
+            buf: self.bytes.clone(),
+            pos: 0,
+        };
+        let mut entries = Vec::new();
+        for _ in 0..self.record_count {
+            let len = cursor.u32_len().map_err(|_| malformed())?;
+            entries.push(cursor.take(len).map_err(|_| malformed())?);
+        }
+        match cursor.remaining() {
+            0 => Ok(entries),
+            _ => Err(malformed()),
+        }
+    }
+
     /// The opaque bytes of a [`EntryBody::meta`] body.
     pub fn meta_bytes(&self) -> Option<Bytes> {
         let mut cursor = Cursor {
