@@ -92,7 +92,35 @@ impl PartitionReplica {
             log_config,
             on_commit,
         } = spec;
-        let (log, store) = open_log(dir, index, log_config, Arc::clone(&on_commit)).await?;
+        let wake = Arc::clone(&on_commit);
+        let log = tokio::task::spawn_blocking(move || {
+            PartitionHandle::open_replicated(dir, index, log_config, wake, None)
+        })
+        .await
+        .map_err(|e| BrokerError::Panicked {
+            task: e.to_string(),
+        })??;
+        let raft = Self::start(node_id, group, log.clone(), transport, config, on_commit).await?;
+        Ok(PartitionReplica { raft, log })
+    }
+
+    /// Starts the Raft of a partition whose log is open ([`PartitionHandle::open_replicated`]):
+    /// reads its Raft state, starts the group reaching peers over `transport`, and sends the
+    /// log's writes to it from then on (a [`RaftProposer`]).
+    pub async fn start(
+        node_id: u64,
+        group: GroupId,
+        log: PartitionHandle,
+        transport: Arc<dyn Transport>,
+        config: Arc<Config>,
+        on_commit: Arc<Notify>,
+    ) -> Result<Raft<TypeConfig>> {
+        let (opened, dir) = (log.clone(), log.dir().to_path_buf());
+        let store = tokio::task::spawn_blocking(move || LogStore::open(opened, dir))
+            .await
+            .map_err(|e| BrokerError::Panicked {
+                task: e.to_string(),
+            })??;
         let machine = PartitionMachine::new(log.clone(), on_commit);
         let what = match &group {
             GroupId::Controller => "cluster metadata".to_owned(),
@@ -105,7 +133,7 @@ impl PartitionReplica {
             .await
             .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
         log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
-        Ok(PartitionReplica { raft, log })
+        Ok(raft)
     }
 
     /// Stops its Raft and its log's writer.

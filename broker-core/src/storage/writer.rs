@@ -356,6 +356,11 @@ impl PartitionHandle {
         self.inner.view.replay(from, with_messages, visit)
     }
 
+    /// The partition's directory.
+    pub fn dir(&self) -> &std::path::Path {
+        self.inner.view.dir()
+    }
+
     /// Bytes queued for the writer and not yet answered.
     pub fn queued_bytes(&self) -> usize {
         self.inner.queued_bytes.load(Ordering::Acquire)
