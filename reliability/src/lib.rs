@@ -13,12 +13,14 @@
 //! - [`findings`]: [`Findings`], every check's result.
 //! - [`verdict`]: [`Verdict`] (`valid`, `invalid`, `unknown`) and the rule reaching it.
 //! - [`report`]: [`Report`], the report line and the JSON summary.
+//! - [`harness`]: the cluster runner, `wharf` processes with process faults.
 //!
 //! The entry point is [`check`]; `wharf-check` is a thin binary around it.
 
 pub mod checks;
 pub mod event;
 pub mod findings;
+pub mod harness;
 pub mod history;
 mod index;
 pub mod offenders;
