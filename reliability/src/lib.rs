@@ -14,6 +14,7 @@
 //! - [`verdict`]: [`Verdict`] (`valid`, `invalid`, `unknown`) and the rule reaching it.
 //! - [`report`]: [`Report`], the report line and the JSON summary.
 //! - [`harness`]: the cluster runner, `wharf` processes with process faults.
+//! - [`workload`]: producers, consumers and the drain that record a history.
 //!
 //! The entry point is [`check`]; `wharf-check` is a thin binary around it.
 
@@ -27,6 +28,7 @@ pub mod offenders;
 pub mod reader;
 pub mod report;
 pub mod verdict;
+pub mod workload;
 pub mod writer;
 
 pub use event::Event;
