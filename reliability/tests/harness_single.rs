@@ -177,3 +177,31 @@ fn three_nodes_are_refused_quickly_today_or_all_get_ready() {
         Err(other) => panic!("neither refused nor started: {other}"),
     }
 }
+
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn dropping_a_cluster_kills_its_nodes_and_deletes_its_folder_unless_kept() {
+    let cluster = Cluster::start(ClusterSpec::new(wharf_binary(), 1)).expect("starts");
+    let (pid, root) = (
+        cluster.pid(1).expect("node 1").expect("running"),
+        cluster.root().to_owned(),
+    );
+    let mut cluster = cluster;
+    cluster.pause(1).expect("a paused node is killed too");
+    drop(cluster);
+    assert!(
+        !process_exists(pid),
+        "node process {pid} outlived its cluster"
+    );
+    assert!(!root.exists(), "{} left behind", root.display());
+
+    let mut kept = Cluster::start(ClusterSpec::new(wharf_binary(), 1)).expect("starts");
+    kept.keep_artifacts();
+    let root = kept.root().to_owned();
+    drop(kept);
+    assert!(root.join("node-1/wharf.log").is_file());
+    std::fs::remove_dir_all(&root).expect("remove the kept folder");
+}

@@ -85,6 +85,9 @@ pub struct Endpoint {
 }
 
 /// A running cluster of `wharf` processes.
+///
+/// Its methods block (spawning, probing, reaping) for at most their deadlines; from async code
+/// call them inside `tokio::task::block_in_place` on a multi-threaded runtime.
 #[derive(Debug)]
 pub struct Cluster {
     spec: ClusterSpec,

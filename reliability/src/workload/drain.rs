@@ -48,8 +48,9 @@ fn record(
 }
 
 /// Reads one node's partition from offset 0 until `next_offset` reaches the end. Transient
-/// replies are retried until `deadline`. A 404 (`topic_not_found`, `partition_not_found`) means
-/// the node holds nothing of the partition: an empty log, which the checker then judges.
+/// replies are retried until `deadline`. A 404 (`topic_not_found`, `partition_not_found`) on the
+/// first read means the node holds nothing of the partition: an empty log, which the checker
+/// then judges (a node that lost its topic is per-node loss, not a harness failure).
 async fn partition_of(
     context: &Context,
     endpoint: &Endpoint,
@@ -90,7 +91,9 @@ async fn partition_of(
                 }
                 offset = next;
             }
-            Reply::Status { status: 404, .. } => return Ok(Vec::new()),
+            Reply::Status { status: 404, .. } if offset == 0 && records.is_empty() => {
+                return Ok(Vec::new());
+            }
             other if other.is_transient() && Instant::now() < deadline => {
                 tokio::time::sleep(RETRY_PAUSE).await;
             }
