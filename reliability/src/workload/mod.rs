@@ -13,6 +13,42 @@
 //! [`Workload::start`], faults, [`RunningWorkload::finish`], heal, [`Workload::drain`],
 //! [`Recorder::finish`] (the history's path), then [`crate::reader::read_file`] and
 //! [`crate::check`]. Producers and consumers are tokio tasks: call `start` inside a runtime.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use wharf_reliability::event::{Phase, Run};
+//! use wharf_reliability::harness::{Cluster, ClusterSpec};
+//! use wharf_reliability::reader::read_file;
+//! use wharf_reliability::workload::{Recorder, Workload, WorkloadSpec};
+//!
+//! # async fn three_nodes() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut cluster = Cluster::start(ClusterSpec::new("target/debug/wharf", 3))?;
+//! let spec = WorkloadSpec::new(200, Duration::from_secs(10));
+//! let run = Run {
+//!     id: "R1".into(),
+//!     name: "node-kill".into(),
+//!     seed: 7,
+//!     faults: vec!["kill_node".into()],
+//!     require_leader_change: true,
+//!     partitions: spec.partitions,
+//!     nodes: cluster.node_ids(),
+//! };
+//! let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run)?;
+//! let workload = Workload::new(spec, cluster.endpoints(), recorder.clone())?;
+//! workload.setup().await?;
+//! let running = workload.start();
+//! running.wait_acked(100, Duration::from_secs(5)).await;
+//! let killed = tokio::task::block_in_place(|| cluster.kill9(2));
+//! recorder.record_fault("kill_node", Some(2), Phase::Start, killed.is_ok());
+//! tokio::task::block_in_place(|| cluster.restart(2))?;
+//! recorder.record_fault("kill_node", Some(2), Phase::End, true);
+//! running.finish().await?;
+//! workload.drain().await?;
+//! let report = wharf_reliability::check(&read_file(&recorder.finish()?)?);
+//! println!("{}", report.line());
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod api;
 mod consume;
