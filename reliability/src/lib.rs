@@ -13,18 +13,22 @@
 //! - [`findings`]: [`Findings`], every check's result.
 //! - [`verdict`]: [`Verdict`] (`valid`, `invalid`, `unknown`) and the rule reaching it.
 //! - [`report`]: [`Report`], the report line and the JSON summary.
+//! - [`harness`]: the cluster runner, `wharf` processes with process faults.
+//! - [`workload`]: producers, consumers and the drain that record a history.
 //!
 //! The entry point is [`check`]; `wharf-check` is a thin binary around it.
 
 pub mod checks;
 pub mod event;
 pub mod findings;
+pub mod harness;
 pub mod history;
 mod index;
 pub mod offenders;
 pub mod reader;
 pub mod report;
 pub mod verdict;
+pub mod workload;
 pub mod writer;
 
 pub use event::Event;
