@@ -1,7 +1,7 @@
 //! Where a topic's partitions go: replicas spread over zones, balanced over nodes.
 
-use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +76,22 @@ impl PlacementLoad {
     }
 }
 
+/// The chain that reached `end` from `source`, as (partition index, new leader) pairs.
+fn unwind(reached_by: &BTreeMap<u64, (usize, u64)>, end: u64, source: u64) -> Vec<(usize, u64)> {
+    let mut chain = Vec::new();
+    let mut node = end;
+    while node != source {
+        match reached_by.get(&node) {
+            Some(&(index, previous)) => {
+                chain.push((index, node));
+                node = previous;
+            }
+            None => break,
+        }
+    }
+    chain
+}
+
 fn decrement(counts: &mut BTreeMap<u64, u64>, node: u64) {
     if let Some(count) = counts.get_mut(&node) {
         *count = count.saturating_sub(1);
@@ -116,9 +132,11 @@ pub fn place(
             nodes: active,
         });
     }
-    Ok((0..partitions)
+    let mut placement: Vec<PartitionPlacement> = (0..partitions)
         .map(|_| placer.place_one(replication_factor as usize))
-        .collect())
+        .collect();
+    placer.balance_leaders(&mut placement);
+    Ok(placement)
 }
 
 /// Chooses replacement and new replicas against a running load.
@@ -172,6 +190,67 @@ impl<'a> Placer<'a> {
         let placement = PartitionPlacement { replicas };
         self.load.add(&placement);
         placement
+    }
+
+    /// Shifts preferred leaderships along chains of partitions (A leads one that B
+    /// replicates, B leads one that C replicates, …) from a node to one with at least two
+    /// fewer, until no such chain is left; then no node can lead fewer without another
+    /// leading more. Partitions placed early chose their leader before later ones were
+    /// known; this evens that out without moving any replica. Each shift lowers the sum of
+    /// squared leader counts, so the loop ends.
+    fn balance_leaders(&mut self, placement: &mut [PartitionPlacement]) {
+        while let Some(chain) = self.leader_chain(placement) {
+            for (index, leader) in chain {
+                let partition = &mut placement[index];
+                self.load.remove(partition);
+                partition.replicas.retain(|r| *r != leader);
+                partition.replicas.insert(0, leader);
+                self.load.add(partition);
+            }
+        }
+    }
+
+    /// A chain of (partition index, its new leader) that takes one leadership from the
+    /// busiest leader that has one to a node with at least two fewer, found breadth first.
+    fn leader_chain(&self, placement: &[PartitionPlacement]) -> Option<Vec<(usize, u64)>> {
+        let mut sources: Vec<u64> = placement
+            .iter()
+            .filter_map(PartitionPlacement::preferred_leader)
+            .collect();
+        sources.sort_by_key(|n| (Reverse(self.load.leaders(*n)), *n));
+        sources.dedup();
+        sources
+            .into_iter()
+            .find_map(|source| self.chain_from(source, placement))
+    }
+
+    fn chain_from(
+        &self,
+        source: u64,
+        placement: &[PartitionPlacement],
+    ) -> Option<Vec<(usize, u64)>> {
+        let limit = self.load.leaders(source);
+        let mut reached_by: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
+        let mut queue = VecDeque::from([source]);
+        while let Some(node) = queue.pop_front() {
+            let led = placement
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.preferred_leader() == Some(node));
+            for (index, partition) in led {
+                for &next in partition.replicas.iter().skip(1) {
+                    if next == source || reached_by.contains_key(&next) {
+                        continue;
+                    }
+                    reached_by.insert(next, (index, node));
+                    if self.load.leaders(next) + 2 <= limit {
+                        return Some(unwind(&reached_by, next, source));
+                    }
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
     }
 
     /// The best Active node to join a partition that has `chosen` (which may name

@@ -1,6 +1,8 @@
 //! Tests of the cluster state, its commands, placement and the planners.
 
 mod fixtures;
+mod json;
 mod nodes;
+mod placement;
 mod subscriptions;
 mod topics;
