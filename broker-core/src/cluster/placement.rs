@@ -280,6 +280,18 @@ impl<'a> Placer<'a> {
             .min_by_key(|m| (self.load.replicas(*m), self.load.leaders(*m), *m))
     }
 
+    /// An Active node of `node`'s zone, not in `holding`, with at least two replicas fewer
+    /// than `node`: the one with the fewest (then fewest leaderships, then smallest id).
+    pub(super) fn lighter_in_zone(&self, node: u64, holding: &[u64]) -> Option<u64> {
+        let members = self.zone_of.get(&node).and_then(|z| self.zones.get(z))?;
+        let limit = self.load.replicas(node);
+        members
+            .iter()
+            .copied()
+            .filter(|m| !holding.contains(m) && self.load.replicas(*m) + 2 <= limit)
+            .min_by_key(|m| (self.load.replicas(*m), self.load.leaders(*m), *m))
+    }
+
     /// Orders candidate leaders: fewest preferred leaderships, then the zone with the
     /// fewest per node, then the smaller id.
     pub(super) fn compare_leaders(&self, a: u64, b: u64) -> Ordering {

@@ -37,7 +37,7 @@ pub fn plan_drain(state: &ClusterState, node: u64) -> Vec<Command> {
         .map(|n| as_draining_if(n, n.id == node))
         .collect();
     let mut placer = Placer::new(&others, PlacementLoad::of(state));
-    let mut commands = Vec::new();
+    let mut moves = Vec::new();
     for (name, topic) in state.topics() {
         for (partition, placement) in (0u32..).zip(&topic.placement) {
             let Some(position) = placement.replicas.iter().position(|r| *r == node) else {
@@ -52,19 +52,58 @@ pub fn plan_drain(state: &ClusterState, node: u64) -> Vec<Command> {
             let Some(replacement) = placer.pick_replica(&staying) else {
                 continue;
             };
-            let mut replicas = placement.replicas.clone();
-            replicas[position] = replacement;
-            let moved = PartitionPlacement { replicas };
+            let mut moved = placement.clone();
+            moved.replicas[position] = replacement;
             placer.load.remove(placement);
             placer.load.add(&moved);
-            commands.push(Command::SetPlacement {
+            moves.push(Move {
                 topic: name.clone(),
                 partition,
-                replicas: moved.replicas,
+                position,
+                placement: moved,
             });
         }
     }
-    commands
+    even_out(&mut placer, &mut moves);
+    moves
+        .into_iter()
+        .map(|m| Command::SetPlacement {
+            topic: m.topic,
+            partition: m.partition,
+            replicas: m.placement.replicas,
+        })
+        .collect()
+}
+
+/// One planned replacement of the drained node.
+struct Move {
+    topic: String,
+    partition: u32,
+    /// Where in the replica list the drained node was.
+    position: usize,
+    /// The partition's replicas after the move.
+    placement: PartitionPlacement,
+}
+
+/// Hands planned replacements from a node to a less loaded one of the same zone (so the
+/// zone spread stays) that the partition does not hold, while one has at least two fewer
+/// replicas. Earlier partitions chose their replacement before later ones were known; each
+/// hand-over lowers the sum of squared replica counts, so the loop ends.
+fn even_out(placer: &mut Placer<'_>, moves: &mut [Move]) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for planned in moves.iter_mut() {
+            let current = planned.placement.replicas[planned.position];
+            let Some(better) = placer.lighter_in_zone(current, &planned.placement.replicas) else {
+                continue;
+            };
+            placer.load.remove(&planned.placement);
+            planned.placement.replicas[planned.position] = better;
+            placer.load.add(&planned.placement);
+            changed = true;
+        }
+    }
 }
 
 /// A copy of the record, Draining when `drain` so it takes nothing new.

@@ -4,5 +4,6 @@ mod fixtures;
 mod json;
 mod nodes;
 mod placement;
+mod planner;
 mod subscriptions;
 mod topics;
