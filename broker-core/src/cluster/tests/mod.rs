@@ -5,5 +5,6 @@ mod json;
 mod nodes;
 mod placement;
 mod planner;
+mod props;
 mod subscriptions;
 mod topics;
