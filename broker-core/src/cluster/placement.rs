@@ -113,10 +113,13 @@ pub fn default_replication_factor(active_nodes: usize) -> u32 {
 ///
 /// Each partition's replicas are distinct nodes spread over as many zones as possible
 /// (`min(replication_factor, zones)`); within that, replicas go to the zones and nodes with
-/// the fewest per node, counting `load` and the partitions placed before; the preferred
-/// leader is the replica with the fewest preferred leaderships (then the zone with the
-/// fewest per node). Ties go to the smaller zone name and node id: the same input always
-/// gives the same placement.
+/// the fewest per node, counting `load` and the partitions placed before. Zone spread comes
+/// first: with uneven zones (a zone of one node and RF 3 over 3 zones) that node holds every
+/// partition, and counts are even only within each zone. The preferred leader is the
+/// replica with the fewest preferred leaderships (then the zone with the fewest per node);
+/// leaderships are then shifted between replicas of the new partitions until no node leads
+/// two more than one it could hand to. Ties go to the smaller zone name and node id: the
+/// same input always gives the same placement.
 pub fn place(
     nodes: &[NodeRecord],
     load: &PlacementLoad,
