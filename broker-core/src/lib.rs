@@ -16,6 +16,9 @@
 //!   the ids of produces under way ([`in_flight::InFlightIds`]).
 //! - `raft`: replication between nodes: the [`raft::Transport`] and [`raft::RpcHandler`] seam
 //!   the gateway carries over the cluster port.
+//! - `cluster`: the controller's state ([`cluster::ClusterState`]: nodes, topics and their
+//!   replica placement, subscriptions), the commands that change it, placement and the
+//!   drain and leader-balance planners. Pure: no I/O, no Raft.
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
@@ -25,6 +28,7 @@
 
 pub mod broker;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod dedup;

@@ -1,0 +1,65 @@
+//! The controller log's entries: one change to the cluster state each.
+
+use serde::{Deserialize, Serialize};
+
+use super::node::NodeRecord;
+use super::state::TopicRecord;
+use crate::subscription::SubscriptionConfig;
+use crate::topic::TopicConfig;
+
+/// One change to the cluster state, as the controller leader proposes it and every node
+/// applies it ([`super::ClusterState::apply`]).
+///
+/// Serialized as JSON tagged by `"type"` (`"upsert_node"`, `"create_topic"`, …): it is a log
+/// entry, so variants and fields are only ever added, never renamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Command {
+    /// Adds a node, or replaces the record of a known one (new addresses or zone; back to
+    /// Active cancels a drain; Draining here is checked as [`Command::DrainNode`] is).
+    UpsertNode(NodeRecord),
+    /// Marks a node Draining: it takes no new replicas and its replicas are to move away.
+    DrainNode {
+        /// The node.
+        id: u64,
+    },
+    /// Forgets a node that no placement names any more.
+    RemoveNode {
+        /// The node.
+        id: u64,
+    },
+    /// Creates a topic with its placement.
+    CreateTopic(TopicRecord),
+    /// Replaces a topic's settings; partitions, replication factor, uid and creation time
+    /// stay as they are.
+    UpdateTopic {
+        /// The new settings.
+        config: TopicConfig,
+    },
+    /// Deletes a topic and its subscriptions.
+    DeleteTopic {
+        /// The topic.
+        name: String,
+    },
+    /// Creates a subscription on an existing topic.
+    CreateSubscription(SubscriptionConfig),
+    /// Replaces a subscription's settings; its uid and creation time stay as they are.
+    UpdateSubscription(SubscriptionConfig),
+    /// Deletes a subscription.
+    DeleteSubscription {
+        /// Its topic.
+        topic: String,
+        /// Its name.
+        name: String,
+    },
+    /// Replaces one partition's replica list (the first is the preferred leader).
+    SetPlacement {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The new replicas: replication-factor many distinct known nodes; a node not
+        /// already in the list must be Active.
+        replicas: Vec<u64>,
+    },
+}

@@ -1,0 +1,39 @@
+//! The controller's state: cluster metadata as a pure, deterministic state machine.
+//!
+//! A controller Raft group over the voters orders [`Command`]s; every node applies every
+//! committed command, in order, to its own [`ClusterState`] with [`ClusterState::apply`],
+//! and all copies stay equal because applying is deterministic and a refused command
+//! changes nothing. Nothing here does I/O or knows about Raft.
+//!
+//! # Layout
+//! - `node`: [`NodeRecord`] and its [`NodeState`].
+//! - `state`: [`ClusterState`] (nodes, topics with their placements, subscriptions; the
+//!   controller's snapshot) and its invariants ([`ClusterState::validate`]).
+//! - `command`: [`Command`], the controller log's entries; `apply`: the rules that accept or
+//!   refuse each.
+//! - `placement`: [`place`], where a new topic's replicas and preferred leaders go, and
+//!   [`default_replication_factor`].
+//! - `planner`: [`plan_drain`] and [`plan_leader_balance`], what the controller leader
+//!   proposes to empty a node or even out leaders.
+//! - `error`: [`ClusterError`], one variant per refusal.
+
+mod apply;
+mod command;
+mod error;
+mod node;
+mod placement;
+mod planner;
+mod state;
+
+pub use command::Command;
+pub use error::{ClusterError, PlacementFault};
+pub use node::{NodeRecord, NodeState};
+pub use placement::{
+    DEFAULT_REPLICATION_FACTOR, PartitionPlacement, PlacementLoad, default_replication_factor,
+    place,
+};
+pub use planner::{LeaderMove, plan_drain, plan_leader_balance};
+pub use state::{ClusterState, TopicRecord};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,10 @@
+//! Tests of the cluster state, its commands, placement and the planners.
+
+mod fixtures;
+mod json;
+mod nodes;
+mod placement;
+mod planner;
+mod props;
+mod subscriptions;
+mod topics;
