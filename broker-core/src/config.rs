@@ -67,6 +67,30 @@ pub struct BrokerConfig {
     pub retention_check_ms: u64,
     /// Longest delay a produce may ask for, in milliseconds.
     pub max_delay_ms: u64,
+    /// In a cluster: how this node's partitions replicate (none on a single node).
+    pub replication: Option<Replication>,
+}
+
+/// What a node of a cluster needs to replicate its partitions: its id, the transport to
+/// other nodes, the registry answering their RPCs, and the Raft settings.
+#[derive(Clone)]
+pub struct Replication {
+    /// This node's id.
+    pub node_id: u64,
+    /// RPCs to other nodes.
+    pub transport: std::sync::Arc<dyn crate::raft::Transport>,
+    /// This node's groups, which answer other nodes' RPCs.
+    pub groups: std::sync::Arc<crate::raft::RaftGroups>,
+    /// The Raft settings of every group.
+    pub raft: std::sync::Arc<openraft::Config>,
+}
+
+impl std::fmt::Debug for Replication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replication")
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Default longest delay: one year (API.md), where SQS stops at 15 minutes.
@@ -80,6 +104,7 @@ impl BrokerConfig {
             log: LogConfig::default(),
             retention_check_ms: 60_000,
             max_delay_ms: DEFAULT_MAX_DELAY_MS,
+            replication: None,
         }
     }
 }

@@ -24,6 +24,19 @@ pub struct Partitioner {
 }
 
 impl Partitioner {
+    /// The partition for a message with this key among `partitions`; an unkeyed one goes to
+    /// one of `preferred` when it names any (in a cluster: the partitions this node leads),
+    /// in turn.
+    pub fn choose_among(&self, key: Option<&str>, partitions: u32, preferred: &[u32]) -> u32 {
+        match (key, preferred.len()) {
+            (None, n) if n > 0 => {
+                let turn = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+                preferred[turn % n]
+            }
+            _ => self.choose(key, partitions),
+        }
+    }
+
     /// The partition for a message with this key among `partitions`.
     pub fn choose(&self, key: Option<&str>, partitions: u32) -> u32 {
         let partitions = partitions.max(1);

@@ -262,12 +262,20 @@ pub(super) fn open_topic_files(
     let on_commit = Arc::new(Notify::new());
     let mut partitions = Vec::with_capacity(indexes.len());
     for (partition, index) in (0u32..).zip(indexes) {
-        let handle = PartitionHandle::open(
-            dir.join(partition.to_string()),
-            index,
-            config.log.clone(),
-            on_commit.clone(),
-        );
+        let partition_dir = dir.join(partition.to_string());
+        let handle = match &config.replication {
+            None => {
+                PartitionHandle::open(partition_dir, index, config.log.clone(), on_commit.clone())
+            }
+            // Replicated: readers see what Raft applies; its Raft starts once the topic is open.
+            Some(_) => PartitionHandle::open_replicated(
+                partition_dir,
+                index,
+                config.log.clone(),
+                on_commit.clone(),
+                None,
+            ),
+        };
         match handle {
             Ok(handle) => partitions.push(handle),
             Err(error) => {

@@ -15,6 +15,7 @@
 //! [`crate::sync`] and stay usable after a holder panicked.
 
 mod checkpoint;
+mod cluster;
 mod consume;
 mod dead_letters;
 mod delays;
@@ -163,6 +164,7 @@ impl Broker {
             schedule_seq: AtomicU64::new(0),
             background: Arc::default(),
         });
+        broker.start_replication().await?;
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
         broker.spawn_task(checkpoint::checkpoint_loop(Arc::downgrade(&broker)));
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
@@ -194,6 +196,9 @@ impl Broker {
         }
         // An aborted task's blocking work goes on (or has yet to start): wait for it.
         drop(self.background.write().await);
+        for topic in &topics {
+            self.stop_groups(topic).await;
+        }
         let partitions: Vec<PartitionHandle> = topics
             .iter()
             .flat_map(|t| t.partitions.iter().cloned())

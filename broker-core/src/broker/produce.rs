@@ -55,6 +55,7 @@ impl Broker {
         self.check_running()?;
         let open = self.topic(topic)?;
         let config = open.config();
+        let led_here = self.partitions_led_here(&open);
         if messages.is_empty() || messages.len() > MAX_BATCH_MESSAGES {
             return Err(BrokerError::invalid(
                 "messages",
@@ -110,9 +111,9 @@ impl Broker {
             }
             let client_id_kept = client_id.is_some() && remembers_ids;
             remember.push(client_id_kept);
-            let partition = open
-                .partitioner
-                .choose(message.key.as_deref(), config.partitions);
+            let partition =
+                open.partitioner
+                    .choose_among(message.key.as_deref(), config.partitions, &led_here);
             let due_ms = message.delay.map(|d| due(d, now)).filter(|due| *due > now);
             let record = Record {
                 id: client_id.unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string()),

@@ -83,6 +83,7 @@ impl Broker {
         open.deleted.store(true, Ordering::SeqCst);
         open.on_commit.notify_waiters();
         open.delay_wake.notify_one();
+        self.stop_groups(&open).await;
         let dir = self.metadata.topic_dir(&config);
         let partitions = open.partitions.clone();
         blocking(move || {
@@ -94,6 +95,18 @@ impl Broker {
         Ok(())
     }
 
+    /// How a partition's leader is named in its stats: this node's id on a single node; in a
+    /// cluster the leading node's id, or empty during an election.
+    fn leader_name(&self, topic: &str, partition: u32) -> String {
+        match &self.config.replication {
+            None => self.node_id().to_owned(),
+            Some(_) => self
+                .partition_leader(topic, partition)
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+        }
+    }
+
     pub(super) fn info(&self, topic: &Topic) -> TopicInfo {
         let config = topic.config();
         let partitions = (0u32..)
@@ -103,7 +116,7 @@ impl Broker {
                 start_offset: log.start_offset(),
                 end_offset: log.end_offset(),
                 bytes: log.size_bytes(),
-                leader: self.node_id().to_owned(),
+                leader: self.leader_name(&config.name, partition),
             })
             .collect();
         TopicInfo {

@@ -233,7 +233,8 @@ impl RaftGroups {
         crate::sync::write(&self.groups).remove(group);
     }
 
-    fn get(&self, group: &GroupId) -> Option<Raft<TypeConfig>> {
+    /// The Raft of `group`, if this node has it.
+    pub fn get(&self, group: &GroupId) -> Option<Raft<TypeConfig>> {
         crate::sync::read(&self.groups).get(group).cloned()
     }
 }
