@@ -14,6 +14,9 @@
 //!   the schedule events of the partition logs ([`schedule::ScheduleEvent`]).
 //! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]); `in_flight`:
 //!   the ids of produces under way ([`in_flight::InFlightIds`]).
+//! - `cluster_node`: [`cluster_node::ClusterNode`], a cluster node at run time: the
+//!   controller replica, the node's registration, and the reconciler that opens and deletes
+//!   topics as the cluster metadata says.
 //! - `raft`: replication between nodes: the [`raft::Transport`] and [`raft::RpcHandler`] seam
 //!   the gateway carries over the cluster port.
 //! - `cluster`: the controller's state ([`cluster::ClusterState`]: nodes, topics and their
@@ -29,6 +32,7 @@
 pub mod broker;
 pub mod clock;
 pub mod cluster;
+pub mod cluster_node;
 pub mod config;
 pub mod control;
 pub mod dedup;

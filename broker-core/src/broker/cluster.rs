@@ -142,6 +142,31 @@ impl Broker {
         }
     }
 
+    /// This node's replication settings, in a cluster.
+    pub fn replication_settings(&self) -> Option<&Replication> {
+        self.config.replication.as_ref()
+    }
+
+    /// The log settings of every partition.
+    pub fn log_config(&self) -> &crate::config::LogConfig {
+        &self.config.log
+    }
+
+    /// The tree holding the controller log's index, in this node's metadata store.
+    pub fn controller_index(&self) -> Result<sled::Tree> {
+        self.metadata.controller_tree()
+    }
+
+    /// The names of the topics open here.
+    pub fn topic_names(&self) -> Vec<String> {
+        read(&self.topics).keys().cloned().collect()
+    }
+
+    /// The uid of topic `name` as open here.
+    pub fn topic_uid(&self, name: &str) -> Option<u64> {
+        read(&self.topics).get(name).map(|t| t.config().uid)
+    }
+
     /// The partitions of `topic` this node leads (none on a single node, where unkeyed
     /// messages take every partition in turn).
     pub(super) fn partitions_led_here(&self, topic: &Topic) -> Vec<u32> {

@@ -9,6 +9,7 @@
 //!   tree "sub/<subscription uid>":        that subscription's cursors and leases
 //!   tree "delay/<topic uid>":             the delay schedule, derived from the logs
 //!   tree "ids/<topic uid>":               the dedup index, derived from the logs
+//!   tree "controller":                    the controller log's index (in a cluster)
 //! <data_dir>/topics/<name>-<uid>/<partition>/<base offset>.log   segment files
 //! ```
 
@@ -115,6 +116,10 @@ impl Metadata {
             DelayStore::new(self.db.open_tree(schedule::tree_name(topic_uid))?),
             DedupIndex::new(self.db.open_tree(dedup::tree_name(topic_uid))?),
         ))
+    }
+
+    pub(super) fn controller_tree(&self) -> Result<sled::Tree> {
+        Ok(self.db.open_tree("controller")?)
     }
 
     pub(super) fn index_tree(&self, topic_uid: u64, partition: u32) -> Result<sled::Tree> {

@@ -3,7 +3,8 @@
 //! A controller Raft group over the voters orders [`Command`]s; every node applies every
 //! committed command, in order, to its own [`ClusterState`] with [`ClusterState::apply`],
 //! and all copies stay equal because applying is deterministic and a refused command
-//! changes nothing. Nothing here does I/O or knows about Raft.
+//! changes nothing. Nothing here does I/O; only `replicated` knows the controller group (it
+//! is the state's adapter to it).
 //!
 //! # Layout
 //! - `node`: [`NodeRecord`] and its [`NodeState`].
@@ -15,6 +16,8 @@
 //!   [`default_replication_factor`].
 //! - `planner`: [`plan_drain`] and [`plan_leader_balance`], what the controller leader
 //!   proposes to empty a node or even out leaders.
+//! - `replicated`: the state as the controller group's replicated metadata (commands as
+//!   JSON, applied in log order: [`encode_command`]).
 //! - `error`: [`ClusterError`], one variant per refusal.
 
 mod apply;
@@ -23,6 +26,7 @@ mod error;
 mod node;
 mod placement;
 mod planner;
+mod replicated;
 mod state;
 
 pub use command::Command;
@@ -33,6 +37,7 @@ pub use placement::{
     place,
 };
 pub use planner::{LeaderMove, plan_drain, plan_leader_balance};
+pub use replicated::encode_command;
 pub use state::{ClusterState, TopicRecord};
 
 #[cfg(test)]

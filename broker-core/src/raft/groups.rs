@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::error::{ClientWriteError, InstallSnapshotError, RaftError};
 use openraft::raft::{InstallSnapshotResponse, VoteResponse};
 use openraft::{Config, Raft};
 use tokio::sync::Notify;
@@ -22,7 +22,7 @@ use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transp
 use super::types::TypeConfig;
 use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
-use crate::storage::PartitionHandle;
+use crate::storage::{EntryBody, PartitionHandle};
 
 /// Leaders send a heartbeat this often: a tenth of the shortest election timeout, so a
 /// follower misses several before it gives up on a leader.
@@ -216,6 +216,36 @@ impl<M: Metadata> ControllerReplica<M> {
     }
 }
 
+/// What a proposal from another node came to: committed, or the leader to ask instead
+/// (`None`: no leader known), or why it failed.
+pub type ProposeAnswer = std::result::Result<(), ProposeRefusal>;
+
+/// Why a proposal was not committed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ProposeRefusal {
+    /// This node does not lead the group.
+    NotLeader(Option<u64>),
+    /// Not committed within [`super::PROPOSE_TIMEOUT_MS`]; it may still be.
+    Timeout,
+    /// The group failed or is stopping.
+    Failed(String),
+}
+
+/// Proposes one command (a control entry holding `command`) to `raft` here, as its leader.
+pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> ProposeAnswer {
+    let body = EntryBody::control(crate::clock::now_ms(), &[command])
+        .map_err(|e| ProposeRefusal::Failed(e.to_string()))?;
+    let timeout = std::time::Duration::from_millis(super::PROPOSE_TIMEOUT_MS);
+    match tokio::time::timeout(timeout, raft.client_write(body)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+            Err(ProposeRefusal::NotLeader(forward.leader_id))
+        }
+        Ok(Err(e)) => Err(ProposeRefusal::Failed(e.to_string())),
+        Err(_) => Err(ProposeRefusal::Timeout),
+    }
+}
+
 /// The Raft groups of this node, by id; answers RPCs for them.
 #[derive(Default)]
 pub struct RaftGroups {
@@ -254,6 +284,10 @@ impl RpcHandler for RaftGroups {
                     let request = decode_json(&body)?;
                     let answer: std::result::Result<VoteResponse<u64>, RaftError<u64>> =
                         raft.vote(request).await;
+                    encode_json(&answer)
+                }
+                Rpc::Propose => {
+                    let answer = propose_command(&raft, body).await;
                     encode_json(&answer)
                 }
                 Rpc::Snapshot => {

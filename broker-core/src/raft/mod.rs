@@ -38,8 +38,8 @@ mod types;
 
 pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
-    ControllerReplica, ELECTION_TIMEOUT_MS, HEARTBEAT_MS, PartitionReplica, RaftGroups,
-    ReplicaSpec, raft_config,
+    ControllerReplica, ELECTION_TIMEOUT_MS, HEARTBEAT_MS, PartitionReplica, ProposeAnswer,
+    ProposeRefusal, RaftGroups, ReplicaSpec, propose_command, raft_config,
 };
 pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};

@@ -67,6 +67,9 @@ pub enum Rpc {
     Vote,
     /// Install (a chunk of) a snapshot.
     Snapshot,
+    /// Propose a command to the group's leader (a node that is not the leader asks it: the
+    /// controller's commands from any node).
+    Propose,
 }
 
 impl Rpc {
@@ -76,6 +79,7 @@ impl Rpc {
             Rpc::Append => "append",
             Rpc::Vote => "vote",
             Rpc::Snapshot => "snapshot",
+            Rpc::Propose => "propose",
         }
     }
 
@@ -85,6 +89,7 @@ impl Rpc {
             "append" => Some(Rpc::Append),
             "vote" => Some(Rpc::Vote),
             "snapshot" => Some(Rpc::Snapshot),
+            "propose" => Some(Rpc::Propose),
             _ => None,
         }
     }
@@ -210,7 +215,7 @@ mod tests {
         ] {
             assert_eq!(GroupId::from_path(bad), None, "{bad:?} parsed");
         }
-        for rpc in [Rpc::Append, Rpc::Vote, Rpc::Snapshot] {
+        for rpc in [Rpc::Append, Rpc::Vote, Rpc::Snapshot, Rpc::Propose] {
             assert_eq!(Rpc::parse(rpc.as_str()), Some(rpc));
         }
     }

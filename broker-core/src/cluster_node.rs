@@ -1,0 +1,350 @@
+//! [`ClusterNode`]: one node of a Wharf cluster at run time.
+//!
+//! It runs this node's replica of the controller group over [`ClusterState`], registers the
+//! node in it, and keeps the broker in step with it: a reconciler wakes on every applied
+//! command and materializes the topics placed here (their partitions' groups formed with the
+//! placement's members) or deletes those the metadata no longer has. Topic administration in
+//! a cluster goes through it: the controller leader validates and places a topic, proposes
+//! it, and answers once this node serves it; any other node answers
+//! [`BrokerError::NotLeader`] naming the controller leader (the gateway forwards there).
+//!
+//! Limits of this stage (issue 9 continues): every partition of a topic is placed on every
+//! node (the replication factor is the node count); subscriptions are not yet replicated.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::broker::Broker;
+use crate::cluster::{
+    ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
+};
+use crate::config::{LogConfig, Replication};
+use crate::error::{BrokerError, Result};
+use crate::raft::{
+    ControllerReplica, GroupId, NodeInfo, ProposeAnswer, ProposeRefusal, ReplicaSpec, Rpc, RpcCall,
+    propose_command,
+};
+use crate::topic::{TopicInfo, TopicSpec};
+
+/// How long an admin request waits for this node to serve what it asked for (the command
+/// committed, the reconciler done): a topic's groups form within an election timeout or two.
+pub const ADMIN_WAIT_MS: u64 = 10_000;
+/// Pause between attempts to register this node while the controller has no leader.
+const REGISTER_RETRY_MS: u64 = 250;
+/// How long one proposal relayed to the controller leader may take.
+const RELAY_TIMEOUT_MS: u64 = 6_000;
+
+/// One node of a cluster: the controller replica, the node's record, the broker it steers.
+pub struct ClusterNode {
+    me: NodeRecord,
+    broker: Arc<Broker>,
+    replication: Replication,
+    controller: ControllerReplica<ClusterState>,
+}
+
+/// Where and who a node is.
+pub struct NodeStart {
+    /// This node's record (id, zone, addresses).
+    pub me: NodeRecord,
+    /// The initial voters of the controller group, this node among them.
+    pub voters: BTreeMap<u64, NodeInfo>,
+    /// The controller log's directory.
+    pub controller_dir: PathBuf,
+    /// The controller log's settings.
+    pub log_config: LogConfig,
+}
+
+impl ClusterNode {
+    /// Opens this node's controller replica, forms the controller group with `start.voters`
+    /// if it is brand new, and starts registering the node and reconciling the broker.
+    pub async fn start(broker: Arc<Broker>, start: NodeStart) -> Result<Arc<ClusterNode>> {
+        let replication = broker
+            .replication_settings()
+            .cloned()
+            .ok_or_else(|| BrokerError::invalid("cluster", "the broker does not replicate"))?;
+        let spec = ReplicaSpec {
+            node_id: replication.node_id,
+            group: GroupId::Controller,
+            dir: start.controller_dir,
+            index: broker.controller_index()?,
+            log_config: start.log_config,
+            on_commit: Arc::new(tokio::sync::Notify::new()),
+        };
+        let controller = ControllerReplica::open(
+            spec,
+            Arc::clone(&replication.transport),
+            Arc::clone(&replication.raft),
+            ClusterState::new(),
+        )
+        .await?;
+        replication
+            .groups
+            .insert(GroupId::Controller, controller.raft.clone());
+        if let Err(e) = controller.raft.initialize(start.voters).await {
+            tracing::debug!(error = %e, "the controller group was formed before");
+        }
+        let node = Arc::new(ClusterNode {
+            me: start.me,
+            broker,
+            replication,
+            controller,
+        });
+        tokio::spawn(register(Arc::downgrade(&node)));
+        tokio::spawn(reconcile_loop(Arc::downgrade(&node)));
+        Ok(node)
+    }
+
+    /// The broker this node steers.
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// The leader of a topic's partition, as this node knows it.
+    pub fn broker_leader(&self, topic: &str, partition: u32) -> Option<u64> {
+        self.broker.partition_leader(topic, partition)
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.replication.node_id
+    }
+
+    /// A copy of the cluster metadata as this node has applied it.
+    pub fn state(&self) -> ClusterState {
+        self.controller.machine.read(ClusterState::clone)
+    }
+
+    /// The controller leader, as this node knows it.
+    pub fn controller_leader(&self) -> Option<u64> {
+        self.controller.raft.metrics().borrow().current_leader
+    }
+
+    /// Whether the node serves: the controller has a leader and the node is registered.
+    pub fn ready(&self) -> bool {
+        self.controller_leader().is_some()
+            && self
+                .controller
+                .machine
+                .read(|s| s.node(self.me.id).is_some())
+    }
+
+    fn not_controller_leader(&self) -> BrokerError {
+        BrokerError::NotLeader {
+            what: "cluster metadata".into(),
+            leader: self.controller_leader(),
+        }
+    }
+
+    /// Creates a topic through the controller (this node must lead it): validated against the
+    /// metadata, placed, proposed, and answered once this node serves it.
+    pub async fn create_topic(&self, spec: TopicSpec) -> Result<TopicInfo> {
+        if self.controller_leader() != Some(self.node_id()) {
+            return Err(self.not_controller_leader());
+        }
+        let state = self.state();
+        let active = state.active_nodes();
+        let wanted = spec.replication_factor;
+        let uid = rand::random::<u64>();
+        let mut config = TopicSpec {
+            replication_factor: None,
+            ..spec
+        }
+        .into_config(crate::clock::now_ms(), uid)?;
+        if state.topic(&config.name).is_some() {
+            return Err(BrokerError::TopicExists { topic: config.name });
+        }
+        let nodes = active.len() as u32;
+        let factor = wanted.unwrap_or(nodes);
+        if factor != nodes {
+            return Err(BrokerError::invalid(
+                "replication_factor",
+                format!(
+                    "this stage of the cluster places every partition on every node: \
+                     {nodes} here, got {factor}"
+                ),
+            ));
+        }
+        config.replication_factor = factor;
+        let placement = place(
+            &active,
+            &PlacementLoad::of(&state),
+            config.partitions,
+            factor,
+        )
+        .map_err(|e| BrokerError::invalid("replication_factor", e.to_string()))?;
+        let name = config.name.clone();
+        let command = Command::CreateTopic(TopicRecord { config, placement });
+        self.propose(&command).await?;
+        self.wait_for(ADMIN_WAIT_MS, || self.broker.topic_uid(&name) == Some(uid))
+            .await?;
+        self.broker.describe_topic(&name)
+    }
+
+    /// Deletes a topic through the controller (this node must lead it), answered once this
+    /// node no longer serves it.
+    pub async fn delete_topic(&self, name: &str) -> Result<()> {
+        if self.controller_leader() != Some(self.node_id()) {
+            return Err(self.not_controller_leader());
+        }
+        if self.state().topic(name).is_none() {
+            return Err(BrokerError::TopicNotFound { topic: name.into() });
+        }
+        self.propose(&Command::DeleteTopic { name: name.into() })
+            .await?;
+        self.wait_for(ADMIN_WAIT_MS, || self.broker.topic_uid(name).is_none())
+            .await
+    }
+
+    async fn propose(&self, command: &Command) -> Result<()> {
+        match propose_command(&self.controller.raft, encode_command(command)?).await {
+            Ok(()) => Ok(()),
+            Err(refusal) => Err(refusal_error(refusal)),
+        }
+    }
+
+    async fn wait_for(&self, ms: u64, done: impl Fn() -> bool) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+        while !done() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(BrokerError::ReplicationTimeout {
+                    what: "cluster metadata".into(),
+                    ms,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
+    /// Proposes `command` at the controller leader, wherever it is.
+    async fn propose_anywhere(&self, command: &Command) -> Result<()> {
+        let leader = self
+            .controller_leader()
+            .ok_or_else(|| self.not_controller_leader())?;
+        if leader == self.node_id() {
+            return self.propose(command).await;
+        }
+        let call = RpcCall {
+            group: GroupId::Controller,
+            rpc: Rpc::Propose,
+            body: encode_command(command)?,
+            timeout: Duration::from_millis(RELAY_TIMEOUT_MS),
+        };
+        let answer = self
+            .replication
+            .transport
+            .call(leader, call)
+            .await
+            .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
+        let answer: ProposeAnswer = serde_json::from_slice(&answer)
+            .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
+        answer.map_err(refusal_error)
+    }
+
+    /// Brings the broker in line with the metadata: opens the topics placed here, deletes
+    /// the topics the metadata no longer has.
+    async fn reconcile(&self) {
+        let state = self.state();
+        // Deletions first: a topic deleted and created again under the same name is a new
+        // topic (another uid) whose files must not meet the old one's.
+        for name in self.broker.topic_names() {
+            let gone = match state.topic(&name) {
+                None => true,
+                Some(record) => self.broker.topic_uid(&name) != Some(record.config.uid),
+            };
+            if gone && let Err(error) = self.broker.delete_topic(&name).await {
+                tracing::warn!(topic = %name, %error, "could not delete a topic");
+            }
+        }
+        for (name, record) in state.topics() {
+            let members = members_of(&state, record);
+            if !members.contains_key(&self.node_id()) {
+                continue;
+            }
+            if let Err(error) = self
+                .broker
+                .materialize_topic(record.config.clone(), members)
+                .await
+            {
+                tracing::warn!(topic = %name, %error, "could not open a topic placed here");
+            }
+        }
+    }
+
+    /// Stops the controller replica.
+    pub async fn shutdown(&self) {
+        self.replication.groups.remove(&GroupId::Controller);
+        self.controller.shutdown().await;
+    }
+}
+
+/// Every replica of a topic's partitions, with what the metadata knows of each.
+fn members_of(state: &ClusterState, record: &TopicRecord) -> BTreeMap<u64, NodeInfo> {
+    record
+        .placement
+        .iter()
+        .flat_map(|p| p.replicas.iter().copied())
+        .map(|id| {
+            let info = state.node(id).map_or_else(NodeInfo::default, |n| NodeInfo {
+                cluster_addr: n.cluster_addr.clone(),
+                zone: n.zone.clone(),
+            });
+            (id, info)
+        })
+        .collect()
+}
+
+fn refusal_error(refusal: ProposeRefusal) -> BrokerError {
+    match refusal {
+        ProposeRefusal::NotLeader(leader) => BrokerError::NotLeader {
+            what: "cluster metadata".into(),
+            leader,
+        },
+        ProposeRefusal::Timeout => BrokerError::ReplicationTimeout {
+            what: "cluster metadata".into(),
+            ms: crate::raft::PROPOSE_TIMEOUT_MS,
+        },
+        ProposeRefusal::Failed(reason) => BrokerError::invalid("controller", reason),
+    }
+}
+
+/// Registers the node until the metadata holds its record as it is now.
+async fn register(node: Weak<ClusterNode>) {
+    loop {
+        let Some(node) = node.upgrade() else { return };
+        let registered = node
+            .controller
+            .machine
+            .read(|s| s.node(node.me.id) == Some(&node.me));
+        if registered {
+            return;
+        }
+        if let Err(error) = node
+            .propose_anywhere(&Command::UpsertNode(node.me.clone()))
+            .await
+        {
+            tracing::debug!(%error, "registering this node; will retry");
+        }
+        drop(node);
+        tokio::time::sleep(Duration::from_millis(REGISTER_RETRY_MS)).await;
+    }
+}
+
+/// Reconciles after every applied command, until the node is gone.
+async fn reconcile_loop(node: Weak<ClusterNode>) {
+    let mut version = match node.upgrade() {
+        Some(node) => node.controller.machine.version(),
+        None => return,
+    };
+    loop {
+        {
+            let Some(node) = node.upgrade() else { return };
+            node.reconcile().await;
+        }
+        if version.changed().await.is_err() {
+            return;
+        }
+    }
+}
