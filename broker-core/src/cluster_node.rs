@@ -179,6 +179,16 @@ impl ClusterNode {
         self.propose(&command).await?;
         self.wait_for(ADMIN_WAIT_MS, || self.broker.topic_uid(&name) == Some(uid))
             .await?;
+        // Answer once every partition has a leader, so a produce right after the create
+        // finds one; a group still electing after the wait is reported as leaderless.
+        let partitions = self
+            .state()
+            .topic(&name)
+            .map_or(0, |t| t.placement.len() as u32);
+        let led = || (0..partitions).all(|p| self.broker.partition_leader(&name, p).is_some());
+        if self.wait_for(ADMIN_WAIT_MS, led).await.is_err() {
+            tracing::warn!(topic = %name, "a partition of a new topic has no leader yet");
+        }
         self.broker.describe_topic(&name)
     }
 

@@ -10,6 +10,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{Method, Uri};
 use broker_core::Broker;
+use broker_core::cluster_node::ClusterNode;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
@@ -33,6 +34,8 @@ pub struct Shared {
     pub max_body_bytes: usize,
     /// Auth, rate limits and budgets (see [`crate::edge`]).
     pub edge: Arc<Edge>,
+    /// In a cluster: this node's part in it (topic admin goes through its controller).
+    pub cluster: Option<Arc<ClusterNode>>,
     draining: AtomicBool,
 }
 
@@ -59,6 +62,20 @@ impl AppState {
             broker,
             max_body_bytes: edge.max_body_bytes,
             edge: Arc::new(edge),
+            cluster: None,
+            draining: AtomicBool::new(false),
+        }))
+    }
+
+    /// State of a cluster node: [`AppState::with_edge`] steering `cluster`.
+    pub fn clustered(broker: Arc<Broker>, edge: Edge, cluster: Arc<ClusterNode>) -> Self {
+        broker.set_memory_budget(edge.memory.clone());
+        metrics::install();
+        AppState(Arc::new(Shared {
+            broker,
+            max_body_bytes: edge.max_body_bytes,
+            edge: Arc::new(edge),
+            cluster: Some(cluster),
             draining: AtomicBool::new(false),
         }))
     }
@@ -83,6 +100,10 @@ pub fn app(state: AppState) -> Router {
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::forward::forward,
+        ))
         .layer(axum::middleware::from_fn_with_state(state, edge::edge))
         .layer(axum::middleware::from_fn(metrics::track_requests))
         .layer(

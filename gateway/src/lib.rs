@@ -18,6 +18,8 @@
 //!   ([`rate_limit`]), budgets and timeouts of [`limits`]; [`client_addr`]: peer vs
 //!   `X-Forwarded-For`; [`browser_guard`]: the edge's first check, which refuses requests
 //!   that web pages make browsers send (`Host` against DNS rebinding, `Origin`).
+//! - [`forward`]: in a cluster, a request answered `not_leader` here goes on to the leader the
+//!   cluster metadata names (one hop), and its answer back.
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -53,6 +55,7 @@ pub mod config;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;
+pub mod forward;
 pub mod io_timeout;
 pub mod json_text;
 pub mod limits;

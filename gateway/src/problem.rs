@@ -290,6 +290,11 @@ impl IntoResponse for ApiError {
             }
             _ => {}
         }
+        if let ApiError::Broker(BrokerError::NotLeader { leader, .. }) = &self {
+            response
+                .extensions_mut()
+                .insert(crate::forward::LeaderHint(*leader));
+        }
         response
     }
 }

@@ -29,20 +29,27 @@ pub enum ServeError {
     /// Binding or serving the socket failed.
     #[error("cannot serve on the socket: {0}")]
     Io(#[from] std::io::Error),
-    /// Cluster settings were given, but this build serves a single node only: refusing is
-    /// better than silently running unreplicated.
+    /// Cluster settings were given, but the cluster is a preview: refusing is better than
+    /// silently running a cluster whose subscriptions do not replicate.
     #[error(
-        "cluster settings (node_id {node_id}, peers …) were given, but this build of wharf \
-         serves a single node only; remove them to run one node"
+        "cluster settings (node_id {node_id}, peers …) were given, but cluster mode is a \
+         preview in this build (topics and produce replicate; subscriptions do not yet): set \
+         WHARF_CLUSTER_PREVIEW=1 to run it anyway, or remove them to run one node"
     )]
     ClusterNotAvailable {
         /// The node id asked for.
         node_id: u64,
     },
+    /// The cluster port could not be bound or the cluster node could not start.
+    #[error("cannot start the cluster node: {0}")]
+    Cluster(String),
     /// The background server task panicked or was cancelled.
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
+
+/// The environment variable that lets `serve` run the cluster preview (value `1`).
+pub const CLUSTER_PREVIEW_ENV: &str = "WHARF_CLUSTER_PREVIEW";
 
 /// Installs the metrics recorder (once per process, before the broker records anything),
 /// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
@@ -54,16 +61,27 @@ pub async fn serve(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    if let Some(cluster) = settings.cluster() {
+    if let Some(cluster) = settings.cluster()
+        && std::env::var(CLUSTER_PREVIEW_ENV).as_deref() != Ok("1")
+    {
         return Err(ServeError::ClusterNotAvailable {
             node_id: cluster.node_id,
         });
     }
     crate::metrics::install();
-    let broker = Broker::open(settings.broker_config())
-        .await
-        .map_err(ServeError::OpenBroker)?;
     let address = listener.local_addr()?;
+    let (broker, cluster_port) = match settings.cluster() {
+        None => {
+            let broker = Broker::open(settings.broker_config())
+                .await
+                .map_err(ServeError::OpenBroker)?;
+            (broker, None)
+        }
+        Some(cluster) => {
+            let started = crate::cluster::start_node(&settings, cluster, address).await?;
+            (started.broker, Some(started.port))
+        }
+    };
     let auth = if settings.auth().enabled() {
         format!("auth keys: {}", settings.auth().keys().describe())
     } else if settings.edge().check_host {
@@ -82,8 +100,26 @@ pub async fn serve(
         settings.edge().clone(),
         settings.max_body_bytes(),
     );
-    let state = AppState::with_edge(broker.clone(), edge);
+    let Some(port) = cluster_port else {
+        let state = AppState::with_edge(broker.clone(), edge);
+        serve_app(listener, state, shutdown).await;
+        broker.shutdown().await;
+        return Ok(());
+    };
+    let state = AppState::clustered(broker.clone(), edge, std::sync::Arc::clone(&port.node));
+    let (stop_port, port_stopped) = tokio::sync::oneshot::channel::<()>();
+    let port_task = tokio::spawn(crate::cluster::serve_cluster_port(
+        port.listener,
+        port.auth,
+        port.groups,
+        async move {
+            let _ = port_stopped.await;
+        },
+    ));
     serve_app(listener, state, shutdown).await;
+    port.node.shutdown().await;
+    let _ = stop_port.send(());
+    let _ = port_task.await;
     broker.shutdown().await;
     Ok(())
 }

@@ -142,6 +142,18 @@ impl Broker {
         }
     }
 
+    /// [`BrokerError::InvalidArgument`] in a cluster, for what this stage of the cluster does
+    /// not replicate yet (it would change one node only).
+    pub(super) fn refuse_in_cluster(&self, what: &str) -> Result<()> {
+        match self.config.replication {
+            None => Ok(()),
+            Some(_) => Err(BrokerError::invalid(
+                "cluster",
+                format!("{what}: not replicated across the cluster yet (issue 9 continues)"),
+            )),
+        }
+    }
+
     /// This node's replication settings, in a cluster.
     pub fn replication_settings(&self) -> Option<&Replication> {
         self.config.replication.as_ref()

@@ -17,6 +17,7 @@ impl Broker {
         topic: &str,
         spec: SubscriptionSpec,
     ) -> Result<SubscriptionInfo> {
+        self.refuse_in_cluster("subscriptions")?;
         self.check_running()?;
         let _admin = self.admin.lock().await;
         let open = self.topic(topic)?;

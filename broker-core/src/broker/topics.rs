@@ -56,6 +56,7 @@ impl Broker {
     /// Changes a topic's retention or message size limit.
     pub async fn update_topic(&self, topic: &str, patch: TopicPatch) -> Result<TopicInfo> {
         self.check_running()?;
+        self.refuse_in_cluster("changing a topic")?;
         let _admin = self.admin.lock().await;
         let open = self.topic(topic)?;
         let next = open.config().patched(&patch)?;

@@ -26,17 +26,27 @@ pub async fn healthz() -> Json<HealthStatus> {
 
 /// Readiness.
 ///
-/// 200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-/// so load balancers stop sending it work.
+/// 200 once storage is open (in a cluster: and the controller has a leader and this node is
+/// registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+/// before stopping, so load balancers stop sending it work.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Storage is open; the node takes work", body = HealthStatus),
-        (status = 503, description = "The server is shutting down", body = Problem,
+        (status = 503, description = "The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`)", body = Problem,
             content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
     if state.is_draining() {
         return Err(ApiError::Draining);
+    }
+    if let Some(cluster) = &state.cluster
+        && !cluster.ready()
+    {
+        return Err(broker_core::BrokerError::NotLeader {
+            what: "cluster metadata".into(),
+            leader: cluster.controller_leader(),
+        }
+        .into());
     }
     Ok(Json(HealthStatus { status: "ready" }))
 }

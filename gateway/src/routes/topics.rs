@@ -230,7 +230,10 @@ pub async fn create_topic(
         rate_limit: request.rate_limit.map(Into::into),
         dedup_window_ms: request.dedup_window_ms,
     };
-    let info = state.broker.create_topic(spec).await?;
+    let info = match &state.cluster {
+        Some(cluster) => cluster.create_topic(spec).await?,
+        None => state.broker.create_topic(spec).await?,
+    };
     Ok((StatusCode::CREATED, Json(info.into())))
 }
 
@@ -319,6 +322,9 @@ pub async fn delete_topic(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
 ) -> Result<StatusCode, ApiError> {
-    state.broker.delete_topic(&path.topic).await?;
+    match &state.cluster {
+        Some(cluster) => cluster.delete_topic(&path.topic).await?,
+        None => state.broker.delete_topic(&path.topic).await?,
+    }
     Ok(StatusCode::NO_CONTENT)
 }

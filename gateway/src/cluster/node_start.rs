@@ -1,0 +1,106 @@
+//! Starting this process as a cluster node: the cluster port, the peer client, the broker
+//! replicating its partitions, and the [`ClusterNode`] steering it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use broker_core::Broker;
+use broker_core::cluster::{NodeRecord, NodeState};
+use broker_core::cluster_node::{ClusterNode, NodeStart};
+use broker_core::config::Replication;
+use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use tokio::net::TcpListener;
+
+use super::peer_auth::PeerAuth;
+use super::peer_client::PeerClient;
+use crate::config::{ClusterSettings, Settings};
+use crate::server::ServeError;
+
+/// What a started cluster node hands the server: the broker, and what the cluster port
+/// serves.
+pub struct StartedNode {
+    /// The broker, replicating its partitions.
+    pub broker: Arc<Broker>,
+    /// The cluster port's listener and what answers there.
+    pub port: ClusterPort,
+}
+
+/// The cluster port, bound, with what answers on it.
+pub struct ClusterPort {
+    /// The bound listener.
+    pub listener: TcpListener,
+    /// The peer proof checker.
+    pub auth: PeerAuth,
+    /// The node's Raft groups.
+    pub groups: Arc<RaftGroups>,
+    /// The node.
+    pub node: Arc<ClusterNode>,
+}
+
+/// Binds the cluster port, opens the broker in cluster mode and starts the node; `public`
+/// is the bound public address (recorded in the cluster metadata for forwarding).
+pub async fn start_node(
+    settings: &Settings,
+    cluster: &ClusterSettings,
+    public: SocketAddr,
+) -> Result<StartedNode, ServeError> {
+    let fail = |e: &dyn std::fmt::Display| ServeError::Cluster(e.to_string());
+    let listener = crate::accept::bind(cluster.listen)?;
+    let auth = PeerAuth::new(cluster.secret.expose());
+    let peers = PeerClient::new(cluster.node_id, auth.clone(), cluster.peers.clone())
+        .map_err(|e| fail(&e))?;
+    let groups = Arc::new(RaftGroups::default());
+    let mut config = settings.broker_config();
+    config.replication = Some(Replication {
+        node_id: cluster.node_id,
+        transport: Arc::new(peers),
+        groups: Arc::clone(&groups),
+        raft: raft_config().map_err(|e| fail(&e))?,
+    });
+    let log_config = config.log.clone();
+    let broker = Broker::open(config).await.map_err(ServeError::OpenBroker)?;
+    let voters: BTreeMap<u64, NodeInfo> = cluster
+        .peers
+        .iter()
+        .map(|(id, addr)| {
+            let info = NodeInfo {
+                cluster_addr: addr.to_string(),
+                zone: String::new(),
+            };
+            (*id, info)
+        })
+        .collect();
+    let me = NodeRecord {
+        id: cluster.node_id,
+        zone: cluster.zone.clone(),
+        cluster_addr: cluster.peers[&cluster.node_id].to_string(),
+        public_addr: public.to_string(),
+        state: NodeState::Active,
+        joined_ms: broker_core::clock::now_ms(),
+    };
+    let start = NodeStart {
+        me,
+        voters,
+        controller_dir: settings.data_dir().join("controller"),
+        log_config,
+    };
+    let node = ClusterNode::start(Arc::clone(&broker), start)
+        .await
+        .map_err(|e| fail(&e))?;
+    tracing::info!(
+        node = cluster.node_id,
+        zone = %cluster.zone,
+        cluster_port = %cluster.listen,
+        "cluster node started"
+    );
+    Ok(StartedNode {
+        broker,
+        port: ClusterPort {
+            listener,
+            auth,
+            groups,
+            node,
+        },
+    })
+}

@@ -1,0 +1,149 @@
+//! Any node serves any request: in a cluster, a request this node answers `not_leader`
+//! (a partition, or the cluster metadata, led elsewhere) is sent on to the leader the error
+//! names, and the leader's answer goes back to the client.
+//!
+//! The request is checked here first (the edge: auth, limits), so only an allowed request
+//! travels; the leader checks it again with the same credentials. The target is always the
+//! leader's public address from the cluster metadata, never anything the request says. A
+//! forwarded request carries `Wharf-Forwarded: <this node>` and is never forwarded again
+//! (one hop): a second `not_leader` (leadership moved meanwhile) reaches the client, which
+//! retries after `Retry-After`. Forwarding has a connect timeout and an overall timeout; a
+//! leader that cannot be reached leaves the original `not_leader` answer.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Response};
+use axum::middleware::Next;
+
+use crate::app::AppState;
+
+/// The header marking a forwarded request, naming the node that forwarded it.
+pub const FORWARDED_HEADER: &str = "wharf-forwarded";
+/// Longest wait for a connection to a leader on the same network.
+pub const FORWARD_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Longest a forwarded request may take: a receive long-polls for up to 60 s, plus margin.
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(75);
+
+/// The leader a `not_leader` answer names (none during an election), for [`forward`].
+#[derive(Debug, Clone, Copy)]
+pub struct LeaderHint(pub Option<u64>);
+
+/// Headers that describe one connection, not the request (RFC 9110 §7.6.1), and those the
+/// first node already judged (`Origin`, `Sec-Fetch-*`): none travels to the leader.
+const NOT_FORWARDED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+    "content-length",
+    "origin",
+    "sec-fetch-site",
+    "sec-fetch-mode",
+    "sec-fetch-dest",
+    FORWARDED_HEADER,
+];
+
+fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(FORWARD_CONNECT_TIMEOUT)
+            .timeout(FORWARD_TIMEOUT)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new())
+    })
+}
+
+/// The middleware: runs the request here; on `not_leader` naming another node, sends it
+/// there instead (once).
+pub async fn forward(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response<Body> {
+    let Some(cluster) = state.cluster.clone() else {
+        return next.run(request).await;
+    };
+    if request.headers().contains_key(FORWARDED_HEADER) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let request = Request::from_parts(parts, Body::empty());
+            return next.run(request).await;
+        }
+    };
+    let (method, uri, headers) = (
+        parts.method.clone(),
+        parts.uri.clone(),
+        parts.headers.clone(),
+    );
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    let Some(LeaderHint(Some(leader))) = response.extensions().get::<LeaderHint>().copied() else {
+        return response;
+    };
+    if leader == cluster.node_id() {
+        return response;
+    }
+    let Some(address) = cluster.state().node(leader).map(|n| n.public_addr.clone()) else {
+        return response;
+    };
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let url = format!("http://{address}{path}");
+    match send(&url, method, &headers, bytes, cluster.node_id()).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::debug!(%error, leader, "forwarding to the leader failed");
+            response
+        }
+    }
+}
+
+async fn send(
+    url: &str,
+    method: axum::http::Method,
+    headers: &HeaderMap,
+    body: Bytes,
+    me: u64,
+) -> Result<Response<Body>, reqwest::Error> {
+    let mut outgoing = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        if !NOT_FORWARDED.contains(&name.as_str()) {
+            outgoing.append(name.clone(), value.clone());
+        }
+    }
+    outgoing.insert(
+        HeaderName::from_static(FORWARDED_HEADER),
+        HeaderValue::from(me),
+    );
+    let answer = client()
+        .request(method, url)
+        .headers(outgoing)
+        .body(body)
+        .send()
+        .await?;
+    let status = answer.status();
+    let mut back = HeaderMap::new();
+    for (name, value) in answer.headers() {
+        if !NOT_FORWARDED.contains(&name.as_str()) {
+            back.append(name.clone(), value.clone());
+        }
+    }
+    let body = answer.bytes().await?;
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = back;
+    Ok(response)
+}
