@@ -95,8 +95,9 @@ export interface paths {
         };
         /**
          * Readiness.
-         * @description 200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-         *     so load balancers stop sending it work.
+         * @description 200 once storage is open (in a cluster: and the controller has a leader and this node is
+         *     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+         *     before stopping, so load balancers stop sending it work.
          */
         get: operations["readyz"];
         put?: never;
@@ -1424,7 +1425,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The server is shutting down */
+            /** @description The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`) */
             503: {
                 headers: {
                     [name: string]: unknown;

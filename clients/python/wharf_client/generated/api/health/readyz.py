@@ -61,8 +61,9 @@ def sync_detailed(
 ) -> Response[HealthStatus | Problem]:
     """Readiness.
 
-     200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-    so load balancers stop sending it work.
+     200 once storage is open (in a cluster: and the controller has a leader and this node is
+    registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+    before stopping, so load balancers stop sending it work.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -87,8 +88,9 @@ def sync(
 ) -> HealthStatus | Problem | None:
     """Readiness.
 
-     200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-    so load balancers stop sending it work.
+     200 once storage is open (in a cluster: and the controller has a leader and this node is
+    registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+    before stopping, so load balancers stop sending it work.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -109,8 +111,9 @@ async def asyncio_detailed(
 ) -> Response[HealthStatus | Problem]:
     """Readiness.
 
-     200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-    so load balancers stop sending it work.
+     200 once storage is open (in a cluster: and the controller has a leader and this node is
+    registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+    before stopping, so load balancers stop sending it work.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -133,8 +136,9 @@ async def asyncio(
 ) -> HealthStatus | Problem | None:
     """Readiness.
 
-     200 once storage is open; 503 `shutting_down` while the server drains before stopping,
-    so load balancers stop sending it work.
+     200 once storage is open (in a cluster: and the controller has a leader and this node is
+    registered); 503 `not_leader` until then, and `shutting_down` while the server drains
+    before stopping, so load balancers stop sending it work.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
