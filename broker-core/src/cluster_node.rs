@@ -121,6 +121,13 @@ impl ClusterNode {
         self.controller.raft.metrics().borrow().current_leader
     }
 
+    /// The controller group's voters.
+    fn voters(&self) -> u32 {
+        let metrics = self.controller.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics.membership_config.membership().voter_ids().count() as u32
+    }
+
     /// Whether the node serves: the controller has a leader and the node is registered.
     pub fn ready(&self) -> bool {
         self.controller_leader().is_some()
@@ -156,6 +163,14 @@ impl ClusterNode {
             return Err(BrokerError::TopicExists { topic: config.name });
         }
         let nodes = active.len() as u32;
+        let voters = self.voters();
+        if nodes < voters {
+            // A topic placed before every voter registered would leave some out for good.
+            return Err(BrokerError::NotLeader {
+                what: format!("cluster metadata ({nodes} of {voters} nodes registered)"),
+                leader: None,
+            });
+        }
         let factor = wanted.unwrap_or(nodes);
         if factor != nodes {
             return Err(BrokerError::invalid(
@@ -257,9 +272,14 @@ impl ClusterNode {
     /// the topics the metadata no longer has.
     async fn reconcile(&self) {
         let state = self.state();
+        // Deletions only once this process's own registration is applied: it was proposed
+        // after the node started, so the metadata has then caught up with everything
+        // committed before. Until then a restarted node's metadata is still being re-applied
+        // from empty, and deleting what it does not list yet would destroy replicas.
+        let caught_up = state.node(self.me.id) == Some(&self.me);
         // Deletions first: a topic deleted and created again under the same name is a new
         // topic (another uid) whose files must not meet the old one's.
-        for name in self.broker.topic_names() {
+        for name in self.broker.topic_names().into_iter().filter(|_| caught_up) {
             let gone = match state.topic(&name) {
                 None => true,
                 Some(record) => self.broker.topic_uid(&name) != Some(record.config.uid),

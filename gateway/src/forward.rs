@@ -8,7 +8,9 @@
 //! forwarded request carries `Wharf-Forwarded: <this node>` and is never forwarded again
 //! (one hop): a second `not_leader` (leadership moved meanwhile) reaches the client, which
 //! retries after `Retry-After`. Forwarding has a connect timeout and an overall timeout; a
-//! leader that cannot be reached leaves the original `not_leader` answer.
+//! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
+//! one that took the request and gave no answer makes it 503 `replication_timeout` (the
+//! outcome is unknown).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -17,8 +19,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Response};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
+use broker_core::BrokerError;
 
 use crate::app::AppState;
+use crate::problem::ApiError;
 
 /// The header marking a forwarded request, naming the node that forwarded it.
 pub const FORWARDED_HEADER: &str = "wharf-forwarded";
@@ -104,9 +109,19 @@ pub async fn forward(
     let url = format!("http://{address}{path}");
     match send(&url, method, &headers, bytes, cluster.node_id()).await {
         Ok(answer) => answer,
-        Err(error) => {
-            tracing::debug!(%error, leader, "forwarding to the leader failed");
+        // Never sent: the original `not_leader` stands (nothing was stored).
+        Err(error) if error.is_connect() => {
+            tracing::debug!(%error, leader, "the leader could not be reached");
             response
+        }
+        // Sent, but no answer: the leader may have done it.
+        Err(error) => {
+            tracing::debug!(%error, leader, "the leader did not answer a forwarded request");
+            ApiError::from(BrokerError::ReplicationTimeout {
+                what: format!("the request forwarded to node {leader}"),
+                ms: u64::try_from(FORWARD_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            })
+            .into_response()
         }
     }
 }

@@ -36,6 +36,9 @@ pub enum Reply<T> {
     },
 }
 
+/// The problem `code` of a 503 whose write may still be committed.
+pub const UNKNOWN_OUTCOME: &str = "replication_timeout";
+
 impl<T> Reply<T> {
     /// The HTTP status of the reply, if one arrived (`Ok` is 200).
     pub fn status(&self) -> Option<u16> {
@@ -49,11 +52,15 @@ impl<T> Reply<T> {
 
     /// What the reply proves about a write: `ok`; `fail` when it was never sent, or refused
     /// with a 4xx or a 503 (Wharf answers 503 `not_leader`, `overloaded` and `shutting_down`
-    /// before storing anything); `info` for a timeout, a reset or any other 5xx.
+    /// before storing anything); `info` for a 503 `replication_timeout` (proposed, not known
+    /// committed), a timeout, a reset or any other 5xx.
     pub fn outcome(&self) -> Outcome {
         match self {
             Reply::Ok(_) => Outcome::Ok,
             Reply::Refused(_) => Outcome::Fail,
+            Reply::Status { status: 503, code } if code.as_deref() == Some(UNKNOWN_OUTCOME) => {
+                Outcome::Info
+            }
             Reply::Status { status, .. } if (400..500).contains(status) || *status == 503 => {
                 Outcome::Fail
             }

@@ -219,7 +219,8 @@ impl Workload {
         &self.context.recorder
     }
 
-    /// Creates the topic and the subscription (from the earliest offset), trying the nodes in
+    /// Creates the topic and (unless the spec has no consumers) the subscription (from the
+    /// earliest offset), trying the nodes in
     /// turn while the replies are transient (503, 404, no connection, timeout), within the
     /// spec's `setup_timeout`. A 409 (made by an earlier try) counts as done.
     pub async fn setup(&self) -> Result<(), WorkloadError> {
@@ -232,6 +233,9 @@ impl Workload {
                 .await
         })
         .await?;
+        if c.spec.consumers == 0 {
+            return Ok(());
+        }
         let subscription = format!("subscription {}", c.spec.subscription);
         self.retry(&subscription, deadline, |url| async move {
             c.api
