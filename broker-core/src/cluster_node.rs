@@ -23,8 +23,8 @@ use crate::cluster::{
 use crate::config::{LogConfig, Replication};
 use crate::error::{BrokerError, Result};
 use crate::raft::{
-    ControllerReplica, GroupId, NodeInfo, ProposeAnswer, ProposeRefusal, ReplicaSpec, Rpc, RpcCall,
-    propose_command,
+    ControllerReplica, GroupId, GroupStatus, NodeInfo, ProposeAnswer, ProposeRefusal, ReplicaSpec,
+    Rpc, RpcCall, propose_command,
 };
 use crate::topic::{TopicInfo, TopicSpec};
 
@@ -119,6 +119,11 @@ impl ClusterNode {
     /// The controller leader, as this node knows it.
     pub fn controller_leader(&self) -> Option<u64> {
         self.controller.raft.metrics().borrow().current_leader
+    }
+
+    /// The controller group as this node sees it.
+    pub fn controller_status(&self) -> GroupStatus {
+        GroupStatus::of(&self.controller.raft)
     }
 
     /// The controller group's voters.

@@ -36,6 +36,8 @@ pub struct Shared {
     pub edge: Arc<Edge>,
     /// In a cluster: this node's part in it (topic admin goes through its controller).
     pub cluster: Option<Arc<ClusterNode>>,
+    /// In a cluster: when each other node was last heard from.
+    pub liveness: Option<crate::cluster::Liveness>,
     draining: AtomicBool,
 }
 
@@ -63,12 +65,18 @@ impl AppState {
             max_body_bytes: edge.max_body_bytes,
             edge: Arc::new(edge),
             cluster: None,
+            liveness: None,
             draining: AtomicBool::new(false),
         }))
     }
 
     /// State of a cluster node: [`AppState::with_edge`] steering `cluster`.
-    pub fn clustered(broker: Arc<Broker>, edge: Edge, cluster: Arc<ClusterNode>) -> Self {
+    pub fn clustered(
+        broker: Arc<Broker>,
+        edge: Edge,
+        cluster: Arc<ClusterNode>,
+        liveness: crate::cluster::Liveness,
+    ) -> Self {
         broker.set_memory_budget(edge.memory.clone());
         metrics::install();
         AppState(Arc::new(Shared {
@@ -76,6 +84,7 @@ impl AppState {
             max_body_bytes: edge.max_body_bytes,
             edge: Arc::new(edge),
             cluster: Some(cluster),
+            liveness: Some(liveness),
             draining: AtomicBool::new(false),
         }))
     }

@@ -13,8 +13,8 @@ use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
-    consume, dead_letters, delays, docs, health, metrics, partitions, produce, seek, stream,
-    subscriptions, topics,
+    cluster, consume, dead_letters, delays, docs, health, metrics, partitions, produce, seek,
+    stream, subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -36,6 +36,9 @@ use crate::routes::{
         (name = "consume",
             description = "Receive (or stream), ack, nack and extend through a subscription; \
                 seek and redrive it."),
+        (name = "cluster",
+            description = "The cluster: nodes and zones, the controller, partition leaders and \
+                replicas."),
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
         (name = "metrics", description = "Prometheus metrics of the node."),
@@ -71,6 +74,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(seek::seek))
         .routes(routes!(dead_letters::redrive))
         .routes(routes!(stream::stream))
+        .routes(routes!(cluster::cluster))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(docs::openapi_json))

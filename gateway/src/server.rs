@@ -106,12 +106,18 @@ pub async fn serve(
         broker.shutdown().await;
         return Ok(());
     };
-    let state = AppState::clustered(broker.clone(), edge, std::sync::Arc::clone(&port.node));
+    let state = AppState::clustered(
+        broker.clone(),
+        edge,
+        std::sync::Arc::clone(&port.node),
+        port.liveness.clone(),
+    );
     let (stop_port, port_stopped) = tokio::sync::oneshot::channel::<()>();
     let port_task = tokio::spawn(crate::cluster::serve_cluster_port(
         port.listener,
         port.auth,
         port.groups,
+        port.liveness,
         async move {
             let _ = port_stopped.await;
         },

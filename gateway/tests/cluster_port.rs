@@ -9,7 +9,7 @@ use broker_core::raft::{
     GroupId, HandlerFuture, Rpc, RpcCall, RpcError, RpcHandler, Transport, TransportError,
 };
 use bytes::Bytes;
-use gateway::cluster::{PeerAuth, PeerClient, serve_cluster_port};
+use gateway::cluster::{Liveness, PeerAuth, PeerClient, serve_cluster_port};
 
 const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
 
@@ -44,6 +44,7 @@ async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>
         listener,
         PeerAuth::new(SECRET),
         Arc::new(Echo),
+        Liveness::default(),
         async move {
             let _ = stopped.await;
         },
@@ -52,7 +53,7 @@ async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>
 }
 
 fn client(secret: &[u8], peers: BTreeMap<u64, std::net::SocketAddr>) -> PeerClient {
-    PeerClient::new(1, PeerAuth::new(secret), peers).expect("client")
+    PeerClient::new(1, PeerAuth::new(secret), peers, Liveness::default()).expect("client")
 }
 
 fn call(group: GroupId, body: &'static [u8], timeout_ms: u64) -> RpcCall {

@@ -98,3 +98,13 @@ async fn shutdown_ends_a_pending_long_poll_promptly() {
         "shutdown took {elapsed:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_node_shows_itself_as_a_cluster_of_one() {
+    let harness = Harness::start().await;
+    let view = json_of(harness.get("/v1/cluster").await, 200).await;
+    assert_eq!(view["mode"], "single");
+    assert_eq!(view["nodes"].as_array().map(Vec::len), Some(0));
+    assert!(view["controller"].is_null());
+    harness.stop().await;
+}

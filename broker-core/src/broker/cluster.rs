@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::{Broker, Topic, blocking, metadata};
 use crate::config::Replication;
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, NodeInfo, PartitionReplica};
+use crate::raft::{GroupId, GroupStatus, NodeInfo, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
 
@@ -189,6 +189,20 @@ impl Broker {
         (0..topic.partitions.len() as u32)
             .filter(|p| self.partition_leader(&name, *p) == Some(replication.node_id))
             .collect()
+    }
+
+    /// What this node knows of the group of `topic`'s partition `partition` (`None` on a
+    /// single node, or when this node holds no replica of it).
+    pub fn partition_status(&self, topic: &str, partition: u32) -> Option<GroupStatus> {
+        let replication = self.config.replication.as_ref()?;
+        let group = GroupId::Partition {
+            topic: topic.to_owned(),
+            partition,
+        };
+        replication
+            .groups
+            .get(&group)
+            .map(|raft| GroupStatus::of(&raft))
     }
 
     /// The node leading partition `partition` of `topic`, as this node knows it (`None` on a

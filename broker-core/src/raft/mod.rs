@@ -19,6 +19,7 @@
 //!   appends and control batches) proposed to its Raft, bounded and timed out.
 //! - `controller`: [`ControllerMachine`], the controller group's state machine: committed
 //!   commands handed in order to the node's cluster [`Metadata`], a version to wake on.
+//! - `status`: [`GroupStatus`], one group as this node sees it (leader, term, lag).
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -33,6 +34,7 @@ mod log_store;
 mod network;
 mod proposer;
 mod state_machine;
+mod status;
 mod transport;
 mod types;
 
@@ -45,6 +47,7 @@ pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
+pub use status::GroupStatus;
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,
     TransportError, TransportFuture,

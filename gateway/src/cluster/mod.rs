@@ -7,16 +7,19 @@
 //! - `port`: [`serve_cluster_port`]: `POST /cluster/v1/raft/{group}/{rpc}` handed to the
 //!   broker's [`broker_core::raft::RpcHandler`], behind the peer check, with the public edge's
 //!   connection cap and timeouts.
+//! - `liveness`: [`Liveness`], when each other node was last heard from (either way).
 //! - `node_start`: [`start_node`]: this process as a cluster node (cluster port bound, broker
 //!   replicating, [`broker_core::cluster_node::ClusterNode`] started).
 //! - `peer_client`: [`PeerClient`], the broker's [`broker_core::raft::Transport`] over pooled
 //!   HTTP with a timeout on every call.
 
+mod liveness;
 mod node_start;
 mod peer_auth;
 mod peer_client;
 mod port;
 
+pub use liveness::{LIVE_WITHIN, Liveness};
 pub use node_start::{ClusterPort, StartedNode, start_node};
 pub use peer_auth::{AUTH_HEADER, MAX_CLOCK_SKEW_MS, PeerAuth};
 pub use peer_client::{CONNECT_TIMEOUT, PeerClient};

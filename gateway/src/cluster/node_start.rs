@@ -12,6 +12,7 @@ use broker_core::config::Replication;
 use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
 use tokio::net::TcpListener;
 
+use super::liveness::Liveness;
 use super::peer_auth::PeerAuth;
 use super::peer_client::PeerClient;
 use crate::config::{ClusterSettings, Settings};
@@ -36,6 +37,8 @@ pub struct ClusterPort {
     pub groups: Arc<RaftGroups>,
     /// The node.
     pub node: Arc<ClusterNode>,
+    /// When each other node was last heard from.
+    pub liveness: Liveness,
 }
 
 /// Binds the cluster port, opens the broker in cluster mode and starts the node; `public`
@@ -48,8 +51,14 @@ pub async fn start_node(
     let fail = |e: &dyn std::fmt::Display| ServeError::Cluster(e.to_string());
     let listener = crate::accept::bind(cluster.listen)?;
     let auth = PeerAuth::new(cluster.secret.expose());
-    let peers = PeerClient::new(cluster.node_id, auth.clone(), cluster.peers.clone())
-        .map_err(|e| fail(&e))?;
+    let liveness = Liveness::default();
+    let peers = PeerClient::new(
+        cluster.node_id,
+        auth.clone(),
+        cluster.peers.clone(),
+        liveness.clone(),
+    )
+    .map_err(|e| fail(&e))?;
     let groups = Arc::new(RaftGroups::default());
     let mut config = settings.broker_config();
     config.replication = Some(Replication {
@@ -101,6 +110,7 @@ pub async fn start_node(
             auth,
             groups,
             node,
+            liveness,
         },
     })
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use broker_core::raft::{RpcCall, Transport, TransportError, TransportFuture};
 use bytes::Bytes;
 
+use super::liveness::Liveness;
 use super::peer_auth::{AUTH_HEADER, PeerAuth};
 
 /// Longest wait for a TCP connection to a peer: a peer on the same network answers a SYN in
@@ -25,14 +26,17 @@ pub struct PeerClient {
     auth: PeerAuth,
     http: reqwest::Client,
     addresses: Arc<RwLock<BTreeMap<u64, SocketAddr>>>,
+    liveness: Liveness,
 }
 
 impl PeerClient {
-    /// A client for node `node_id`, signing with `auth`, knowing `addresses`.
+    /// A client for node `node_id`, signing with `auth`, knowing `addresses`; each answer
+    /// is noted in `liveness`.
     pub fn new(
         node_id: u64,
         auth: PeerAuth,
         addresses: BTreeMap<u64, SocketAddr>,
+        liveness: Liveness,
     ) -> reqwest::Result<PeerClient> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
@@ -46,6 +50,7 @@ impl PeerClient {
             auth,
             http,
             addresses: Arc::new(RwLock::new(addresses)),
+            liveness,
         })
     }
 
@@ -89,6 +94,7 @@ impl PeerClient {
             .send()
             .await;
         let response = sent.map_err(|e| failure(target, timeout_ms, &e))?;
+        self.liveness.heard(target);
         let status = response.status();
         let body = response
             .bytes()

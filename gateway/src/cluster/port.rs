@@ -12,6 +12,7 @@ use axum::routing::post;
 use broker_core::raft::{GroupId, MAX_RPC_BYTES, Rpc, RpcError, RpcHandler};
 use tokio::net::TcpListener;
 
+use super::liveness::Liveness;
 use super::peer_auth::{AUTH_HEADER, PeerAuth};
 use crate::edge::Edge;
 
@@ -22,16 +23,21 @@ pub const CLUSTER_DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 struct PortState {
     auth: PeerAuth,
     handler: Arc<dyn RpcHandler>,
+    liveness: Liveness,
 }
 
 /// The cluster port's routes: `POST /cluster/v1/raft/{group}/{rpc}`, each call checked
 /// against the cluster secret first (401 without a valid proof), bodies up to
 /// [`MAX_RPC_BYTES`]. Answers are the RPC's bytes, or a status and a one-line reason.
-pub fn cluster_router(auth: PeerAuth, handler: Arc<dyn RpcHandler>) -> Router {
+pub fn cluster_router(auth: PeerAuth, handler: Arc<dyn RpcHandler>, liveness: Liveness) -> Router {
     Router::new()
         .route("/cluster/v1/raft/{group}/{rpc}", post(raft_rpc))
         .layer(DefaultBodyLimit::max(MAX_RPC_BYTES))
-        .with_state(PortState { auth, handler })
+        .with_state(PortState {
+            auth,
+            handler,
+            liveness,
+        })
 }
 
 /// Serves the cluster port on `listener` until `shutdown`, with the connection cap,
@@ -40,10 +46,11 @@ pub async fn serve_cluster_port(
     listener: TcpListener,
     auth: PeerAuth,
     handler: Arc<dyn RpcHandler>,
+    liveness: Liveness,
     shutdown: impl Future<Output = ()>,
 ) {
     let edge = Edge::anonymous(MAX_RPC_BYTES);
-    let router = cluster_router(auth, handler);
+    let router = cluster_router(auth, handler, liveness);
     crate::accept::serve_connections(listener, router, &edge, shutdown, CLUSTER_DRAIN_TIMEOUT)
         .await;
 }
@@ -59,6 +66,7 @@ async fn raft_rpc(
     let Some(caller) = caller else {
         return (StatusCode::UNAUTHORIZED, "no valid cluster proof").into_response();
     };
+    state.liveness.heard(caller);
     let (Some(group), Some(rpc)) = (GroupId::from_path(&group), Rpc::parse(&rpc)) else {
         return (StatusCode::NOT_FOUND, "no such group or RPC").into_response();
     };

@@ -1,5 +1,6 @@
 //! HTTP handlers, one file per resource, and the path parameters they share.
 
+pub mod cluster;
 pub mod consume;
 pub mod dead_letters;
 pub mod delays;

@@ -108,6 +108,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The cluster.
+         * @description Nodes (zone, addresses, liveness as the answering node hears them), the controller leader,
+         *     and for every partition its leader, term, replicas and their lag (the lag is known on the
+         *     partition's leader: ask it). On a node run without cluster settings, `mode` is `single`.
+         */
+        get: operations["cluster"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics": {
         parameters: {
             query?: never;
@@ -542,6 +564,24 @@ export interface components {
             /** @description Receipts that failed, with why. */
             failed: components["schemas"]["FailedReceipt"][];
         };
+        /** @description The cluster as the answering node sees it. */
+        ClusterView: {
+            /**
+             * @description `cluster`, or `single` for a node run without cluster settings (a cluster of one: no
+             *     nodes, controller or replicas to show, its partitions all led by itself).
+             */
+            mode: string;
+            /**
+             * Format: int64
+             * @description The answering node's id (none on a single node).
+             */
+            node_id?: number | null;
+            controller?: null | components["schemas"]["GroupView"];
+            /** @description Every registered node. */
+            nodes: components["schemas"]["NodeView"][];
+            /** @description Every partition of every topic: leader, term, replicas and their lag. */
+            partitions: components["schemas"]["PartitionView"][];
+        };
         /** @description A subscription to create. */
         CreateSubscriptionRequest: {
             /** @description Name: `[A-Za-z0-9._-]{1,200}`, not starting with `__`, and not `.` or `..`. */
@@ -635,6 +675,19 @@ export interface components {
              */
             tags?: string[];
         };
+        /** @description A Raft group's leader and term. */
+        GroupView: {
+            /**
+             * Format: int64
+             * @description The leader's node id, none during an election.
+             */
+            leader?: number | null;
+            /**
+             * Format: int64
+             * @description The current term.
+             */
+            term: number;
+        };
         /** @description A probe's answer. */
         HealthStatus: {
             /** @description `ok` (liveness) or `ready` (readiness). */
@@ -690,6 +743,32 @@ export interface components {
             /** @description Receipts that failed, with why. */
             failed: components["schemas"]["FailedReceipt"][];
         };
+        /** @description A node of the cluster. */
+        NodeView: {
+            /**
+             * Format: int64
+             * @description Its id.
+             */
+            id: number;
+            /** @description Its zone. */
+            zone: string;
+            /** @description Its public (HTTP API) address. */
+            public_addr: string;
+            /** @description Its cluster port. */
+            cluster_addr: string;
+            /** @description `active`, or `draining` (its replicas are moving away). */
+            state: string;
+            /**
+             * @description Heard from (either way) within the last 3 s by the answering node; the answering node
+             *     itself is always live.
+             */
+            live: boolean;
+            /**
+             * Format: int64
+             * @description Milliseconds since the answering node last heard from it, if ever.
+             */
+            last_seen_ms?: number | null;
+        };
         /**
          * @description The order in which a subscription delivers.
          * @enum {string}
@@ -739,6 +818,28 @@ export interface components {
             bytes: number;
             /** @description Node that leads the partition. */
             leader: string;
+        };
+        /** @description One partition's group. */
+        PartitionView: {
+            /** @description The topic. */
+            topic: string;
+            /**
+             * Format: int32
+             * @description The partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description Its leader's node id, as the answering node knows it (none during an election).
+             */
+            leader?: number | null;
+            /**
+             * Format: int64
+             * @description The current term (none when the answering node holds no replica).
+             */
+            term?: number | null;
+            /** @description Its replicas, the preferred leader first. */
+            replicas: components["schemas"]["ReplicaView"][];
         };
         /** @description A change to a topic's settings; absent fields stay as they are. */
         PatchTopicRequest: {
@@ -941,6 +1042,20 @@ export interface components {
              * @description Dead letters moved back into the topic by this call.
              */
             redriven: number;
+        };
+        /** @description One replica of a partition. */
+        ReplicaView: {
+            /**
+             * Format: int64
+             * @description The node holding it.
+             */
+            node: number;
+            /**
+             * Format: int64
+             * @description Entries it is behind the leader's log; known only when the answering node leads the
+             *     partition (ask the leader for every replica's lag).
+             */
+            lag?: number | null;
         };
         /** @description Backoff between redeliveries: `initial × multiplier^(n-1)`, capped at `max`. */
         Retry: {
@@ -1426,6 +1541,71 @@ export interface operations {
                 };
             };
             /** @description The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cluster as this node sees it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterView"];
+                };
+            };
+            /** @description No valid token (`unauthorized`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -2,21 +2,25 @@
 
 from .ack_request import AckRequest
 from .ack_response import AckResponse
+from .cluster_view import ClusterView
 from .create_subscription_request import CreateSubscriptionRequest
 from .create_topic_request import CreateTopicRequest
 from .extend_request import ExtendRequest
 from .extend_response import ExtendResponse
 from .failed_receipt import FailedReceipt
 from .filter_body import FilterBody
+from .group_view import GroupView
 from .health_status import HealthStatus
 from .log_message import LogMessage
 from .log_message_headers import LogMessageHeaders
 from .nack_request import NackRequest
 from .nack_response import NackResponse
+from .node_view import NodeView
 from .openapi_json_response_200 import OpenapiJsonResponse200
 from .ordering_param import OrderingParam
 from .partition_page import PartitionPage
 from .partition_stats import PartitionStats
+from .partition_view import PartitionView
 from .patch_topic_request import PatchTopicRequest
 from .problem import Problem
 from .produce_ack import ProduceAck
@@ -31,6 +35,7 @@ from .receive_response import ReceiveResponse
 from .received_message import ReceivedMessage
 from .redrive_request import RedriveRequest
 from .redrive_response import RedriveResponse
+from .replica_view import ReplicaView
 from .retry import Retry
 from .retry_request import RetryRequest
 from .seek_end import SeekEnd
@@ -48,21 +53,25 @@ from .topic_list import TopicList
 __all__ = (
     "AckRequest",
     "AckResponse",
+    "ClusterView",
     "CreateSubscriptionRequest",
     "CreateTopicRequest",
     "ExtendRequest",
     "ExtendResponse",
     "FailedReceipt",
     "FilterBody",
+    "GroupView",
     "HealthStatus",
     "LogMessage",
     "LogMessageHeaders",
     "NackRequest",
     "NackResponse",
+    "NodeView",
     "OpenapiJsonResponse200",
     "OrderingParam",
     "PartitionPage",
     "PartitionStats",
+    "PartitionView",
     "PatchTopicRequest",
     "Problem",
     "ProduceAck",
@@ -77,6 +86,7 @@ __all__ = (
     "ReceivedMessage",
     "RedriveRequest",
     "RedriveResponse",
+    "ReplicaView",
     "Retry",
     "RetryRequest",
     "SeekEnd",

@@ -1,0 +1,162 @@
+//! `GET /v1/cluster`: the cluster as the answering node sees it.
+
+use axum::Json;
+use axum::extract::State;
+use broker_core::cluster::ClusterState;
+use broker_core::raft::GroupStatus;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::app::AppState;
+use crate::cluster::LIVE_WITHIN;
+use crate::problem::Problem;
+
+/// The cluster as the answering node sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterView {
+    /// `cluster`, or `single` for a node run without cluster settings (a cluster of one: no
+    /// nodes, controller or replicas to show, its partitions all led by itself).
+    pub mode: &'static str,
+    /// The answering node's id (none on a single node).
+    pub node_id: Option<u64>,
+    /// The controller group: its leader and term.
+    pub controller: Option<GroupView>,
+    /// Every registered node.
+    pub nodes: Vec<NodeView>,
+    /// Every partition of every topic: leader, term, replicas and their lag.
+    pub partitions: Vec<PartitionView>,
+}
+
+/// A node of the cluster.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NodeView {
+    /// Its id.
+    pub id: u64,
+    /// Its zone.
+    pub zone: String,
+    /// Its public (HTTP API) address.
+    pub public_addr: String,
+    /// Its cluster port.
+    pub cluster_addr: String,
+    /// `active`, or `draining` (its replicas are moving away).
+    pub state: String,
+    /// Heard from (either way) within the last 3 s by the answering node; the answering node
+    /// itself is always live.
+    pub live: bool,
+    /// Milliseconds since the answering node last heard from it, if ever.
+    pub last_seen_ms: Option<u64>,
+}
+
+/// A Raft group's leader and term.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupView {
+    /// The leader's node id, none during an election.
+    pub leader: Option<u64>,
+    /// The current term.
+    pub term: u64,
+}
+
+/// One partition's group.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PartitionView {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// Its leader's node id, as the answering node knows it (none during an election).
+    pub leader: Option<u64>,
+    /// The current term (none when the answering node holds no replica).
+    pub term: Option<u64>,
+    /// Its replicas, the preferred leader first.
+    pub replicas: Vec<ReplicaView>,
+}
+
+/// One replica of a partition.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplicaView {
+    /// The node holding it.
+    pub node: u64,
+    /// Entries it is behind the leader's log; known only when the answering node leads the
+    /// partition (ask the leader for every replica's lag).
+    pub lag: Option<u64>,
+}
+
+/// The cluster.
+///
+/// Nodes (zone, addresses, liveness as the answering node hears them), the controller leader,
+/// and for every partition its leader, term, replicas and their lag (the lag is known on the
+/// partition's leader: ask it). On a node run without cluster settings, `mode` is `single`.
+#[utoipa::path(get, path = "/v1/cluster", tag = "cluster",
+    responses(
+        (status = 200, description = "The cluster as this node sees it", body = ClusterView),
+        (status = 401, description = "No valid token (`unauthorized`)", body = Problem,
+            content_type = "application/problem+json"),
+    ))]
+pub async fn cluster(State(state): State<AppState>) -> Json<ClusterView> {
+    let Some(node) = &state.cluster else {
+        return Json(ClusterView {
+            mode: "single",
+            node_id: None,
+            controller: None,
+            nodes: Vec::new(),
+            partitions: Vec::new(),
+        });
+    };
+    let metadata = node.state();
+    let me = node.node_id();
+    let controller = node.controller_status();
+    Json(ClusterView {
+        mode: "cluster",
+        node_id: Some(me),
+        controller: Some(GroupView {
+            leader: controller.leader,
+            term: controller.term,
+        }),
+        nodes: nodes(&state, &metadata, me),
+        partitions: partitions(&state, &metadata),
+    })
+}
+
+fn nodes(state: &AppState, metadata: &ClusterState, me: u64) -> Vec<NodeView> {
+    metadata
+        .nodes()
+        .values()
+        .map(|n| {
+            let since = state.liveness.as_ref().and_then(|l| l.since(n.id));
+            NodeView {
+                id: n.id,
+                zone: n.zone.clone(),
+                public_addr: n.public_addr.clone(),
+                cluster_addr: n.cluster_addr.clone(),
+                state: if n.is_active() { "active" } else { "draining" }.to_owned(),
+                live: n.id == me || since.is_some_and(|s| s <= LIVE_WITHIN),
+                last_seen_ms: since.map(|s| u64::try_from(s.as_millis()).unwrap_or(u64::MAX)),
+            }
+        })
+        .collect()
+}
+
+fn partitions(state: &AppState, metadata: &ClusterState) -> Vec<PartitionView> {
+    let mut out = Vec::new();
+    for (name, record) in metadata.topics() {
+        for (partition, placement) in (0u32..).zip(&record.placement) {
+            let status: Option<GroupStatus> = state.broker.partition_status(name, partition);
+            let replicas = placement
+                .replicas
+                .iter()
+                .map(|node| ReplicaView {
+                    node: *node,
+                    lag: status.as_ref().and_then(|s| s.lag(*node)),
+                })
+                .collect();
+            out.push(PartitionView {
+                topic: name.clone(),
+                partition,
+                leader: status.as_ref().and_then(|s| s.leader),
+                term: status.as_ref().map(|s| s.term),
+                replicas,
+            });
+        }
+    }
+    out
+}
