@@ -21,7 +21,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use super::types::{Applied, NodeInfo, TypeConfig};
+use super::types::{Applied, NodeInfo, TypeConfig, snapshot_meta};
 use crate::error::BrokerError;
 use crate::storage::PartitionHandle;
 
@@ -195,18 +195,7 @@ impl RaftSnapshotBuilder<TypeConfig> for PartitionMachine {
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
         let mut state = self.state();
         state.snapshots_built += 1;
-        let snapshot_id = match state.applied {
-            Some(id) => format!(
-                "{}-{}-{}",
-                id.leader_id.term, id.index, state.snapshots_built
-            ),
-            None => format!("none-{}", state.snapshots_built),
-        };
-        let meta = SnapshotMeta {
-            last_log_id: state.applied,
-            last_membership: state.membership.clone(),
-            snapshot_id,
-        };
+        let meta = snapshot_meta(state.applied, &state.membership, state.snapshots_built);
         state.snapshot = Some(Stored {
             meta: meta.clone(),
             bytes: bytes.clone(),

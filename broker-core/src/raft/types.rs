@@ -93,6 +93,25 @@ pub(crate) fn from_frame(header: &BatchHeader, body: EntryBody) -> Result<Entry<
     Ok(Entry { log_id, payload })
 }
 
+/// The metadata of the `built`-th snapshot a replica builds, of state applied up to
+/// `applied` with `membership`: its id names the term, index and count, so two snapshots of
+/// one point differ.
+pub(crate) fn snapshot_meta(
+    applied: Option<LogId<u64>>,
+    membership: &openraft::StoredMembership<u64, NodeInfo>,
+    built: u64,
+) -> openraft::SnapshotMeta<u64, NodeInfo> {
+    let snapshot_id = match applied {
+        Some(id) => format!("{}-{}-{built}", id.leader_id.term, id.index),
+        None => format!("none-{built}"),
+    };
+    openraft::SnapshotMeta {
+        last_log_id: applied,
+        last_membership: membership.clone(),
+        snapshot_id,
+    }
+}
+
 /// The log id of entry `index` of term `term`.
 pub(crate) fn log_id(term: u64, index: u64) -> LogId<u64> {
     LogId::new(openraft::CommittedLeaderId::new(term, 0), index)

@@ -353,6 +353,11 @@ pub(crate) fn parse_prefix(prefix: [u8; PREFIX_LEN]) -> Result<(usize, u32), Dec
 
 /// Decodes one whole frame (prefix and body, nothing more), checking its CRC first.
 pub(crate) fn decode_frame(frame: Bytes) -> Result<Batch, DecodeError> {
+    decode_body(checked_body(frame)?)
+}
+
+/// The body of one whole frame (prefix and body, nothing more) once its length and CRC check.
+fn checked_body(frame: Bytes) -> Result<Bytes, DecodeError> {
     let mut cursor = Cursor { buf: frame, pos: 0 };
     let (len, stored) = parse_prefix(cursor.array()?)?;
     if cursor.remaining() > len {
@@ -363,7 +368,7 @@ pub(crate) fn decode_frame(frame: Bytes) -> Result<Batch, DecodeError> {
     if computed != stored {
         return Err(DecodeError::CrcMismatch { stored, computed });
     }
-    decode_body(body)
+    Ok(body)
 }
 
 fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {

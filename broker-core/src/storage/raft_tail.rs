@@ -33,6 +33,23 @@ pub struct EntryLocation {
 }
 
 impl EntryLocation {
+    /// The place of the entry whose frame, with this header, starts at `at`.
+    pub(crate) fn of(
+        header: &super::codec::BatchHeader,
+        at: LogPosition,
+        frame_len: u64,
+    ) -> Option<Self> {
+        Some(EntryLocation {
+            index: header.raft_index?,
+            term: header.leader_epoch,
+            kind: header.kind,
+            base_offset: header.base_offset,
+            next_offset: header.next_offset(),
+            at,
+            frame_len,
+        })
+    }
+
     /// The position right after its frame.
     pub fn end(&self) -> LogPosition {
         LogPosition {

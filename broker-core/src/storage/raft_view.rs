@@ -140,18 +140,11 @@ fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>
         };
         match batch.header.raft_index {
             Some(found) if found == index => {
-                return Ok(Some(EntryLocation {
-                    index,
-                    term: batch.header.leader_epoch,
-                    kind: batch.header.kind,
-                    base_offset: batch.header.base_offset,
-                    next_offset: batch.header.next_offset(),
-                    at: LogPosition {
-                        segment_base: segment.base_offset(),
-                        position,
-                    },
-                    frame_len,
-                }));
+                let at = LogPosition {
+                    segment_base: segment.base_offset(),
+                    position,
+                };
+                return Ok(EntryLocation::of(&batch.header, at, frame_len));
             }
             Some(found) if found > index => return Ok(None),
             _ => position += frame_len,

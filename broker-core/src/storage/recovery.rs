@@ -211,23 +211,19 @@ fn scan_segment(
             );
             return Ok(Some((position, Some(reason))));
         }
-        if let Some(index) = batch.header.raft_index {
-            if raft.last().is_some_and(|last| index <= last.index) {
-                let reason = format!("Raft entry {index} does not come after its predecessor");
+        let at = LogPosition {
+            segment_base: segment.base_offset(),
+            position,
+        };
+        if let Some(entry) = EntryLocation::of(&batch.header, at, frame_len) {
+            if raft.last().is_some_and(|last| entry.index <= last.index) {
+                let reason = format!(
+                    "Raft entry {} does not come after its predecessor",
+                    entry.index
+                );
                 return Ok(Some((position, Some(reason))));
             }
-            raft.push(EntryLocation {
-                index,
-                term: batch.header.leader_epoch,
-                kind: batch.header.kind,
-                base_offset: batch.header.base_offset,
-                next_offset: batch.header.next_offset(),
-                at: LogPosition {
-                    segment_base: segment.base_offset(),
-                    position,
-                },
-                frame_len,
-            });
+            raft.push(entry);
         }
         if batch.header.kind != BatchKind::Messages {
             position += frame_len;

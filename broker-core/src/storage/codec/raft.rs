@@ -10,8 +10,8 @@
 use bytes::Bytes;
 
 use super::{
-    BATCH_HEADER_LEN, BatchHeader, BatchKind, Cursor, DecodeError, PREFIX_LEN, decode_header,
-    encoded_len, parse_prefix, put_header, put_record, put_u32_bytes, seal, too_big,
+    BATCH_HEADER_LEN, BatchHeader, BatchKind, Cursor, DecodeError, PREFIX_LEN, checked_body,
+    decode_header, encoded_len, put_header, put_record, put_u32_bytes, seal, too_big,
 };
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
@@ -293,17 +293,10 @@ fn check_fits(body_len: usize) -> Result<()> {
 /// Splits a whole frame of a Raft entry into its header and body, checking the CRC but not
 /// decoding the records (a replica that reads an entry to send it on does not need them).
 pub(crate) fn split_entry(frame: Bytes) -> Result<(BatchHeader, EntryBody), DecodeError> {
-    let mut cursor = Cursor { buf: frame, pos: 0 };
-    let (len, stored) = parse_prefix(cursor.array()?)?;
-    if cursor.remaining() > len {
-        return Err(DecodeError::TrailingBytes(cursor.remaining() - len));
-    }
-    let body = cursor.take(len)?;
-    let computed = crc32c::crc32c(&body);
-    if computed != stored {
-        return Err(DecodeError::CrcMismatch { stored, computed });
-    }
-    let mut cursor = Cursor { buf: body, pos: 0 };
+    let mut cursor = Cursor {
+        buf: checked_body(frame)?,
+        pos: 0,
+    };
     let header = decode_header(&mut cursor)?;
     if header.raft_index.is_none() {
         return Err(DecodeError::BadHeader("not a Raft entry"));
