@@ -2,18 +2,46 @@
 //! producers (`ack=all`, unique values) running throughout and the checker judging the
 //! history after every node is drained: acknowledged messages lost, divergent replicas,
 //! holes, per-node loss. Each test prints the checker's report line.
+//!
+//! The tests run one at a time (each starts three processes on 2 shared cores): each takes
+//! [`SERIAL`] first. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
+//! otherwise) and `WHARF_FAULT_RATE` (messages/s, default 150) lengthen a run; a longer run
+//! repeats its fault while time is left (`reliability/run-faults`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use wharf_reliability::event::{NodeId, Phase, Run};
-use wharf_reliability::harness::{Cluster, ClusterSpec};
+use wharf_reliability::event::{NodeId, Partition, Phase, Run};
+use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::{Recorder, Workload, WorkloadSpec};
 use wharf_reliability::{Report, Verdict, check};
 
 const TOPIC: &str = "faults";
 const PARTITIONS: u32 = 3;
+/// Default total produce rate, messages/s.
+const RATE: u32 = 150;
+/// Bound on every wait for the cluster to reach a state (a new leader, replicas agreeing).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Taken by every test, so only one three-node cluster runs at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs `test` on its own two-thread runtime while holding [`SERIAL`] (a failed test poisons
+/// it; the next one goes on), and prints its wall time.
+fn serially(test: impl Future<Output = ()>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(test);
+    eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
+}
 
 fn wharf_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("WHARF_BIN") {
@@ -26,14 +54,36 @@ fn wharf_binary() -> PathBuf {
     target.join("debug/wharf")
 }
 
+/// A positive whole number from the environment variable `name`, else `default`.
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(text) => match text.trim().parse() {
+            Ok(n) if n > 0 => n,
+            _ => panic!("{name}={text:?}: expected a positive whole number"),
+        },
+        Err(_) => default,
+    }
+}
+
+/// How long producers produce: `WHARF_FAULT_SECONDS`, else the test's `default`.
+fn fault_seconds(default: u64) -> u64 {
+    env_number("WHARF_FAULT_SECONDS", default)
+}
+
 fn three_nodes() -> Cluster {
+    three_nodes_with(|_| {})
+}
+
+fn three_nodes_with(adjust: impl FnOnce(&mut ClusterSpec)) -> Cluster {
     let mut spec = ClusterSpec::new(wharf_binary(), 3);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
+    adjust(&mut spec);
     Cluster::start(spec).expect("three nodes start")
 }
 
 fn producers_only(seconds: u64) -> WorkloadSpec {
-    let mut spec = WorkloadSpec::new(150, Duration::from_secs(seconds));
+    let rate = u32::try_from(env_number("WHARF_FAULT_RATE", RATE.into())).expect("a rate");
+    let mut spec = WorkloadSpec::new(rate, Duration::from_secs(seconds));
     spec.topic = TOPIC.into();
     spec.partitions = PARTITIONS;
     spec.consumers = 0;
@@ -41,18 +91,36 @@ fn producers_only(seconds: u64) -> WorkloadSpec {
     spec
 }
 
-/// The leader of `partition` as a live node reports it.
-async fn leader_of(cluster: &Cluster, partition: u32, alive: &[NodeId]) -> Option<NodeId> {
+fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &Cluster) -> Run {
+    Run {
+        id: id.into(),
+        name: name.into(),
+        seed: 11,
+        faults: vec![fault.into()],
+        require_leader_change: leader_change,
+        partitions: PARTITIONS,
+        nodes: cluster.node_ids(),
+    }
+}
+
+/// The topic as node `id` reports it, if it answers in time.
+async fn topic_view(cluster: &Cluster, id: NodeId) -> Option<serde_json::Value> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(2))
         .build()
         .ok()?;
+    let url = format!("{}/v1/topics/{TOPIC}", cluster.url(id).ok()?);
+    let reply = http.get(url).send().await.ok()?;
+    if !reply.status().is_success() {
+        return None;
+    }
+    reply.json().await.ok()
+}
+
+/// The leader of `partition` as a live node reports it.
+async fn leader_of(cluster: &Cluster, partition: u32, alive: &[NodeId]) -> Option<NodeId> {
     for id in alive {
-        let url = format!("{}/v1/topics/{TOPIC}", cluster.url(*id).ok()?);
-        let Ok(reply) = http.get(url).send().await else {
-            continue;
-        };
-        let Ok(body) = reply.json::<serde_json::Value>().await else {
+        let Some(body) = topic_view(cluster, *id).await else {
             continue;
         };
         let leader = body["partition_stats"][partition as usize]["leader"].as_str();
@@ -70,7 +138,7 @@ async fn new_leader(cluster: &Cluster, partition: u32, not: NodeId) -> Option<No
         .into_iter()
         .filter(|n| *n != not)
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
     while Instant::now() < deadline {
         if let Some(leader) = leader_of(cluster, partition, &alive).await
             && leader != not
@@ -82,7 +150,83 @@ async fn new_leader(cluster: &Cluster, partition: u32, not: NodeId) -> Option<No
     None
 }
 
-async fn drain_and_check(workload: &Workload) -> Report {
+/// Leader observations, recorded with a term of the harness's own: the API names a partition's
+/// leader but not its Raft term, so the term goes up exactly when the observed leader differs
+/// from the last one seen (a re-election of the same node is not counted as a change).
+#[derive(Default)]
+struct Leaders {
+    last: BTreeMap<Partition, (NodeId, u64)>,
+}
+
+impl Leaders {
+    fn observe(&mut self, recorder: &Recorder, partition: Partition, node: NodeId) {
+        let term = match self.last.get(&partition) {
+            Some(&(last, term)) if last == node => term,
+            Some(&(_, term)) => term + 1,
+            None => 1,
+        };
+        self.last.insert(partition, (node, term));
+        recorder.record_leader(partition, node, term);
+    }
+
+    /// Observes every partition's leader as the first of `alive` that names one reports it;
+    /// returns them (a partition without a leader right now is left out).
+    async fn observe_all(
+        &mut self,
+        cluster: &Cluster,
+        recorder: &Recorder,
+        alive: &[NodeId],
+    ) -> BTreeMap<Partition, NodeId> {
+        let mut leaders = BTreeMap::new();
+        for partition in 0..PARTITIONS {
+            if let Some(leader) = leader_of(cluster, partition, alive).await {
+                self.observe(recorder, partition, leader);
+                leaders.insert(partition, leader);
+            }
+        }
+        leaders
+    }
+}
+
+/// Each node's end offset per partition, or `None` while a node does not answer.
+async fn end_offsets(cluster: &Cluster) -> Option<Vec<Vec<u64>>> {
+    let mut all = Vec::new();
+    for id in cluster.node_ids() {
+        let body = topic_view(cluster, id).await?;
+        let ends = (0..PARTITIONS as usize)
+            .map(|p| body["partition_stats"][p]["end_offset"].as_u64())
+            .collect::<Option<Vec<u64>>>()?;
+        all.push(ends);
+    }
+    Some(all)
+}
+
+/// Heals: after the producers stopped, waits (at most [`SETTLE_TIMEOUT`]) until every node
+/// reports the same end offset for every partition, so a follower is drained once it applied
+/// what its leader committed rather than while the commit is still on its way. Not reaching it
+/// is printed, and the drain goes on: per-node loss then shows what the node lacks.
+async fn wait_replicas_agree(cluster: &Cluster) {
+    let since = Instant::now();
+    let mut last = None;
+    while since.elapsed() < SETTLE_TIMEOUT {
+        last = end_offsets(cluster).await;
+        if let Some(ends) = &last
+            && ends.windows(2).all(|w| w[0] == w[1])
+        {
+            eprintln!(
+                "replicas agree after {:?}: end offsets {:?}",
+                since.elapsed(),
+                ends[0]
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("replicas still disagree after {SETTLE_TIMEOUT:?}: end offsets {last:?}");
+}
+
+async fn drain_and_check(cluster: &Cluster, workload: &Workload) -> Report {
+    wait_replicas_agree(cluster).await;
     workload.drain().await.expect("drain");
     let path = workload.recorder().finish().expect("history written");
     let report = check(&read_file(&path).expect("history reads back"));
@@ -90,52 +234,258 @@ async fn drain_and_check(workload: &Workload) -> Report {
     report
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
-    let mut cluster = three_nodes();
-    let spec = producers_only(12);
-    let run = Run {
-        id: "R1".into(),
-        name: "kill-leader-x5".into(),
-        seed: spec.seed,
-        faults: vec!["kill_leader".into()],
-        require_leader_change: true,
-        partitions: PARTITIONS,
-        nodes: cluster.node_ids(),
-    };
-    let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
-    let workload = Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
-    workload.setup().await.expect("topic");
-    let running = workload.start();
-    running.wait_acked(100, Duration::from_secs(10)).await;
-    let mut term = 0;
-    let mut outages = Vec::new();
-    // Each round chases the leader of the next partition, so every partition changes leader.
-    for round in 0..5u32 {
-        let partition = round % PARTITIONS;
-        let alive = cluster.node_ids();
-        let leader = leader_of(&cluster, partition, &alive)
-            .await
-            .expect("the partition has a leader");
-        term += 1;
-        recorder.record_leader(partition, leader, term);
-        let killed = tokio::task::block_in_place(|| cluster.kill9(leader));
-        recorder.record_fault("kill_leader", Some(leader), Phase::Start, killed.is_ok());
-        let since = Instant::now();
-        let next = new_leader(&cluster, partition, leader)
-            .await
-            .expect("a new leader");
-        outages.push(since.elapsed());
-        term += 1;
-        recorder.record_leader(partition, next, term);
-        tokio::task::block_in_place(|| cluster.restart(leader)).expect("restarts");
-        recorder.record_fault("kill_leader", Some(leader), Phase::End, true);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let stats = running.finish().await.expect("workload ran");
-    let report = drain_and_check(&workload).await;
-    eprintln!("{stats:?}; new leader seen after {outages:?}");
-    assert_eq!(report.findings.queue.lost.count, 0, "{:?}", report.reasons);
+/// What every test asserts: nothing acknowledged lost anywhere, not even on one node.
+fn assert_nothing_acknowledged_lost(report: &Report) {
+    let queue = &report.findings.queue;
+    assert_eq!(queue.lost.count, 0, "{:?}", report.reasons);
+    assert_eq!(queue.per_node_lost.count, 0, "{:?}", report.reasons);
     assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
-    assert!(stats.acked >= 500, "too few writes to judge: {stats:?}");
+}
+
+#[test]
+fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
+    serially(async {
+        let mut cluster = three_nodes();
+        let seconds = fault_seconds(12);
+        let spec = producers_only(seconds);
+        let run = run_header("R1", "kill-leader-x5", "kill_leader", true, &cluster);
+        let recorder =
+            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
+        let workload =
+            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
+        workload.setup().await.expect("topic");
+        let running = workload.start();
+        running.wait_acked(100, Duration::from_secs(10)).await;
+        let mut term = 0;
+        let mut outages = Vec::new();
+        // Five rounds by default (more in a longer run): each chases the leader of the next
+        // partition, so every partition changes leader.
+        let rounds = (seconds * 5 / 12).max(5);
+        for round in 0..rounds {
+            let partition = u32::try_from(round).expect("a round") % PARTITIONS;
+            let alive = cluster.node_ids();
+            let leader = leader_of(&cluster, partition, &alive)
+                .await
+                .expect("the partition has a leader");
+            term += 1;
+            recorder.record_leader(partition, leader, term);
+            let killed = tokio::task::block_in_place(|| cluster.kill9(leader));
+            recorder.record_fault("kill_leader", Some(leader), Phase::Start, killed.is_ok());
+            let since = Instant::now();
+            let next = new_leader(&cluster, partition, leader)
+                .await
+                .expect("a new leader");
+            outages.push(since.elapsed());
+            term += 1;
+            recorder.record_leader(partition, next, term);
+            tokio::task::block_in_place(|| cluster.restart(leader)).expect("restarts");
+            recorder.record_fault("kill_leader", Some(leader), Phase::End, true);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let stats = running.finish().await.expect("workload ran");
+        let report = drain_and_check(&cluster, &workload).await;
+        eprintln!("{stats:?}; new leader seen after {outages:?}");
+        assert_nothing_acknowledged_lost(&report);
+        assert!(stats.acked >= 500, "too few writes to judge: {stats:?}");
+    });
+}
+
+#[test]
+fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
+    serially(async {
+        let mut cluster = three_nodes();
+        let spec = producers_only(fault_seconds(8));
+        let producing = spec.duration;
+        // Killing a follower need not move any leadership.
+        let run = run_header("R2", "kill-follower", "kill_follower", false, &cluster);
+        let recorder =
+            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
+        let workload =
+            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
+        workload.setup().await.expect("topic");
+        let started = Instant::now();
+        let running = workload.start();
+        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
+        assert!(
+            warmed_up,
+            "100 writes not acknowledged before the fault: {:?}",
+            running.stats()
+        );
+        let mut leaders = Leaders::default();
+        let mut victims = Vec::new();
+        // One round by default; a longer run goes on while a round (3 s down, a restart, 2 s
+        // of catching up under load) still fits before the producers stop.
+        loop {
+            let all = cluster.node_ids();
+            let led = leaders.observe_all(&cluster, &recorder, &all).await;
+            let leader_of_0 = *led.get(&0).expect("partition 0 has a leader");
+            // A node leading no partition if there is one, else a follower of partition 0; in
+            // a longer run, not the node killed last time when another one fits.
+            let leads_nothing: Vec<NodeId> = all
+                .iter()
+                .copied()
+                .filter(|n| !led.values().any(|l| l == n))
+                .collect();
+            let candidates = if leads_nothing.is_empty() {
+                all.iter().copied().filter(|n| *n != leader_of_0).collect()
+            } else {
+                leads_nothing
+            };
+            let last = victims.last().map(|(victim, _)| *victim);
+            let victim = candidates
+                .iter()
+                .copied()
+                .find(|n| Some(*n) != last)
+                .or_else(|| candidates.first().copied())
+                .expect("a follower of partition 0");
+            let killed = tokio::task::block_in_place(|| cluster.kill9(victim));
+            recorder.record_fault("kill_follower", Some(victim), Phase::Start, killed.is_ok());
+            killed.expect("kill -9 of a follower");
+            let alive: Vec<NodeId> = all.iter().copied().filter(|n| *n != victim).collect();
+            // The other two keep committing while it is down.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            leaders.observe_all(&cluster, &recorder, &alive).await;
+            tokio::task::block_in_place(|| cluster.restart(victim)).expect("restarts");
+            recorder.record_fault("kill_follower", Some(victim), Phase::End, true);
+            victims.push((victim, led));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            leaders.observe_all(&cluster, &recorder, &all).await;
+            if started.elapsed() + Duration::from_secs(7) > producing {
+                break;
+            }
+        }
+        let stats = running.finish().await.expect("workload ran");
+        let report = drain_and_check(&cluster, &workload).await;
+        eprintln!("{stats:?}; killed (node, leaders before) {victims:?}");
+        assert_nothing_acknowledged_lost(&report);
+        assert!(stats.acked >= 400, "too few writes to judge: {stats:?}");
+    });
+}
+
+#[test]
+fn killing_every_node_at_once_loses_no_acknowledged_message() {
+    // A node restarted alone is not ready (no controller leader without a majority), so the
+    // first restart of each round waits out this bound and the node keeps starting meanwhile;
+    // a fresh cluster of this debug build is ready in about a second.
+    let lone_ready = Duration::from_secs(4);
+    serially(async {
+        let mut cluster = three_nodes_with(|spec| spec.ready_timeout = lone_ready);
+        let spec = producers_only(fault_seconds(9));
+        let producing = spec.duration;
+        // Every leader dies, yet the same nodes may well lead again after the restart.
+        let run = run_header("R3", "kill-all", "kill_all", false, &cluster);
+        let recorder =
+            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
+        let workload =
+            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
+        workload.setup().await.expect("topic");
+        let started = Instant::now();
+        let running = workload.start();
+        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
+        assert!(
+            warmed_up,
+            "100 writes not acknowledged before the fault: {:?}",
+            running.stats()
+        );
+        let mut leaders = Leaders::default();
+        let mut outages = Vec::new();
+        loop {
+            let all = cluster.node_ids();
+            leaders.observe_all(&cluster, &recorder, &all).await;
+            let acked_before = running.stats().acked;
+            for &id in &all {
+                let killed = tokio::task::block_in_place(|| cluster.kill9(id));
+                recorder.record_fault("kill_all", Some(id), Phase::Start, killed.is_ok());
+                killed.expect("kill -9");
+            }
+            let since = Instant::now();
+            let (first, rest) = all.split_first().expect("three nodes");
+            match tokio::task::block_in_place(|| cluster.restart(*first)) {
+                Ok(()) | Err(HarnessError::NotReady { .. }) => {}
+                Err(error) => panic!("node {first} does not restart: {error}"),
+            }
+            for &id in rest {
+                tokio::task::block_in_place(|| cluster.restart(id)).expect("restarts");
+            }
+            tokio::task::block_in_place(|| cluster.wait_ready(*first, SETTLE_TIMEOUT))
+                .expect("the first node gets ready once a majority is back");
+            for &id in &all {
+                recorder.record_fault("kill_all", Some(id), Phase::End, true);
+            }
+            let acked = running.wait_acked(acked_before + 50, SETTLE_TIMEOUT).await;
+            outages.push(since.elapsed());
+            assert!(
+                acked,
+                "no write acknowledged within {SETTLE_TIMEOUT:?} of the restart"
+            );
+            leaders.observe_all(&cluster, &recorder, &all).await;
+            if started.elapsed() + Duration::from_secs(9) > producing {
+                break;
+            }
+        }
+        let stats = running.finish().await.expect("workload ran");
+        let report = drain_and_check(&cluster, &workload).await;
+        eprintln!("{stats:?}; writes acknowledged again after {outages:?}");
+        assert_nothing_acknowledged_lost(&report);
+        assert!(stats.acked >= 300, "too few writes to judge: {stats:?}");
+    });
+}
+
+#[test]
+fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
+    serially(async {
+        let mut cluster = three_nodes();
+        let spec = producers_only(fault_seconds(8));
+        let producing = spec.duration;
+        // Partition 0 certainly changes leader; the others only if the paused node led them.
+        let run = run_header("R4", "pause-leader", "pause_leader", false, &cluster);
+        let recorder =
+            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
+        let workload =
+            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
+        workload.setup().await.expect("topic");
+        let started = Instant::now();
+        let running = workload.start();
+        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
+        assert!(
+            warmed_up,
+            "100 writes not acknowledged before the fault: {:?}",
+            running.stats()
+        );
+        let mut leaders = Leaders::default();
+        let mut deposed = Vec::new();
+        loop {
+            let all = cluster.node_ids();
+            let led = leaders.observe_all(&cluster, &recorder, &all).await;
+            let leader = *led.get(&0).expect("partition 0 has a leader");
+            let paused = tokio::task::block_in_place(|| cluster.pause(leader));
+            let since = Instant::now();
+            recorder.record_fault("pause_leader", Some(leader), Phase::Start, paused.is_ok());
+            paused.expect("SIGSTOP of the leader");
+            let next = new_leader(&cluster, 0, leader).await;
+            let elected = since.elapsed();
+            let others: Vec<NodeId> = all.iter().copied().filter(|n| *n != leader).collect();
+            leaders.observe_all(&cluster, &recorder, &others).await;
+            // Stay paused for 3 s in all: the deposed leader wakes up behind a newer term.
+            let pause = Duration::from_secs(3);
+            tokio::time::sleep(pause.saturating_sub(since.elapsed())).await;
+            let resumed = tokio::task::block_in_place(|| cluster.resume(leader));
+            recorder.record_fault("pause_leader", Some(leader), Phase::End, resumed.is_ok());
+            resumed.expect("SIGCONT");
+            let next = next.expect("the others elect a new leader of partition 0");
+            deposed.push((leader, next, elected));
+            tokio::task::block_in_place(|| cluster.wait_ready(leader, SETTLE_TIMEOUT))
+                .expect("the resumed node is ready again");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            leaders.observe_all(&cluster, &recorder, &all).await;
+            if started.elapsed() + Duration::from_secs(6) > producing {
+                break;
+            }
+        }
+        let stats = running.finish().await.expect("workload ran");
+        let report = drain_and_check(&cluster, &workload).await;
+        eprintln!("{stats:?}; (paused leader, new leader, elected after) {deposed:?}");
+        assert_nothing_acknowledged_lost(&report);
+        assert!(stats.acked >= 400, "too few writes to judge: {stats:?}");
+    });
 }
