@@ -105,14 +105,19 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let max_body_bytes = state.max_body_bytes;
     let (router, _) = openapi::api_router().split_for_parts();
-    router
+    let router = router
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state.clone())
-        .layer(axum::middleware::from_fn_with_state(
+        .with_state(state.clone());
+    // Only a cluster node forwards: a single node pays nothing for the layer.
+    let router = match state.cluster {
+        Some(_) => router.layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::forward::forward,
-        ))
+        )),
+        None => router,
+    };
+    router
         .layer(axum::middleware::from_fn_with_state(state, edge::edge))
         .layer(axum::middleware::from_fn(metrics::track_requests))
         .layer(
