@@ -169,6 +169,10 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
         }
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
         let gate = Arc::clone(&broker.background);
+        // A replicated partition's segments are its Raft log: deleting them is Raft's purge
+        // after a snapshot, which retention in a cluster does not do yet (issue 9), so a
+        // cluster node keeps them rather than leave followers a hole.
+        let keeps_segments = broker.config.replication.is_some();
         drop(broker);
         for topic in topics {
             let config = topic.config();
@@ -178,7 +182,8 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
             if let Err(error) = swept {
                 tracing::error!(%error, "sweeping expired message ids failed");
             }
-            if config.retention_ms.is_none() && config.retention_bytes.is_none() {
+            if keeps_segments || (config.retention_ms.is_none() && config.retention_bytes.is_none())
+            {
                 continue;
             }
             let held = Arc::clone(&topic);
