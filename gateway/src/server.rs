@@ -112,20 +112,8 @@ pub async fn serve(
         std::sync::Arc::clone(&port.node),
         port.liveness.clone(),
     );
-    let (stop_port, port_stopped) = tokio::sync::oneshot::channel::<()>();
-    let port_task = tokio::spawn(crate::cluster::serve_cluster_port(
-        port.listener,
-        port.auth,
-        port.groups,
-        port.liveness,
-        async move {
-            let _ = port_stopped.await;
-        },
-    ));
     serve_app(listener, state, shutdown).await;
-    port.node.shutdown().await;
-    let _ = stop_port.send(());
-    let _ = port_task.await;
+    port.shutdown().await;
     broker.shutdown().await;
     Ok(())
 }

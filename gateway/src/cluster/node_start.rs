@@ -10,7 +10,6 @@ use broker_core::cluster::{NodeRecord, NodeState};
 use broker_core::cluster_node::{ClusterNode, NodeStart};
 use broker_core::config::Replication;
 use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
-use tokio::net::TcpListener;
 
 use super::liveness::Liveness;
 use super::peer_auth::PeerAuth;
@@ -27,18 +26,24 @@ pub struct StartedNode {
     pub port: ClusterPort,
 }
 
-/// The cluster port, bound, with what answers on it.
+/// The cluster port, serving, and the node it serves.
 pub struct ClusterPort {
-    /// The bound listener.
-    pub listener: TcpListener,
-    /// The peer proof checker.
-    pub auth: PeerAuth,
-    /// The node's Raft groups.
-    pub groups: Arc<RaftGroups>,
     /// The node.
     pub node: Arc<ClusterNode>,
     /// When each other node was last heard from.
     pub liveness: Liveness,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ClusterPort {
+    /// Stops the node's controller replica, then the cluster port (in-flight RPCs get
+    /// [`super::CLUSTER_DRAIN_TIMEOUT`]).
+    pub async fn shutdown(self) {
+        self.node.shutdown().await;
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
 }
 
 /// Binds the cluster port, opens the broker in cluster mode and starts the node; `public`
@@ -60,6 +65,18 @@ pub async fn start_node(
     )
     .map_err(|e| fail(&e))?;
     let groups = Arc::new(RaftGroups::default());
+    // The port serves before any group starts, so peers' votes and appends reach this node
+    // while it opens its partitions (a group not open yet answers 404 and is retried).
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(super::serve_cluster_port(
+        listener,
+        auth.clone(),
+        Arc::clone(&groups) as Arc<dyn broker_core::raft::RpcHandler>,
+        liveness.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     let mut config = settings.broker_config();
     config.replication = Some(Replication {
         node_id: cluster.node_id,
@@ -106,11 +123,10 @@ pub async fn start_node(
     Ok(StartedNode {
         broker,
         port: ClusterPort {
-            listener,
-            auth,
-            groups,
             node,
             liveness,
+            stop,
+            task,
         },
     })
 }
