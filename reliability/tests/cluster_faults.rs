@@ -231,7 +231,28 @@ async fn drain_and_check(cluster: &Cluster, workload: &Workload) -> Report {
     let path = workload.recorder().finish().expect("history written");
     let report = check(&read_file(&path).expect("history reads back"));
     eprintln!("{}", report.line());
+    record_line(&report.line());
     report
+}
+
+/// Appends a report line to `target/reliability-report.txt` (beside the `wharf` binary the
+/// tests run), which `.ci/run` prints: a passing test's output is not shown by `cargo test`.
+fn record_line(line: &str) {
+    use std::io::Write;
+    let Some(dir) = wharf_binary()
+        .parent()
+        .and_then(|d| d.parent())
+        .map(PathBuf::from)
+    else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("reliability-report.txt"));
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "{line}");
+    }
 }
 
 /// What every test asserts: nothing acknowledged lost anywhere, not even on one node.
