@@ -83,9 +83,16 @@ pub async fn forward(
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            let request = Request::from_parts(parts, Body::empty());
-            return next.run(request).await;
+        Err(error) => {
+            let too_large = error
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            let refusal = match too_large {
+                true => ApiError::BodyTooLarge,
+                false => ApiError::invalid("the request body could not be read".to_owned()),
+            };
+            return refusal.into_response();
         }
     };
     let (method, uri, headers) = (
