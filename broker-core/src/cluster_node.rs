@@ -116,6 +116,14 @@ impl ClusterNode {
         self.controller.machine.read(ClusterState::clone)
     }
 
+    /// The public address of node `node`, as the metadata records it (read in place: the
+    /// forwarding of a request asks this, and copying the whole metadata would not do).
+    pub fn public_addr(&self, node: u64) -> Option<String> {
+        self.controller
+            .machine
+            .read(|s| s.node(node).map(|n| n.public_addr.clone()))
+    }
+
     /// The controller leader, as this node knows it.
     pub fn controller_leader(&self) -> Option<u64> {
         self.controller.raft.metrics().borrow().current_leader
@@ -157,16 +165,6 @@ impl ClusterNode {
         }
         let state = self.state();
         let active = state.active_nodes();
-        let wanted = spec.replication_factor;
-        let uid = rand::random::<u64>();
-        let mut config = TopicSpec {
-            replication_factor: None,
-            ..spec
-        }
-        .into_config(crate::clock::now_ms(), uid)?;
-        if state.topic(&config.name).is_some() {
-            return Err(BrokerError::TopicExists { topic: config.name });
-        }
         let nodes = active.len() as u32;
         let voters = self.voters();
         if nodes < voters {
@@ -176,17 +174,12 @@ impl ClusterNode {
                 leader: None,
             });
         }
-        let factor = wanted.unwrap_or(nodes);
-        if factor != nodes {
-            return Err(BrokerError::invalid(
-                "replication_factor",
-                format!(
-                    "this stage of the cluster places every partition on every node: \
-                     {nodes} here, got {factor}"
-                ),
-            ));
+        let uid = rand::random::<u64>();
+        let config = spec.into_config_keeping(crate::clock::now_ms(), uid, nodes)?;
+        if state.topic(&config.name).is_some() {
+            return Err(BrokerError::TopicExists { topic: config.name });
         }
-        config.replication_factor = factor;
+        let factor = config.replication_factor;
         let placement = place(
             &active,
             &PlacementLoad::of(&state),

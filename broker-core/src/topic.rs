@@ -95,8 +95,20 @@ pub struct TopicPatch {
 pub const MIN_RETENTION_MS: u64 = 60_000;
 
 impl TopicSpec {
-    /// Validates the spec and fills in defaults.
+    /// Validates the spec and fills in defaults, on a single node (one copy of everything).
     pub fn into_config(self, created_ms: u64, uid: u64) -> Result<TopicConfig, BrokerError> {
+        self.into_config_keeping(created_ms, uid, 1)
+    }
+
+    /// [`TopicSpec::into_config`] where the deployment keeps `copies` copies of every
+    /// partition: 1 on a single node; in a cluster at this stage, one on every node. The
+    /// replication factor defaults to it and must equal it.
+    pub fn into_config_keeping(
+        self,
+        created_ms: u64,
+        uid: u64,
+        copies: u32,
+    ) -> Result<TopicConfig, BrokerError> {
         names::validate("name", &self.name)?;
         let partitions = check_range(
             "partitions",
@@ -104,12 +116,16 @@ impl TopicSpec {
             1,
             MAX_PARTITIONS,
         )?;
-        let replication_factor = self.replication_factor.unwrap_or(1);
-        if replication_factor != 1 {
-            return Err(BrokerError::invalid(
-                "replication_factor",
-                format!("a single node keeps 1 copy, got {replication_factor}"),
-            ));
+        let replication_factor = self.replication_factor.unwrap_or(copies);
+        if replication_factor != copies {
+            let reason = match copies {
+                1 => format!("a single node keeps 1 copy, got {replication_factor}"),
+                n => format!(
+                    "this stage of the cluster places every partition on every node: {n} \
+                     here, got {replication_factor}"
+                ),
+            };
+            return Err(BrokerError::invalid("replication_factor", reason));
         }
         let config = TopicConfig {
             name: self.name,

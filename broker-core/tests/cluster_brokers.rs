@@ -45,9 +45,8 @@ fn topic() -> TopicConfig {
         partitions: Some(PARTITIONS),
         ..TopicSpec::default()
     };
-    let mut config = spec.into_config(1_700_000_000_000, 42).expect("valid");
-    config.replication_factor = 3;
-    config
+    spec.into_config_keeping(1_700_000_000_000, 42, 3)
+        .expect("valid")
 }
 
 fn members() -> BTreeMap<u64, NodeInfo> {

@@ -109,7 +109,7 @@ pub async fn forward(
     if leader == cluster.node_id() {
         return response;
     }
-    let Some(address) = cluster.state().node(leader).map(|n| n.public_addr.clone()) else {
+    let Some(address) = cluster.public_addr(leader) else {
         return response;
     };
     let path = uri.path_and_query().map_or("/", |p| p.as_str());

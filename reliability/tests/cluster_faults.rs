@@ -14,9 +14,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use wharf_reliability::event::{NodeId, Partition, Phase, Run};
-use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError};
+use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError, wharf_binary};
 use wharf_reliability::reader::read_file;
-use wharf_reliability::workload::{Recorder, Workload, WorkloadSpec};
+use wharf_reliability::workload::{Recorder, RunningWorkload, Workload, WorkloadSpec};
 use wharf_reliability::{Report, Verdict, check};
 
 const TOPIC: &str = "faults";
@@ -41,17 +41,6 @@ fn serially(test: impl Future<Output = ()>) {
         .expect("a tokio runtime")
         .block_on(test);
     eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
-}
-
-fn wharf_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("WHARF_BIN") {
-        return PathBuf::from(path);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    target.join("debug/wharf")
 }
 
 /// A positive whole number from the environment variable `name`, else `default`.
@@ -89,6 +78,41 @@ fn producers_only(seconds: u64) -> WorkloadSpec {
     spec.consumers = 0;
     spec.seed = 11;
     spec
+}
+
+/// A run under way: its history, the workload (to drain later), the producers, when they
+/// started and how long they produce.
+struct Producing {
+    recorder: Recorder,
+    workload: Workload,
+    running: RunningWorkload,
+    started: Instant,
+    producing: Duration,
+}
+
+/// Starts producers (`ack=all`, no consumers) on `cluster` for `seconds`, the history headed
+/// by `run`, and waits until 100 writes are acknowledged before any fault is injected.
+async fn start_producing(cluster: &Cluster, seconds: u64, run: Run) -> Producing {
+    let spec = producers_only(seconds);
+    let producing = spec.duration;
+    let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
+    let workload = Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
+    workload.setup().await.expect("topic");
+    let started = Instant::now();
+    let running = workload.start();
+    let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
+    assert!(
+        warmed_up,
+        "100 writes not acknowledged before the fault: {:?}",
+        running.stats()
+    );
+    Producing {
+        recorder,
+        workload,
+        running,
+        started,
+        producing,
+    }
 }
 
 fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &Cluster) -> Run {
@@ -268,15 +292,13 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
     serially(async {
         let mut cluster = three_nodes();
         let seconds = fault_seconds(12);
-        let spec = producers_only(seconds);
         let run = run_header("R1", "kill-leader-x5", "kill_leader", true, &cluster);
-        let recorder =
-            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
-        let workload =
-            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
-        workload.setup().await.expect("topic");
-        let running = workload.start();
-        running.wait_acked(100, Duration::from_secs(10)).await;
+        let Producing {
+            recorder,
+            workload,
+            running,
+            ..
+        } = start_producing(&cluster, seconds, run).await;
         let mut term = 0;
         let mut outages = Vec::new();
         // Five rounds by default (more in a longer run): each chases the leader of the next
@@ -315,23 +337,15 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
 fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
     serially(async {
         let mut cluster = three_nodes();
-        let spec = producers_only(fault_seconds(8));
-        let producing = spec.duration;
         // Killing a follower need not move any leadership.
         let run = run_header("R2", "kill-follower", "kill_follower", false, &cluster);
-        let recorder =
-            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
-        let workload =
-            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
-        workload.setup().await.expect("topic");
-        let started = Instant::now();
-        let running = workload.start();
-        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
-        assert!(
-            warmed_up,
-            "100 writes not acknowledged before the fault: {:?}",
-            running.stats()
-        );
+        let Producing {
+            recorder,
+            workload,
+            running,
+            started,
+            producing,
+        } = start_producing(&cluster, fault_seconds(8), run).await;
         let mut leaders = Leaders::default();
         let mut victims = Vec::new();
         // One round by default; a longer run goes on while a round (3 s down, a restart, 2 s
@@ -391,23 +405,15 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
     let lone_ready = Duration::from_secs(4);
     serially(async {
         let mut cluster = three_nodes_with(|spec| spec.ready_timeout = lone_ready);
-        let spec = producers_only(fault_seconds(9));
-        let producing = spec.duration;
         // Every leader dies, yet the same nodes may well lead again after the restart.
         let run = run_header("R3", "kill-all", "kill_all", false, &cluster);
-        let recorder =
-            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
-        let workload =
-            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
-        workload.setup().await.expect("topic");
-        let started = Instant::now();
-        let running = workload.start();
-        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
-        assert!(
-            warmed_up,
-            "100 writes not acknowledged before the fault: {:?}",
-            running.stats()
-        );
+        let Producing {
+            recorder,
+            workload,
+            running,
+            started,
+            producing,
+        } = start_producing(&cluster, fault_seconds(9), run).await;
         let mut leaders = Leaders::default();
         let mut outages = Vec::new();
         loop {
@@ -456,23 +462,15 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
 fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
     serially(async {
         let mut cluster = three_nodes();
-        let spec = producers_only(fault_seconds(8));
-        let producing = spec.duration;
         // Partition 0 certainly changes leader; the others only if the paused node led them.
         let run = run_header("R4", "pause-leader", "pause_leader", false, &cluster);
-        let recorder =
-            Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
-        let workload =
-            Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
-        workload.setup().await.expect("topic");
-        let started = Instant::now();
-        let running = workload.start();
-        let warmed_up = running.wait_acked(100, Duration::from_secs(10)).await;
-        assert!(
-            warmed_up,
-            "100 writes not acknowledged before the fault: {:?}",
-            running.stats()
-        );
+        let Producing {
+            recorder,
+            workload,
+            running,
+            started,
+            producing,
+        } = start_producing(&cluster, fault_seconds(8), run).await;
         let mut leaders = Leaders::default();
         let mut deposed = Vec::new();
         loop {

@@ -4,25 +4,13 @@
 //! `<workspace>/target/debug/wharf`; build it first with `cargo build -p gateway --bin wharf`.
 //! A missing binary fails the tests (it does not skip them).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use wharf_reliability::event::{NodeId, Phase, Run};
-use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError};
+use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError, wharf_binary};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::{Recorder, Workload, WorkloadSpec};
 use wharf_reliability::{Report, Verdict, check};
-
-fn wharf_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("WHARF_BIN") {
-        return PathBuf::from(path);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    target.join("debug/wharf")
-}
 
 fn header(id: &str, name: &str, faults: &[&str], partitions: u32, nodes: Vec<NodeId>) -> Run {
     Run {

@@ -137,15 +137,9 @@ impl<M: Metadata> RaftStateMachine<TypeConfig> for ControllerMachine<M> {
             }
         }
         if let Some(last) = last {
-            let log = self.log.clone();
-            let on_commit = tokio::sync::Notify::new();
-            tokio::task::spawn_blocking(move || log.publish_applied(last.index, &on_commit))
+            self.log
+                .publish_applied_async(last.index, Arc::new(tokio::sync::Notify::new()))
                 .await
-                .unwrap_or_else(|e| {
-                    Err(BrokerError::Panicked {
-                        task: e.to_string(),
-                    })
-                })
                 .map_err(|e| sm_error(&e))?;
             self.version.send_replace(last.index);
         }

@@ -125,18 +125,7 @@ impl PartitionReplica {
                 task: e.to_string(),
             })??;
         let machine = PartitionMachine::new(log.clone(), on_commit);
-        let what = match &group {
-            GroupId::Controller => "cluster metadata".to_owned(),
-            GroupId::Partition { topic, partition } => {
-                format!("topic '{topic}' partition {partition}")
-            }
-        };
-        let network = GroupNetwork::new(transport, group);
-        let raft = Raft::new(node_id, config, network, store, machine)
-            .await
-            .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
-        log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
-        Ok(raft)
+        start_group(node_id, group, &log, store, machine, transport, config).await
     }
 
     /// Stops its Raft and its log's writer.
@@ -146,6 +135,26 @@ impl PartitionReplica {
         }
         self.log.shutdown();
     }
+}
+
+/// Starts `group`'s Raft on this node over `store` and `machine`, reaching peers over
+/// `transport`, and sends `log`'s writes to it from then on (a [`RaftProposer`]).
+async fn start_group<M: openraft::storage::RaftStateMachine<TypeConfig>>(
+    node_id: u64,
+    group: GroupId,
+    log: &PartitionHandle,
+    store: LogStore,
+    machine: M,
+    transport: Arc<dyn Transport>,
+    config: Arc<Config>,
+) -> Result<Raft<TypeConfig>> {
+    let what = group.to_string();
+    let network = GroupNetwork::new(transport, group);
+    let raft = Raft::new(node_id, config, network, store, machine)
+        .await
+        .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
+    log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
+    Ok(raft)
 }
 
 /// Opens a replicated log and its Raft storage on the blocking pool.
@@ -188,15 +197,16 @@ impl<M: Metadata> ControllerReplica<M> {
     ) -> Result<ControllerReplica<M>> {
         let (log, store) = open_log(spec.dir, spec.index, spec.log_config, spec.on_commit).await?;
         let machine = ControllerMachine::new(log.clone(), metadata);
-        let network = GroupNetwork::new(transport, spec.group);
-        let raft = Raft::new(spec.node_id, config, network, store, machine.clone())
-            .await
-            .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
-        log.set_proposer(Arc::new(RaftProposer::new(
+        let raft = start_group(
             spec.node_id,
-            raft.clone(),
-            "cluster metadata".to_owned(),
-        )));
+            spec.group,
+            &log,
+            store,
+            machine.clone(),
+            transport,
+            config,
+        )
+        .await?;
         Ok(ControllerReplica { raft, log, machine })
     }
 

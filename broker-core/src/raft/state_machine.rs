@@ -127,16 +127,9 @@ impl RaftStateMachine<TypeConfig> for PartitionMachine {
             }
         }
         if let Some(last) = last {
-            let log = self.log.clone();
-            let on_commit = Arc::clone(&self.on_commit);
-            // A restart re-applies old entries, which may take a scan of files to find.
-            tokio::task::spawn_blocking(move || log.publish_applied(last.index, &on_commit))
+            self.log
+                .publish_applied_async(last.index, Arc::clone(&self.on_commit))
                 .await
-                .unwrap_or_else(|e| {
-                    Err(BrokerError::Panicked {
-                        task: e.to_string(),
-                    })
-                })
                 .map_err(|e| sm_error(&e))?;
         }
         Ok(answers)

@@ -58,6 +58,18 @@ impl GroupId {
     }
 }
 
+impl std::fmt::Display for GroupId {
+    /// How errors name the group: `cluster metadata`, or `topic 'orders' partition 2`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupId::Controller => f.write_str("cluster metadata"),
+            GroupId::Partition { topic, partition } => {
+                write!(f, "topic '{topic}' partition {partition}")
+            }
+        }
+    }
+}
+
 /// The Raft RPCs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rpc {

@@ -151,6 +151,26 @@ impl PartitionHandle {
         Ok(())
     }
 
+    /// [`PartitionHandle::publish_applied`] from async code: at once when the entry's place is
+    /// in memory (every commit in steady state), on the blocking pool when finding it takes a
+    /// scan of files (entries re-applied after a restart).
+    pub async fn publish_applied_async(&self, index: u64, on_commit: Arc<Notify>) -> Result<()> {
+        if let Some(moved) = self.inner.view.publish_applied_from_tail(index) {
+            if moved {
+                on_commit.notify_waiters();
+            }
+            return Ok(());
+        }
+        let log = self.clone();
+        tokio::task::spawn_blocking(move || log.publish_applied(index, &on_commit))
+            .await
+            .unwrap_or_else(|e| {
+                Err(crate::error::BrokerError::Panicked {
+                    task: e.to_string(),
+                })
+            })
+    }
+
     /// The log's last entry, unless it holds none.
     pub fn last_entry(&self) -> Option<EntryLocation> {
         self.inner.view.last_entry()

@@ -116,14 +116,28 @@ impl LogView {
     /// already visible, or purged, changes nothing. Blocking file I/O for an entry older than
     /// the in-memory tail (only at open).
     pub(crate) fn publish_applied(&self, index: u64) -> Result<bool> {
+        if let Some(moved) = self.publish_applied_from_tail(index) {
+            return Ok(moved);
+        }
         let entry = self.locate_entry(index)?;
+        Ok(self.publish_entry(index, entry))
+    }
+
+    /// [`LogView::publish_applied`] when the in-memory tail holds `index` (every commit in
+    /// steady state): no file I/O. `None` when it does not.
+    pub(crate) fn publish_applied_from_tail(&self, index: u64) -> Option<bool> {
+        let entry = self.raft().get(index)?;
+        Some(self.publish_entry(index, Some(entry)))
+    }
+
+    fn publish_entry(&self, index: u64, entry: Option<EntryLocation>) -> bool {
         self.raft().forget_below_applied(index);
-        Ok(match entry {
+        match entry {
             Some(entry) if entry.end() > self.end_position() => {
                 self.publish_end(entry.next_offset, entry.end())
             }
             _ => false,
-        })
+        }
     }
 }
 

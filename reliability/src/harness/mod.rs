@@ -29,6 +29,19 @@ use rand::distributions::Alphanumeric;
 use tempfile::TempDir;
 
 pub use error::HarnessError;
+
+/// The `wharf` binary the tests run: `WHARF_BIN`, else `$CARGO_TARGET_DIR/debug/wharf`, else
+/// the workspace's `target/debug/wharf` (which `cargo test --workspace` builds first).
+pub fn wharf_binary() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("WHARF_BIN") {
+        return std::path::PathBuf::from(path);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        std::path::PathBuf::from,
+    );
+    target.join("debug/wharf")
+}
 use node::NodeProcess;
 
 use crate::event::NodeId;
