@@ -8,8 +8,11 @@
 //! it, and answers once this node serves it; any other node answers
 //! [`BrokerError::NotLeader`] naming the controller leader (the gateway forwards there).
 //!
+//! Subscriptions are created and deleted the same way; each node opens those of the topics
+//! it holds (see `broker::live_tables` for how their partitions are served).
+//!
 //! Limits of this stage (issue 9 continues): every partition of a topic is placed on every
-//! node (the replication factor is the node count); subscriptions are not yet replicated.
+//! node (the replication factor is the node count).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,6 +20,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::broker::Broker;
+use crate::broker::SubscriptionInfo;
 use crate::cluster::{
     ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
 };
@@ -26,6 +30,7 @@ use crate::raft::{
     ControllerReplica, GroupId, GroupStatus, NodeInfo, ProposeAnswer, ProposeRefusal, ReplicaSpec,
     Rpc, RpcCall, propose_command,
 };
+use crate::subscription::SubscriptionSpec;
 use crate::topic::{TopicInfo, TopicSpec};
 
 /// How long an admin request waits for this node to serve what it asked for (the command
@@ -220,6 +225,87 @@ impl ClusterNode {
             .await
     }
 
+    /// Creates a subscription through the controller (this node must lead it), and its
+    /// dead-letter topic when the metadata has none (with at least as many partitions as
+    /// nodes, so that most nodes lead one of them: a node moves dead letters only to a
+    /// dead-letter partition it leads). Answered once this node has it open and every
+    /// partition's leader has given it its start.
+    pub async fn create_subscription(
+        &self,
+        topic: &str,
+        spec: SubscriptionSpec,
+    ) -> Result<SubscriptionInfo> {
+        if self.controller_leader() != Some(self.node_id()) {
+            return Err(self.not_controller_leader());
+        }
+        let state = self.state();
+        let Some(source) = state.topic(topic) else {
+            return Err(BrokerError::TopicNotFound {
+                topic: topic.to_owned(),
+            });
+        };
+        let uid = rand::random::<u64>();
+        let config = spec.into_config(topic, crate::clock::now_ms(), uid)?;
+        if state.subscription(topic, &config.name).is_some() {
+            return Err(BrokerError::SubscriptionExists {
+                topic: topic.to_owned(),
+                subscription: config.name,
+            });
+        }
+        if state.topic(&config.dead_letter_topic).is_none() {
+            let nodes = state.active_nodes().len() as u32;
+            let dead_letters = TopicSpec {
+                name: config.dead_letter_topic.clone(),
+                partitions: Some(source.config.partitions.max(nodes)),
+                max_message_bytes: Some(source.config.max_message_bytes),
+                ..TopicSpec::default()
+            };
+            match self.create_topic(dead_letters).await {
+                Ok(_) | Err(BrokerError::TopicExists { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let name = config.name.clone();
+        self.propose(&Command::CreateSubscription(config)).await?;
+        self.wait_for(ADMIN_WAIT_MS, || {
+            self.broker.subscription_uid(topic, &name) == Some(uid)
+        })
+        .await?;
+        self.broker
+            .wait_subscription_started(topic, &name, uid, ADMIN_WAIT_MS)
+            .await?;
+        self.broker.describe_subscription(topic, &name).await
+    }
+
+    /// Deletes a subscription through the controller (this node must lead it), answered once
+    /// this node no longer has it.
+    pub async fn delete_subscription(&self, topic: &str, name: &str) -> Result<()> {
+        if self.controller_leader() != Some(self.node_id()) {
+            return Err(self.not_controller_leader());
+        }
+        let state = self.state();
+        if state.topic(topic).is_none() {
+            return Err(BrokerError::TopicNotFound {
+                topic: topic.to_owned(),
+            });
+        }
+        if state.subscription(topic, name).is_none() {
+            return Err(BrokerError::SubscriptionNotFound {
+                topic: topic.to_owned(),
+                subscription: name.to_owned(),
+            });
+        }
+        let command = Command::DeleteSubscription {
+            topic: topic.to_owned(),
+            name: name.to_owned(),
+        };
+        self.propose(&command).await?;
+        self.wait_for(ADMIN_WAIT_MS, || {
+            self.broker.subscription_uid(topic, name).is_none()
+        })
+        .await
+    }
+
     async fn propose(&self, command: &Command) -> Result<()> {
         match propose_command(&self.controller.raft, encode_command(command)?).await {
             Ok(()) => Ok(()),
@@ -297,6 +383,28 @@ impl ClusterNode {
                 .await
             {
                 tracing::warn!(topic = %name, %error, "could not open a topic placed here");
+            }
+            self.reconcile_subscriptions(&state, name, caught_up).await;
+        }
+    }
+
+    /// Brings a topic's subscriptions open here in line with the metadata.
+    async fn reconcile_subscriptions(&self, state: &ClusterState, topic: &str, caught_up: bool) {
+        for (name, uid) in self.broker.subscription_uids(topic) {
+            let gone = state.subscription(topic, &name).map(|c| c.uid) != Some(uid);
+            if gone
+                && caught_up
+                && let Err(error) = self.broker.delete_subscription(topic, &name).await
+            {
+                tracing::warn!(topic, subscription = %name, %error, "could not delete a subscription");
+            }
+        }
+        for config in state.subscriptions(topic) {
+            if self.broker.subscription_uid(topic, &config.name) == Some(config.uid) {
+                continue;
+            }
+            if let Err(error) = self.broker.materialize_subscription(config.clone()).await {
+                tracing::warn!(topic, subscription = %config.name, %error, "could not open a subscription");
             }
         }
     }

@@ -83,6 +83,9 @@ pub struct Replication {
     pub groups: std::sync::Arc<crate::raft::RaftGroups>,
     /// The Raft settings of every group.
     pub raft: std::sync::Arc<openraft::Config>,
+    /// The key every node of the cluster signs receipts with (derived from the cluster
+    /// secret), so a receipt stays good when its partition's leader changes.
+    pub receipt_key: [u8; crate::subscription::receipt::RECEIPT_KEY_BYTES],
 }
 
 impl std::fmt::Debug for Replication {

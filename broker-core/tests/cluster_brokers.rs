@@ -34,6 +34,7 @@ async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
             net: Arc::clone(net),
         }),
         groups,
+        receipt_key: [7; 32],
         raft: raft_config().expect("config"),
     });
     Broker::open(config).await.expect("opens")

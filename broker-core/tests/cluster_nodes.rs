@@ -8,11 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::broker::{AckMode, NewMessage};
+use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
 use broker_core::cluster::{NodeRecord, NodeState};
 use broker_core::cluster_node::{ClusterNode, NodeStart};
 use broker_core::config::Replication;
 use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig, BrokerError};
 use bytes::Bytes;
@@ -46,6 +47,7 @@ async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
             net: Arc::clone(net),
         }),
         groups,
+        receipt_key: [7; 32],
         raft: raft_config().expect("config"),
     });
     let log_config = config.log.clone();
@@ -170,6 +172,204 @@ async fn a_topic_created_at_the_controller_leader_is_served_by_every_node() {
     })
     .await;
     for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}
+
+fn receive(max_messages: usize, wait_ms: u64) -> ReceiveRequest {
+    ReceiveRequest {
+        max_messages,
+        wait_ms,
+        ack_timeout_ms: None,
+        attempt_id: None,
+        memory: None,
+    }
+}
+
+/// The node leading partition 0 of `topic`, as every live node agrees.
+async fn partition_leader(nodes: &[Arc<ClusterNode>], topic: &str) -> u64 {
+    for _ in 0..150 {
+        let seen: Vec<Option<u64>> = nodes.iter().map(|n| n.broker_leader(topic, 0)).collect();
+        if let Some(Some(leader)) = seen.first()
+            && seen.iter().all(|s| *s == Some(*leader))
+            && nodes.iter().any(|n| n.node_id() == *leader)
+        {
+            return *leader;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("partition 0 of {topic} has no leader every node agrees on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies() {
+    const LEASE_MS: u64 = 4_000;
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        nodes.push(start_node(id, root.path(), &net).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == 3)
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    let admin = nodes[(controller - 1) as usize].clone();
+    let topic = TopicSpec {
+        name: "jobs".into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    admin.create_topic(topic).await.expect("topic");
+    let spec = || SubscriptionSpec {
+        name: "work".into(),
+        start: None,
+        ack_timeout_ms: Some(LEASE_MS),
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    };
+    let other = nodes
+        .iter()
+        .find(|n| n.node_id() != controller)
+        .expect("another node");
+    match other.create_subscription("jobs", spec()).await {
+        Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(controller)),
+        other => panic!("a follower created a subscription: {other:?}"),
+    }
+    admin
+        .create_subscription("jobs", spec())
+        .await
+        .expect("subscription");
+    until("every node has the subscription", || {
+        nodes
+            .iter()
+            .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
+    })
+    .await;
+
+    let leader_id = partition_leader(&nodes, "jobs").await;
+    let leader = nodes[(leader_id - 1) as usize].clone();
+    let message = |text: &'static str| NewMessage {
+        key: None,
+        value: Bytes::from_static(text.as_bytes()),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    };
+    leader
+        .broker()
+        .produce(
+            "jobs",
+            vec![message("a"), message("b"), message("c")],
+            AckMode::All,
+        )
+        .await
+        .expect("produced");
+    let follower = nodes
+        .iter()
+        .find(|n| n.node_id() != leader_id)
+        .expect("follower");
+    match follower
+        .broker()
+        .receive("jobs", "work", receive(10, 0))
+        .await
+    {
+        Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(leader_id)),
+        other => panic!("a follower served a receive: {other:?}"),
+    }
+    let granted_at = std::time::Instant::now();
+    let got = leader
+        .broker()
+        .receive("jobs", "work", receive(10, 1_000))
+        .await
+        .expect("received");
+    let values: Vec<&[u8]> = got.iter().map(|d| &d.message.record.value[..]).collect();
+    assert_eq!(values, [b"a", b"b", b"c"]);
+    let acked = leader
+        .broker()
+        .ack("jobs", "work", &[got[0].receipt.clone()])
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, 1);
+    // The leases of b and c are recorded without waiting; give them a moment to commit.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    leader.shutdown().await;
+    leader.broker().shutdown().await;
+    net.nodes.lock().expect("lock").remove(&leader_id);
+    let survivors: Vec<Arc<ClusterNode>> = nodes
+        .iter()
+        .filter(|n| n.node_id() != leader_id)
+        .cloned()
+        .collect();
+    let new_id = partition_leader(&survivors, "jobs").await;
+    let new_leader = nodes[(new_id - 1) as usize].clone();
+
+    // b and c are in flight until their leases end: nothing to deliver before then.
+    let early = new_leader
+        .broker()
+        .receive("jobs", "work", receive(10, 0))
+        .await
+        .expect("received");
+    eprintln!("failover done {:?} after the grant", granted_at.elapsed());
+    if granted_at.elapsed() < Duration::from_millis(LEASE_MS - 500) {
+        assert!(early.is_empty(), "delivered during the lease: {early:?}");
+    }
+    // b's receipt from the dead leader acks it on the new one.
+    let acked = new_leader
+        .broker()
+        .ack("jobs", "work", &[got[1].receipt.clone()])
+        .await
+        .expect("acked");
+    if granted_at.elapsed() < Duration::from_millis(LEASE_MS - 500) {
+        assert_eq!(acked.succeeded, 1, "the old receipt: {acked:?}");
+    }
+    // c comes back once its lease has ended, as its second delivery; a is never redelivered.
+    let mut again = Vec::new();
+    while again.is_empty() && granted_at.elapsed() < Duration::from_millis(LEASE_MS + 10_000) {
+        again = new_leader
+            .broker()
+            .receive("jobs", "work", receive(10, 2_000))
+            .await
+            .expect("received");
+    }
+    assert!(granted_at.elapsed() >= Duration::from_millis(LEASE_MS - 100));
+    let redelivered: Vec<(&[u8], u32)> = again
+        .iter()
+        .map(|d| (&d.message.record.value[..], d.delivery_attempt))
+        .collect();
+    assert_eq!(redelivered, [(&b"c"[..], 2)]);
+    new_leader
+        .broker()
+        .ack("jobs", "work", &[again[0].receipt.clone()])
+        .await
+        .expect("acked");
+    // A new message goes to the new leader and is delivered once.
+    new_leader
+        .broker()
+        .produce("jobs", vec![message("d")], AckMode::All)
+        .await
+        .expect("produced");
+    let fresh = new_leader
+        .broker()
+        .receive("jobs", "work", receive(10, 2_000))
+        .await
+        .expect("received");
+    let fresh: Vec<(&[u8], u32)> = fresh
+        .iter()
+        .map(|d| (&d.message.record.value[..], d.delivery_attempt))
+        .collect();
+    assert_eq!(fresh, [(&b"d"[..], 1)]);
+    for node in &survivors {
         node.shutdown().await;
         node.broker().shutdown().await;
     }

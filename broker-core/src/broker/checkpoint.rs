@@ -1,11 +1,13 @@
 //! Checkpoints of subscription state: about once a second, every lease table's changes since
 //! the last checkpoint go to sled with the log position they cover, off every request's path.
 //! A restart loads them and replays only the log after them (see `subscription::restore`);
-//! shutdown writes a last one, so a clean restart replays nothing.
+//! shutdown writes a last one, so a clean restart replays nothing. In a cluster the tables a
+//! node does not lead follow their logs and are checkpointed instead (see `live_tables`).
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use super::live_tables::follow_tables;
 use super::{Broker, background_blocking, blocking};
 use crate::error::Result;
 use crate::storage::PartitionHandle;
@@ -35,6 +37,10 @@ impl Broker {
 
     /// Checkpoints every subscription now. Blocking sled writes run on the blocking pool.
     pub(super) async fn checkpoint_all(&self) -> Result<()> {
+        if self.config.replication.is_some() {
+            let work = self.follow_work();
+            return blocking(move || follow_tables(&work)).await;
+        }
         let work = self.checkpoint_work();
         blocking(move || checkpoint(&work)).await
     }
@@ -59,10 +65,17 @@ pub(super) async fn checkpoint_loop(broker: Weak<Broker>) {
         if live.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        let work = live.checkpoint_work();
         let gate = Arc::clone(&live.background);
-        drop(live);
-        if let Err(error) = background_blocking(&gate, move || checkpoint(&work)).await {
+        let done = if live.config.replication.is_some() {
+            let work = live.follow_work();
+            drop(live);
+            background_blocking(&gate, move || follow_tables(&work)).await
+        } else {
+            let work = live.checkpoint_work();
+            drop(live);
+            background_blocking(&gate, move || checkpoint(&work)).await
+        };
+        if let Err(error) = done {
             tracing::error!(%error, "checkpointing subscription state failed");
         }
     }

@@ -69,6 +69,9 @@ impl Broker {
                 return Ok(deliveries);
             }
         }
+        // In a cluster this node serves the partitions it leads (the gateway gathers the
+        // others from their leaders), and refuses a topic it leads none of.
+        self.require_some_partition(&open, &sub).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.wait_ms);
         loop {
             let committed = open.on_commit.notified();
@@ -208,6 +211,9 @@ impl Broker {
             budget: max_bytes.min(MAX_READ_BYTES),
         };
         for partition in sub.visiting_order() {
+            if !self.serve_partition(topic, sub, partition).await? {
+                continue;
+            }
             for _ in 0..MAX_PEEKS_PER_PARTITION {
                 let wanted = max_messages - reply.deliveries.len();
                 if wanted == 0 || reply.budget == 0 {

@@ -41,7 +41,24 @@ impl Broker {
         if pending.is_empty() {
             return Ok(());
         }
-        let dlq = self.dead_letter_topic(topic, sub).await?;
+        let dlq = match self.dead_letter_topic(topic, sub).await {
+            Ok(dlq) => dlq,
+            // In a cluster: the controller has not created it yet; the next round moves them.
+            Err(BrokerError::NotLeader { .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        // In a cluster this node appends only to dead-letter partitions it leads; with none,
+        // the dead letters wait here for a round on a node that leads one (they stay
+        // unsettled, and are counted as backlog, meanwhile).
+        let targets = if self.config.replication.is_some() {
+            let led = self.partitions_led_here(&dlq);
+            if led.is_empty() {
+                return Ok(());
+            }
+            Some(led)
+        } else {
+            None
+        };
         let log = topic.partitions[partition].clone();
         let mut records = Vec::with_capacity(pending.len());
         let mut gone = Vec::new();
@@ -67,13 +84,21 @@ impl Broker {
             }
         }
         let mut shares: Vec<Vec<Record>> = vec![Vec::new(); dlq.partitions.len()];
-        for (_, record) in &records {
-            let target = dlq
-                .partitioner
-                .choose(record.key.as_deref(), dlq.config().partitions);
+        for (i, (_, record)) in records.iter().enumerate() {
+            let target = match &targets {
+                Some(led) => led[i % led.len()],
+                None => dlq
+                    .partitioner
+                    .choose(record.key.as_deref(), dlq.config().partitions),
+            };
             shares[target as usize].push(record.clone());
         }
-        self.append_shares(&dlq, shares).await?;
+        match self.append_shares(&dlq, shares).await {
+            Ok(_) => {}
+            // Its leadership moved meanwhile: the next round appends them again.
+            Err(BrokerError::NotLeader { .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        }
         let now = now_ms();
         let subscription = sub.config.uid;
         let ((), append) = sub.change_durably(partition, &log, |table| {
@@ -106,6 +131,13 @@ impl Broker {
         if let Ok(existing) = self.topic(name) {
             return Ok(existing);
         }
+        if self.config.replication.is_some() {
+            // In a cluster the controller creates it with the subscription.
+            return Err(BrokerError::NotLeader {
+                what: format!("dead-letter topic '{name}'"),
+                leader: None,
+            });
+        }
         let source = topic.config();
         let spec = TopicSpec {
             name: name.clone(),
@@ -130,6 +162,7 @@ impl Broker {
         per_second: Option<u32>,
     ) -> Result<u64> {
         self.check_running()?;
+        self.refuse_in_cluster("redrive")?;
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
         if max_messages == Some(0) {

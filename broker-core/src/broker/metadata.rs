@@ -237,7 +237,7 @@ pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, 
         let name = read_name(&topic);
         topics.insert(name, Arc::new(topic));
     }
-    load_subscriptions(&metadata, &topics)?;
+    load_subscriptions(&metadata, &topics, config.replication.is_some())?;
     remove_leftovers(&metadata, &topics)?;
     Ok((metadata, topics))
 }
@@ -323,7 +323,11 @@ fn read_name(topic: &Topic) -> String {
     read(&topic.config).name.clone()
 }
 
-fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>) -> Result<()> {
+fn load_subscriptions(
+    metadata: &Metadata,
+    topics: &BTreeMap<String, Arc<Topic>>,
+    replicated: bool,
+) -> Result<()> {
     for item in metadata.subscriptions.iter() {
         let (key, value) = item?;
         let config: SubscriptionConfig = from_json(&value)?;
@@ -338,7 +342,8 @@ fn load_subscriptions(metadata: &Metadata, topics: &BTreeMap<String, Arc<Topic>>
             .collect();
         let store = metadata.subscription_store(config.uid)?;
         let name = config.name.clone();
-        let subscription = Subscription::open(config, store, &starts, &topic.partitions)?;
+        let subscription =
+            Subscription::open(config, store, &starts, &topic.partitions, replicated)?;
         write(&topic.subscriptions).insert(name, Arc::new(subscription));
     }
     Ok(())

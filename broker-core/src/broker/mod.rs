@@ -20,6 +20,7 @@ mod consume;
 mod dead_letters;
 mod delays;
 mod detached;
+mod live_tables;
 mod metadata;
 mod produce;
 mod reads;
@@ -149,7 +150,13 @@ impl Broker {
         let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
             .await
             .map_err(|error| join_error("opening the data folder", &error))??;
-        let receipts = ReceiptCodec::new(metadata.receipt_key()?);
+        // In a cluster every node signs receipts with the key the cluster shares, so the
+        // receipt of a delivery stays good after its partition's leadership moves.
+        let receipt_key = match &config.replication {
+            Some(replication) => replication.receipt_key,
+            None => metadata.receipt_key()?,
+        };
+        let receipts = ReceiptCodec::new(receipt_key);
         let broker = Arc::new_cyclic(|me| Broker {
             me: me.clone(),
             receipts,

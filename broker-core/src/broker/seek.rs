@@ -69,6 +69,12 @@ impl Broker {
                 partitions,
             });
         }
+        // In a cluster, every partition moved must be led here (the gateway sends each
+        // partition's share to its leader).
+        for partition in positions.keys() {
+            self.require_partition(&open, &sub, *partition as usize)
+                .await?;
+        }
         let mut appends = Vec::with_capacity(positions.len());
         for (partition, position) in &positions {
             let log = &open.partitions[*partition as usize];

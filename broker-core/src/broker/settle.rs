@@ -66,7 +66,9 @@ impl Broker {
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
         for partition in 0..sub.partitions() {
-            self.move_dead_letters(&open, &sub, partition).await?;
+            if self.serve_partition(&open, &sub, partition).await? {
+                self.move_dead_letters(&open, &sub, partition).await?;
+            }
         }
         open.on_commit.notify_waiters();
         Ok(outcome)
@@ -124,20 +126,33 @@ impl Broker {
         }
         let now = now_ms();
         let mut pending = Vec::new();
+        for partition in by_partition.keys() {
+            self.require_partition(&open, &sub, *partition).await?;
+        }
         for (partition, items) in by_partition {
             let log = &open.partitions[partition];
             let results = match action {
-                Settle::Extend { lease_ms } => sub.update(partition, |table| {
-                    items
+                Settle::Extend { lease_ms } => {
+                    let results = sub.update(partition, |table| {
+                        items
+                            .iter()
+                            .map(|(receipt, data)| {
+                                (
+                                    *receipt,
+                                    table.extend(data.offset, data.lease, now, lease_ms),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    let extended: Vec<u64> = items
                         .iter()
-                        .map(|(receipt, data)| {
-                            (
-                                *receipt,
-                                table.extend(data.offset, data.lease, now, lease_ms),
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                }),
+                        .zip(&results)
+                        .filter(|(_, (_, result))| result.is_ok())
+                        .map(|((_, data), _)| data.offset)
+                        .collect();
+                    sub.record_leases(partition, log, &extended);
+                    results
+                }
                 _ => {
                     let (results, append) = sub.change_durably(partition, log, |table| {
                         settle_durably(&sub, partition, table, &items, action, now)

@@ -40,7 +40,7 @@ impl Broker {
         let logs = open.partitions.clone();
         let opening = config.clone();
         let subscription = blocking(move || {
-            let subscription = Subscription::open(opening, store, &starts, &logs)?;
+            let subscription = Subscription::open(opening, store, &starts, &logs, false)?;
             for (partition, log) in logs.iter().enumerate() {
                 subscription.checkpoint(partition, log.end_position())?;
             }

@@ -47,7 +47,7 @@ pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
-pub use status::GroupStatus;
+pub use status::{GroupStatus, Leadership};
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,
     TransportError, TransportFuture,

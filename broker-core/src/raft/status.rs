@@ -25,6 +25,32 @@ pub struct GroupStatus {
     pub since_quorum_ack_ms: Option<u64>,
 }
 
+/// Who leads a group, cheaply (no copies of its membership), for a request deciding whether
+/// this node serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    /// The leader this node knows (none during an election).
+    pub leader: Option<u64>,
+    /// The current term.
+    pub term: u64,
+    /// The term of the last entry this node applied: once it equals `term` on a leader, every
+    /// entry of earlier terms is committed and applied here.
+    pub applied_term: Option<u64>,
+}
+
+impl Leadership {
+    /// The leadership of `raft` now.
+    pub fn of(raft: &Raft<TypeConfig>) -> Leadership {
+        let metrics = raft.metrics();
+        let metrics = metrics.borrow();
+        Leadership {
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            applied_term: metrics.last_applied.map(|l| l.leader_id.term),
+        }
+    }
+}
+
 impl GroupStatus {
     /// The status of `raft` now.
     pub fn of(raft: &Raft<TypeConfig>) -> GroupStatus {

@@ -2,7 +2,9 @@
 //! is the truth, and a lease table after a crash is its checkpoint plus these events replayed
 //! in log order. Leases themselves (and extends) are not events: a restart or failover lets an
 //! in-flight message come back once its lease would have ended, or sooner if it was granted
-//! after the last checkpoint.
+//! after the last checkpoint. In a cluster a partition leader also records each lease
+//! (`leased`, without waiting for it), so a new leader holds what was in flight until its
+//! lease would have ended, and accepts its receipts.
 //!
 //! ```text
 //! entry = kind u8 | subscription uid u64 | fields by kind (integers little-endian)
@@ -13,6 +15,7 @@
 //!   4 dead-lettered   offset u64
 //!   5 sought          offset u64
 //!   6 redriven        dead-letter partition u32 | next offset u64
+//!   7 leased          offset u64 | attempts u32 | lease u64 | deadline_ms u64 | key_hash
 //! key_hash = u8 present, [u64]      error = u8 present, [u16 len, UTF-8 bytes]
 //! ```
 //! Decoding checks every length against what is left; an entry that does not decode is an
@@ -75,6 +78,22 @@ pub enum SubscriptionEvent {
         /// The new position.
         offset: u64,
     },
+    /// A message was leased (in a cluster only, written without waiting for it): a new
+    /// partition leader holds it until `deadline_ms` and accepts the receipt of `lease`.
+    Leased {
+        /// The subscription incarnation.
+        subscription: u64,
+        /// The message's offset.
+        offset: u64,
+        /// Deliveries made so far, this one included.
+        attempts: u32,
+        /// The lease id the receipt carries.
+        lease: u64,
+        /// When the lease ends.
+        deadline_ms: u64,
+        /// Hash of its key, for ordered subscriptions.
+        key_hash: Option<u64>,
+    },
     /// Redrive moved the dead letters of a dead-letter partition below `next_offset` back.
     Redriven {
         /// The subscription incarnation.
@@ -106,6 +125,7 @@ const REDELIVERED: u8 = 3;
 const DEAD_LETTERED: u8 = 4;
 const SOUGHT: u8 = 5;
 const REDRIVEN: u8 = 6;
+const LEASED: u8 = 7;
 
 impl SubscriptionEvent {
     /// The subscription incarnation the event belongs to.
@@ -116,6 +136,7 @@ impl SubscriptionEvent {
             | SubscriptionEvent::Redelivered { subscription, .. }
             | SubscriptionEvent::DeadLettered { subscription, .. }
             | SubscriptionEvent::Sought { subscription, .. }
+            | SubscriptionEvent::Leased { subscription, .. }
             | SubscriptionEvent::Redriven { subscription, .. } => *subscription,
         }
     }
@@ -168,6 +189,20 @@ impl SubscriptionEvent {
                 subscription,
                 offset,
             } => head(&mut out, SOUGHT, *subscription, *offset),
+            SubscriptionEvent::Leased {
+                subscription,
+                offset,
+                attempts,
+                lease,
+                deadline_ms,
+                key_hash,
+            } => {
+                head(&mut out, LEASED, *subscription, *offset);
+                out.put_u32_le(*attempts);
+                out.put_u64_le(*lease);
+                out.put_u64_le(*deadline_ms);
+                put_key_hash(&mut out, *key_hash);
+            }
             SubscriptionEvent::Redriven {
                 subscription,
                 dead_letter_partition,
@@ -213,6 +248,14 @@ impl SubscriptionEvent {
             SOUGHT => SubscriptionEvent::Sought {
                 subscription,
                 offset: input.u64()?,
+            },
+            LEASED => SubscriptionEvent::Leased {
+                subscription,
+                offset: input.u64()?,
+                attempts: input.u32()?,
+                lease: input.u64()?,
+                deadline_ms: input.u64()?,
+                key_hash: key_hash(&mut input)?,
             },
             REDRIVEN => SubscriptionEvent::Redriven {
                 subscription,
@@ -331,6 +374,14 @@ mod tests {
                 subscription: 2,
                 dead_letter_partition: 3,
                 next_offset: 4,
+            },
+            SubscriptionEvent::Leased {
+                subscription: 3,
+                offset: 9,
+                attempts: 2,
+                lease: u64::MAX,
+                deadline_ms: 1_700_000_030_000,
+                key_hash: Some(5),
             },
         ]
     }

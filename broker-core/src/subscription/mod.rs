@@ -53,6 +53,8 @@ pub struct Subscription {
     pub dead_letter_turn: tokio::sync::Mutex<()>,
     /// One redrive at a time.
     pub redrive_turn: tokio::sync::Mutex<()>,
+    /// In a cluster, one request at a time makes a table live and gives it its start.
+    pub live_turn: tokio::sync::Mutex<()>,
     /// The error text of the last nack of each offset that gave one, for its dead letter.
     last_errors: Mutex<HashMap<(usize, u64), String>>,
     /// Deliveries of recent receive attempt ids.
@@ -61,8 +63,25 @@ pub struct Subscription {
     redrive: Mutex<BTreeMap<u32, u64>>,
     /// The position of each partition's last checkpoint, so an idle one writes nothing.
     checkpointed: Mutex<Vec<Option<LogPosition>>>,
+    /// In a cluster: per partition, how far its table follows the log, and whether it is live.
+    replicas: Option<Mutex<Vec<ReplicaTable>>>,
     /// Its delivery and settle counters.
     pub(crate) counters: crate::telemetry::SubscriptionCounters,
+}
+
+/// In a cluster, what one partition's table is: on the partition's leader it is live (leases
+/// are granted from it, and it changes first, its events following it into the log); on every
+/// other replica it follows the log, replaying the committed events (derived state, as the
+/// checkpoint writes it). A leader's table is never checkpointed: it may hold changes whose
+/// events a deposed leader never got committed.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReplicaTable {
+    /// The table reflects every committed event before this position.
+    position: LogPosition,
+    /// The table has its start (a checkpoint, or the first `sought` event of the log).
+    started: bool,
+    /// The term in which this node's table became the partition's live one.
+    live_term: Option<u64>,
 }
 
 /// Nack error texts remembered per subscription: enough for every unacked message of a few
@@ -74,18 +93,27 @@ pub const MAX_ERROR_LEN: usize = 1_024;
 impl Subscription {
     /// Opens the tables of every partition: each from its checkpoint (or at its start offset,
     /// for a new subscription), clamped to its log's end and brought up to date by replaying
-    /// the log's events from the checkpoint. Blocking: it reads the logs' tails.
+    /// the log's events from the checkpoint. `replicated`: the logs are Raft logs of a cluster
+    /// (see [`ReplicaTable`]). Blocking: it reads the logs' tails.
     pub fn open(
         config: SubscriptionConfig,
         store: SubscriptionStore,
         start_offsets: &[u64],
         logs: &[PartitionHandle],
+        replicated: bool,
     ) -> Result<Self> {
         let mut tables = Vec::with_capacity(logs.len());
+        let mut replicas = Vec::with_capacity(logs.len());
         let mut last_errors = HashMap::new();
         let mut redrive = BTreeMap::new();
         for ((partition, start), log) in (0u32..).zip(start_offsets).zip(logs) {
-            let restored = restore::restore_partition(&config, &store, partition, *start, log)?;
+            let restored =
+                restore::restore_partition(&config, &store, partition, *start, log, replicated)?;
+            replicas.push(ReplicaTable {
+                position: restored.position,
+                started: restored.started,
+                live_term: None,
+            });
             for (offset, error) in restored.errors {
                 last_errors.insert((partition as usize, offset), error);
             }
@@ -106,12 +134,172 @@ impl Subscription {
             rotation: AtomicUsize::new(0),
             dead_letter_turn: tokio::sync::Mutex::new(()),
             redrive_turn: tokio::sync::Mutex::new(()),
+            live_turn: tokio::sync::Mutex::new(()),
             last_errors: Mutex::new(last_errors),
             attempts: Mutex::new(AttemptCache::default()),
             redrive: Mutex::new(redrive),
             checkpointed: Mutex::new(vec![None; logs.len()]),
+            replicas: replicated.then(|| Mutex::new(replicas)),
             counters: crate::telemetry::SubscriptionCounters::default(),
         })
+    }
+
+    /// Whether its tables follow Raft logs (a cluster).
+    pub fn is_replicated(&self) -> bool {
+        self.replicas.is_some()
+    }
+
+    fn replica(&self, partition: usize) -> ReplicaTable {
+        self.replicas
+            .as_ref()
+            .and_then(|r| crate::sync::lock(r).get(partition).copied())
+            .unwrap_or_default()
+    }
+
+    fn set_replica(&self, partition: usize, change: impl FnOnce(&mut ReplicaTable)) {
+        if let Some(replicas) = &self.replicas
+            && let Some(replica) = crate::sync::lock(replicas).get_mut(partition)
+        {
+            change(replica);
+        }
+    }
+
+    /// In a cluster, the term in which this node's table of `partition` became live (this
+    /// node led the partition then); `None` while it follows the log.
+    pub fn live_term(&self, partition: usize) -> Option<u64> {
+        self.replica(partition).live_term
+    }
+
+    /// In a cluster, whether the table of `partition` has its start.
+    pub fn started(&self, partition: usize) -> bool {
+        self.replica(partition).started
+    }
+
+    /// In a cluster, makes the table of `partition` live for `term`: a table that was live in
+    /// another term is rebuilt from its checkpoint first (it may hold changes a deposed leader
+    /// never committed), then it replays the log's committed events, every one before this
+    /// term's first entry included. The caller has seen this term's first entry applied.
+    /// Returns whether the table has its start. Blocking.
+    pub fn make_live(&self, partition: usize, term: u64, log: &PartitionHandle) -> Result<bool> {
+        let mut table = self.lock(partition);
+        match self.replica(partition).live_term {
+            Some(live) if live == term => return Ok(self.replica(partition).started),
+            Some(_) => self.rebuild(partition, &mut table, log)?,
+            None => {}
+        }
+        self.replay_into(partition, &mut table, log)?;
+        self.set_replica(partition, |r| r.live_term = Some(term));
+        Ok(self.replica(partition).started)
+    }
+
+    /// In a cluster, records that the live table of `partition` has its start (its leader
+    /// appended the `sought` event).
+    pub fn mark_started(&self, partition: usize) {
+        self.set_replica(partition, |r| r.started = true);
+    }
+
+    /// In a cluster, on a replica that does not lead `partition` (any more): a table live in
+    /// term `was_live` is rebuilt from its checkpoint, then the table replays the committed
+    /// events it has not seen and is checkpointed once it has its start. A table that became
+    /// live in another term meanwhile is left alone. Blocking.
+    pub fn follow(
+        &self,
+        partition: usize,
+        was_live: Option<u64>,
+        log: &PartitionHandle,
+    ) -> Result<()> {
+        let mut table = self.lock(partition);
+        let replica = self.replica(partition);
+        if replica.live_term != was_live {
+            return Ok(());
+        }
+        if replica.live_term.is_some() {
+            self.rebuild(partition, &mut table, log)?;
+        }
+        self.replay_into(partition, &mut table, log)?;
+        let replica = self.replica(partition);
+        if !replica.started {
+            return Ok(());
+        }
+        let changes = table.take_changes();
+        drop(table);
+        self.save(partition, changes, replica.position)
+    }
+
+    /// Replaces a partition's table with its checkpoint replayed to the log's end.
+    fn rebuild(
+        &self,
+        partition: usize,
+        table: &mut LeaseTable,
+        log: &PartitionHandle,
+    ) -> Result<()> {
+        let start = table.cursor().ack_floor;
+        let restored = restore::restore_partition(
+            &self.config,
+            &self.store,
+            partition_number(partition),
+            start,
+            log,
+            true,
+        )?;
+        *table = restored.table;
+        self.take_restored(partition, restored.errors, restored.redrive);
+        self.set_replica(partition, |r| {
+            *r = ReplicaTable {
+                position: restored.position,
+                started: restored.started,
+                live_term: None,
+            };
+        });
+        Ok(())
+    }
+
+    /// Replays into `table` the committed events of `partition` it has not seen.
+    fn replay_into(
+        &self,
+        partition: usize,
+        table: &mut LeaseTable,
+        log: &PartitionHandle,
+    ) -> Result<()> {
+        let replica = self.replica(partition);
+        let mut restored = restore::Restored {
+            table: std::mem::take(table),
+            errors: Vec::new(),
+            redrive: BTreeMap::new(),
+            position: replica.position,
+            started: replica.started,
+        };
+        let replayed = restore::replay_events(
+            &self.config,
+            partition_number(partition),
+            log,
+            &mut restored,
+        );
+        *table = restored.table;
+        replayed?;
+        self.take_restored(partition, restored.errors, restored.redrive);
+        self.set_replica(partition, |r| {
+            r.position = restored.position;
+            r.started = restored.started;
+        });
+        Ok(())
+    }
+
+    /// Keeps the error texts and redrive positions a replay found.
+    fn take_restored(
+        &self,
+        partition: usize,
+        errors: Vec<(u64, String)>,
+        redrive: BTreeMap<u32, u64>,
+    ) {
+        for (offset, error) in errors {
+            self.set_last_error(partition, offset, &error);
+        }
+        let mut cursors = crate::sync::lock(&self.redrive);
+        for (dead_letter_partition, next) in redrive {
+            let cursor = cursors.entry(dead_letter_partition).or_default();
+            *cursor = (*cursor).max(next);
+        }
     }
 
     /// Writes what changed in a partition's table since its last checkpoint, with `position`,
@@ -119,6 +307,15 @@ impl Subscription {
     /// before this is called, so every event before it is already in the table. Blocking.
     pub fn checkpoint(&self, partition: usize, position: LogPosition) -> Result<()> {
         let changes = self.lock(partition).take_changes();
+        self.save(partition, changes, position)
+    }
+
+    fn save(
+        &self,
+        partition: usize,
+        changes: lease_table::TableChanges,
+        position: LogPosition,
+    ) -> Result<()> {
         let unmoved = crate::sync::lock(&self.checkpointed).get(partition) == Some(&Some(position));
         if unmoved && changes.is_empty() {
             return Ok(());
@@ -192,19 +389,26 @@ impl Subscription {
     ) -> Vec<Grant> {
         let mut table = self.lock(partition);
         let grants = change(&mut table);
-        let events: Vec<bytes::Bytes> = grants
-            .iter()
-            .filter(|g| g.attempt > 1)
-            .map(|g| {
-                SubscriptionEvent::Redelivered {
-                    subscription: self.config.uid,
-                    offset: g.offset,
-                    attempts: g.attempt,
-                    key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
-                }
-                .encode()
-            })
-            .collect();
+        let events: Vec<bytes::Bytes> = if self.is_replicated() {
+            grants
+                .iter()
+                .filter_map(|g| self.lease_event(&table, g.offset))
+                .collect()
+        } else {
+            grants
+                .iter()
+                .filter(|g| g.attempt > 1)
+                .map(|g| {
+                    SubscriptionEvent::Redelivered {
+                        subscription: self.config.uid,
+                        offset: g.offset,
+                        attempts: g.attempt,
+                        key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
+                    }
+                    .encode()
+                })
+                .collect()
+        };
         // Queued under the table's lock, so the log keeps this table's order of changes.
         if !events.is_empty()
             && let Ok(slot) = log.reserve_control()
@@ -212,6 +416,47 @@ impl Subscription {
             slot.send_detached(events);
         }
         grants
+    }
+
+    /// In a cluster, records the leases of `offsets` (after an extend) in the log without
+    /// waiting, so a new leader holds them as long; nothing on a single node.
+    pub fn record_leases(&self, partition: usize, log: &PartitionHandle, offsets: &[u64]) {
+        if !self.is_replicated() || offsets.is_empty() {
+            return;
+        }
+        let table = self.lock(partition);
+        let events: Vec<bytes::Bytes> = offsets
+            .iter()
+            .filter_map(|offset| self.lease_event(&table, *offset))
+            .collect();
+        if !events.is_empty()
+            && let Ok(slot) = log.reserve_control()
+        {
+            slot.send_detached(events);
+        }
+    }
+
+    /// The `leased` event of an offset in flight.
+    fn lease_event(&self, table: &LeaseTable, offset: u64) -> Option<bytes::Bytes> {
+        let entry = table.entry(offset)?;
+        let lease_table::EntryState::InFlight { deadline_ms, lease } = entry.state else {
+            return None;
+        };
+        let event = SubscriptionEvent::Leased {
+            subscription: self.config.uid,
+            offset,
+            attempts: entry.attempts,
+            lease,
+            deadline_ms,
+            key_hash: entry.key_hash,
+        };
+        Some(event.encode())
+    }
+
+    /// In a cluster, lets go of what a live table changed since the last call: a leader's
+    /// table is never checkpointed, and its change record would otherwise only grow.
+    pub fn discard_changes(&self, partition: usize) {
+        drop(self.lock(partition).take_changes());
     }
 
     /// Reads a partition's table under its lock, changing nothing.

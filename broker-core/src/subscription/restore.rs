@@ -2,6 +2,9 @@
 //! clamped to the log that survived, then brought up to date by replaying the partition log's
 //! control entries from the checkpoint's position (its own kinds only: see [`crate::control`]). The log is the truth; the checkpoint only
 //! shortens the replay.
+//!
+//! In a cluster a partition with no checkpoint replays its whole log: its start is the first
+//! `sought` event its leader wrote (see `Subscription::make_live`), the same on every replica.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +14,7 @@ use super::lease_table::LeaseTable;
 use super::store::SubscriptionStore;
 use crate::control::{self, ControlOwner};
 use crate::error::{BrokerError, Result};
-use crate::storage::PartitionHandle;
+use crate::storage::{LogPosition, PartitionHandle, Replayed};
 
 /// What opening one partition of a subscription found.
 pub(super) struct Restored {
@@ -21,25 +24,37 @@ pub(super) struct Restored {
     pub errors: Vec<(u64, String)>,
     /// Redrive positions replayed: dead-letter partition → next offset.
     pub redrive: BTreeMap<u32, u64>,
+    /// Where the replay ended: the table reflects every event before it.
+    pub position: LogPosition,
+    /// Whether the table has its start: from a checkpoint, or a `sought` event replayed.
+    pub started: bool,
 }
 
 /// Opens one partition's table: from its checkpoint (or at `start`, for a partition that has
-/// none), clamped to the log's end and replayed from the checkpoint's position. Blocking.
+/// none), clamped to the log's end and replayed from the checkpoint's position. A partition
+/// with no checkpoint replays nothing on a single node (the subscription is new), and its
+/// whole log in a cluster (`replicated`). Blocking.
 pub(super) fn restore_partition(
     config: &SubscriptionConfig,
     store: &SubscriptionStore,
     partition: u32,
     start: u64,
     log: &PartitionHandle,
+    replicated: bool,
 ) -> Result<Restored> {
     let policy = config.table_policy();
     let end_position = log.end_position();
-    let (mut table, from) = match store.load(partition, policy)? {
-        Some(table) => (table, store.position(partition)?.unwrap_or_default()),
+    let (mut table, from, started) = match store.load(partition, policy)? {
+        Some(table) => (table, store.position(partition)?.unwrap_or_default(), true),
         None => {
             let mut table = LeaseTable::starting_at(start, policy);
             table.mark_cursor_dirty();
-            (table, end_position)
+            let from = if replicated {
+                LogPosition::default()
+            } else {
+                end_position
+            };
+            (table, from, !replicated)
         }
     };
     // A checkpoint can be ahead of the log after a power loss under `--fsync never` or an
@@ -59,8 +74,26 @@ pub(super) fn restore_partition(
         table,
         errors: Vec::new(),
         redrive: BTreeMap::new(),
+        position: from.min(end_position),
+        started,
     };
-    log.replay_controls(from.min(end_position), |at, entry| {
+    replay_events(config, partition, log, &mut restored)?;
+    Ok(restored)
+}
+
+/// Replays the partition log's events of this subscription from `restored.position` to the
+/// log's visible end (in a cluster: what its Raft group committed), and moves the position
+/// there. Blocking.
+pub(super) fn replay_events(
+    config: &SubscriptionConfig,
+    partition: u32,
+    log: &PartitionHandle,
+    restored: &mut Restored,
+) -> Result<()> {
+    let end = log.replay(restored.position, false, |at, item| {
+        let Replayed::Control(entry) = item else {
+            return Ok(());
+        };
         let corrupt = |reason: String| BrokerError::Corrupt {
             path: format!("partition {partition} log").into(),
             position: at.position,
@@ -74,11 +107,12 @@ pub(super) fn restore_partition(
         let event = SubscriptionEvent::decode(&entry)
             .map_err(|e| corrupt(format!("a control entry does not decode: {e}")))?;
         if event.subscription() == config.uid {
-            apply(&mut restored, event);
+            apply(restored, event);
         }
         Ok(())
     })?;
-    Ok(restored)
+    restored.position = end;
+    Ok(())
 }
 
 /// Applies one replayed event.
@@ -106,7 +140,18 @@ fn apply(restored: &mut Restored, event: SubscriptionEvent) {
             ..
         } => table.replay_attempt(offset, attempts, key_hash),
         SubscriptionEvent::DeadLettered { offset, .. } => table.replay_dead_lettered(offset),
-        SubscriptionEvent::Sought { offset, .. } => table.reset(offset),
+        SubscriptionEvent::Sought { offset, .. } => {
+            table.reset(offset);
+            restored.started = true;
+        }
+        SubscriptionEvent::Leased {
+            offset,
+            attempts,
+            lease,
+            deadline_ms,
+            key_hash,
+            ..
+        } => table.replay_lease(offset, attempts, lease, deadline_ms, key_hash),
         SubscriptionEvent::Redriven {
             dead_letter_partition,
             next_offset,

@@ -17,6 +17,9 @@ use super::peer_client::PeerClient;
 use crate::config::{ClusterSettings, Settings};
 use crate::server::ServeError;
 
+/// What the receipt key is derived for from the cluster secret.
+const RECEIPT_KEY_PURPOSE: &str = "wharf receipt key v1";
+
 /// What a started cluster node hands the server: the broker, and what the cluster port
 /// serves.
 pub struct StartedNode {
@@ -83,6 +86,7 @@ pub async fn start_node(
         transport: Arc::new(peers),
         groups: Arc::clone(&groups),
         raft: raft_config().map_err(|e| fail(&e))?,
+        receipt_key: auth.derive_key(RECEIPT_KEY_PURPOSE),
     });
     let log_config = config.log.clone();
     let broker = Broker::open(config).await.map_err(ServeError::OpenBroker)?;

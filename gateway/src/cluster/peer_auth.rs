@@ -38,6 +38,14 @@ impl PeerAuth {
         PeerAuth { key }
     }
 
+    /// A key derived from the secret for another use (HMAC of `purpose`): every node holding
+    /// the secret derives the same one, and it reveals nothing of the secret.
+    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = self.key.clone();
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     /// The header value node `node` sends at `now_ms`.
     pub fn sign(&self, node: u64, now_ms: u64) -> String {
         let claim = format!("{node}.{now_ms}");

@@ -320,7 +320,10 @@ pub async fn create_subscription(
         filter: request.filter.map(Into::into),
         ordering: request.ordering.map(Into::into),
     };
-    let info = state.broker.create_subscription(&path.topic, spec).await?;
+    let info = match &state.cluster {
+        Some(cluster) => cluster.create_subscription(&path.topic, spec).await?,
+        None => state.broker.create_subscription(&path.topic, spec).await?,
+    };
     Ok((StatusCode::CREATED, Json(info.into())))
 }
 
@@ -382,9 +385,14 @@ pub async fn delete_subscription(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
 ) -> Result<StatusCode, ApiError> {
-    state
-        .broker
-        .delete_subscription(&path.topic, &path.sub)
-        .await?;
+    match &state.cluster {
+        Some(cluster) => cluster.delete_subscription(&path.topic, &path.sub).await?,
+        None => {
+            state
+                .broker
+                .delete_subscription(&path.topic, &path.sub)
+                .await?;
+        }
+    }
     Ok(StatusCode::NO_CONTENT)
 }

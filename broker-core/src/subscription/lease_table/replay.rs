@@ -57,6 +57,34 @@ impl LeaseTable {
         self.check_invariants();
     }
 
+    /// `offset` was leased for its `attempts`-th delivery under `lease` until `deadline_ms` (a
+    /// cluster's leader records this, so its successor holds the message for the rest of the
+    /// lease and accepts its receipt). A settled or dead-lettering offset stays as it is; the
+    /// lease ends as any other: [`LeaseTable::grant`] finds it expired and redelivers it.
+    pub fn replay_lease(
+        &mut self,
+        offset: u64,
+        attempts: u32,
+        lease: u64,
+        deadline_ms: u64,
+        key_hash: Option<u64>,
+    ) {
+        if self.is_settled(offset) {
+            return;
+        }
+        let entry = self.replayed_entry(offset, attempts, key_hash);
+        if entry.state == EntryState::DeadLettering {
+            return;
+        }
+        let before = self.entries.get(&offset).map_or(0, |e| e.attempts);
+        if entry.attempts > before {
+            self.count_delivery(entry.attempts);
+        }
+        let state = EntryState::InFlight { deadline_ms, lease };
+        self.put(offset, Entry { state, ..entry });
+        self.check_invariants();
+    }
+
     /// `offset` was appended to the dead-letter topic: it is settled, and counted in
     /// `dead_lettered` once.
     pub fn replay_dead_lettered(&mut self, offset: u64) {
