@@ -133,13 +133,16 @@ pub async fn forward(
     }
 }
 
-async fn send(
+/// Sends a request on to node `me`'s peer at `url` with the client's headers (less those in
+/// [`NOT_FORWARDED`]) and `Wharf-Forwarded`, and reads the whole answer: its status, headers
+/// (less those in [`NOT_FORWARDED`]) and body.
+pub(crate) async fn call(
     url: &str,
     method: axum::http::Method,
     headers: &HeaderMap,
     body: Bytes,
     me: u64,
-) -> Result<Response<Body>, reqwest::Error> {
+) -> Result<(axum::http::StatusCode, HeaderMap, Bytes), reqwest::Error> {
     let mut outgoing = reqwest::header::HeaderMap::new();
     for (name, value) in headers {
         if !NOT_FORWARDED.contains(&name.as_str()) {
@@ -164,6 +167,17 @@ async fn send(
         }
     }
     let body = answer.bytes().await?;
+    Ok((status, back, body))
+}
+
+async fn send(
+    url: &str,
+    method: axum::http::Method,
+    headers: &HeaderMap,
+    body: Bytes,
+    me: u64,
+) -> Result<Response<Body>, reqwest::Error> {
+    let (status, back, body) = call(url, method, headers, body, me).await?;
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     *response.headers_mut() = back;

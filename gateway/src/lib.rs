@@ -56,6 +56,7 @@ pub mod docs_html;
 pub mod edge;
 pub mod extract;
 pub mod forward;
+pub mod gather;
 pub mod io_timeout;
 pub mod json_text;
 pub mod limits;

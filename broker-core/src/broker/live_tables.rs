@@ -286,6 +286,12 @@ impl Broker {
             .collect())
     }
 
+    /// What wakes on every commit (or apply, on a follower) to any partition of `topic`: a
+    /// receive gathering from several leaders waits on it between rounds.
+    pub fn commit_signal(&self, topic: &str) -> Result<Arc<tokio::sync::Notify>> {
+        Ok(Arc::clone(&self.topic(topic)?.on_commit))
+    }
+
     /// The partition a receipt of subscription `name` names, if it is one of its receipts.
     pub fn receipt_partition(&self, topic: &str, name: &str, receipt: &str) -> Option<u32> {
         let open = self.topic(topic).ok()?;

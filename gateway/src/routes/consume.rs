@@ -7,15 +7,19 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
 use broker_core::broker::{Delivery, ReceiptFailure, ReceiveRequest, SettleOutcome};
-use broker_core::limits::{DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS};
+use broker_core::limits::{
+    DEFAULT_RECEIVE_MESSAGES, DEFAULT_WAIT_MS, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS, check_range,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::codes;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::gather;
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
 use crate::message_json::{self, DeliveryParts, json_response};
@@ -189,11 +193,25 @@ fn failed(outcome: &mut SettleOutcome) -> Vec<FailedReceipt> {
 pub async fn receive(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
+    headers: HeaderMap,
     OptionalJsonBody(body): OptionalJsonBody<ReceiveBody>,
 ) -> Result<Response, ApiError> {
     let max_messages = body.max_messages.unwrap_or(DEFAULT_RECEIVE_MESSAGES);
     let wait_ms = body.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
     let memory = answer_memory(&state.edge.memory);
+    if let Some(leaders) = gather::leaders_to_gather(&state, &headers, &path.topic)? {
+        check_range("max_messages", max_messages, 1, MAX_RECEIVE_MESSAGES)?;
+        check_range("wait_ms", wait_ms, 0, MAX_WAIT_MS)?;
+        let ask = gather::ReceiveAsk {
+            max_messages,
+            wait_ms,
+            ack_timeout_ms: body.ack_timeout_ms,
+            attempt_id: body.attempt_id.clone(),
+        };
+        let reply =
+            gather::gather_receive(&state, &headers, &path, &ask, Some(memory), leaders).await?;
+        return Ok(json_response(reply));
+    }
     let attempt = |wait_ms| {
         let request = ReceiveRequest {
             max_messages,
@@ -232,12 +250,22 @@ pub async fn receive(
 pub async fn ack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<AckRequest>,
 ) -> Result<Json<AckResponse>, ApiError> {
-    let mut outcome = state
-        .broker
-        .ack(&path.topic, &path.sub, &request.receipts)
-        .await?;
+    let mut outcome = gather::scatter_settle(
+        &state,
+        &headers,
+        &path,
+        request.receipts,
+        "ack",
+        |share| serde_json::json!({ "receipts": share }),
+        |receipts| {
+            let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
+            async move { broker.ack(topic, sub, &receipts).await }
+        },
+    )
+    .await?;
     let failed = failed(&mut outcome);
     Ok(Json(AckResponse {
         acked: outcome.succeeded,
@@ -268,18 +296,24 @@ pub async fn ack(
 pub async fn nack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<NackRequest>,
 ) -> Result<Json<NackResponse>, ApiError> {
-    let mut outcome = state
-        .broker
-        .nack(
-            &path.topic,
-            &path.sub,
-            &request.receipts,
-            request.delay_ms,
-            request.error.as_deref(),
-        )
-        .await?;
+    let (delay_ms, error) = (request.delay_ms, request.error);
+    let mut outcome = gather::scatter_settle(
+        &state,
+        &headers,
+        &path,
+        request.receipts,
+        "nack",
+        |share| serde_json::json!({ "receipts": share, "delay_ms": delay_ms, "error": error }),
+        |receipts| {
+            let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
+            let error = error.as_deref();
+            async move { broker.nack(topic, sub, &receipts, delay_ms, error).await }
+        },
+    )
+    .await?;
     let failed = failed(&mut outcome);
     Ok(Json(NackResponse {
         nacked: outcome.succeeded,
@@ -302,17 +336,23 @@ pub async fn nack(
 pub async fn extend(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<ExtendRequest>,
 ) -> Result<Json<ExtendResponse>, ApiError> {
-    let mut outcome = state
-        .broker
-        .extend(
-            &path.topic,
-            &path.sub,
-            &request.receipts,
-            request.ack_timeout_ms,
-        )
-        .await?;
+    let ack_timeout_ms = request.ack_timeout_ms;
+    let mut outcome = gather::scatter_settle(
+        &state,
+        &headers,
+        &path,
+        request.receipts,
+        "extend",
+        |share| serde_json::json!({ "receipts": share, "ack_timeout_ms": ack_timeout_ms }),
+        |receipts| {
+            let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
+            async move { broker.extend(topic, sub, &receipts, ack_timeout_ms).await }
+        },
+    )
+    .await?;
     let failed = failed(&mut outcome);
     Ok(Json(ExtendResponse {
         extended: outcome.succeeded,
