@@ -18,6 +18,7 @@ use super::log_store::LogStore;
 use super::network::GroupNetwork;
 use super::proposer::RaftProposer;
 use super::state_machine::PartitionMachine;
+use super::transfer::{Holds, TransferAnswer, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
 use super::types::TypeConfig;
 use crate::config::LogConfig;
@@ -263,6 +264,7 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
 #[derive(Default)]
 pub struct RaftGroups {
     groups: RwLock<BTreeMap<GroupId, Raft<TypeConfig>>>,
+    holds: Arc<Holds>,
 }
 
 impl RaftGroups {
@@ -285,6 +287,7 @@ impl RaftGroups {
 impl RpcHandler for RaftGroups {
     fn handle(&self, group: GroupId, rpc: Rpc, body: Bytes) -> HandlerFuture {
         let raft = self.get(&group);
+        let holds = Arc::clone(&self.holds);
         Box::pin(async move {
             let raft = raft.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
             match rpc {
@@ -301,6 +304,11 @@ impl RpcHandler for RaftGroups {
                 }
                 Rpc::Propose => {
                     let answer = propose_command(&raft, body).await;
+                    encode_json(&answer)
+                }
+                Rpc::Transfer => {
+                    let step = decode_json(&body)?;
+                    let answer: TransferAnswer = answer_step(&holds, group, raft, step).await;
                     encode_json(&answer)
                 }
                 Rpc::Snapshot => {
