@@ -8,6 +8,9 @@
 //! it, and answers once this node serves it; any other node answers
 //! [`BrokerError::NotLeader`] naming the controller leader (the gateway forwards there).
 //!
+//! Cluster administration (`admin`): moving a partition's leadership, rebalancing leaders,
+//! draining and removing nodes, all run at the controller leader.
+//!
 //! Limits of this stage (issue 9 continues): every partition of a topic is placed on every
 //! node (the replication factor is the node count); subscriptions are not yet replicated.
 
@@ -27,6 +30,9 @@ use crate::raft::{
     Rpc, RpcCall, propose_command,
 };
 use crate::topic::{TopicInfo, TopicSpec};
+
+mod admin;
+pub use admin::{DrainReport, FailedMove, LeaderMoved, RebalanceReport};
 
 /// How long an admin request waits for this node to serve what it asked for (the command
 /// committed, the reconciler done): a topic's groups form within an election timeout or two.

@@ -221,6 +221,41 @@ impl<M: Metadata> ControllerReplica<M> {
             .map(|_| ())
     }
 
+    /// Takes `node` out of the group's voters (this node must lead the group), waiting up to
+    /// [`super::PROPOSE_TIMEOUT_MS`] for the change to commit. A node that is no voter is
+    /// left as it is; the last voter is never removed.
+    pub async fn remove_voter(&self, node: u64) -> Result<()> {
+        let voters: std::collections::BTreeSet<u64> = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            metrics.membership_config.membership().voter_ids().collect()
+        };
+        if !voters.contains(&node) {
+            return Ok(());
+        }
+        let staying: std::collections::BTreeSet<u64> =
+            voters.into_iter().filter(|v| *v != node).collect();
+        if staying.is_empty() {
+            return Err(crate::cluster::ClusterError::LastNode { node }.into());
+        }
+        let ms = super::PROPOSE_TIMEOUT_MS;
+        let change = self.raft.change_membership(staying, false);
+        match tokio::time::timeout(std::time::Duration::from_millis(ms), change).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+                Err(BrokerError::NotLeader {
+                    what: "cluster metadata".into(),
+                    leader: forward.leader_id,
+                })
+            }
+            Ok(Err(e)) => Err(BrokerError::invalid("controller voters", e.to_string())),
+            Err(_) => Err(BrokerError::ReplicationTimeout {
+                what: "cluster metadata voters".into(),
+                ms,
+            }),
+        }
+    }
+
     /// Stops its Raft and its log's writer.
     pub async fn shutdown(&self) {
         if let Err(e) = self.raft.shutdown().await {
