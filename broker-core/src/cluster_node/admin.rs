@@ -155,12 +155,6 @@ impl ClusterNode {
     /// node, or when the Active nodes left would be too few.
     pub async fn remove_node(&self, id: u64) -> Result<()> {
         self.lead_controller()?;
-        if id == self.node_id() {
-            return Err(BrokerError::invalid(
-                "node",
-                format!("node {id} leads the cluster metadata and cannot remove itself"),
-            ));
-        }
         let command = Command::RemoveNode { id };
         match self.state().apply(&command) {
             Err(refusal @ ClusterError::NodeStillHoldsReplicas { .. }) => {
@@ -170,6 +164,12 @@ impl ClusterNode {
                 });
             }
             result => result?,
+        }
+        if id == self.node_id() {
+            return Err(BrokerError::invalid(
+                "node",
+                format!("node {id} leads the cluster metadata and cannot remove itself"),
+            ));
         }
         self.controller.remove_voter(id).await?;
         self.propose(&command).await?;
