@@ -11,6 +11,9 @@
 //! Subscriptions are created and deleted the same way; each node opens those of the topics
 //! it holds (see `broker::live_tables` for how their partitions are served).
 //!
+//! Cluster administration (`admin`): moving a partition's leadership, rebalancing leaders,
+//! draining and removing nodes, all run at the controller leader.
+//!
 //! Limits of this stage (issue 9 continues): every partition of a topic is placed on every
 //! node (the replication factor is the node count).
 
@@ -32,6 +35,9 @@ use crate::raft::{
 };
 use crate::subscription::SubscriptionSpec;
 use crate::topic::{TopicInfo, TopicSpec};
+
+mod admin;
+pub use admin::{DrainReport, FailedMove, LeaderMoved, RebalanceReport};
 
 /// How long an admin request waits for this node to serve what it asked for (the command
 /// committed, the reconciler done): a topic's groups form within an election timeout or two.

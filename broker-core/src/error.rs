@@ -96,6 +96,36 @@ pub enum BrokerError {
         /// The node leading it, if known.
         leader: Option<u64>,
     },
+    /// The cluster metadata refuses the change (an unknown node, the last active node, a
+    /// node a placement still names, …): nothing was changed.
+    #[error("the cluster refuses the change: {refusal}{}", note.map(|n| format!(" ({n})")).unwrap_or_default())]
+    Cluster {
+        /// The metadata's refusal.
+        refusal: crate::cluster::ClusterError,
+        /// Why, when the refusal alone does not say (a limit of this stage).
+        note: Option<&'static str>,
+    },
+    /// A partition's leadership was asked to move to a node that holds no replica of it.
+    #[error("node {node} holds no replica of topic '{topic}' partition {partition}")]
+    NotAReplica {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The node named.
+        node: u64,
+    },
+    /// A leadership move did not end with the target leading: the group keeps (or elects)
+    /// another leader, and the caller may retry.
+    #[error("{what}: the leadership did not move to node {target}: {reason}")]
+    LeaderNotMoved {
+        /// The group: `topic 'orders' partition 2`.
+        what: String,
+        /// The node that was to lead.
+        target: u64,
+        /// What went wrong.
+        reason: String,
+    },
     /// A write was proposed but not committed within the time allowed (the leader lost its
     /// majority, or replicas are too slow): it may still be committed later, so the caller
     /// must treat its outcome as unknown and retry with the same message ids.
@@ -162,6 +192,15 @@ impl BrokerError {
         BrokerError::InvalidArgument {
             field,
             reason: reason.into(),
+        }
+    }
+}
+
+impl From<crate::cluster::ClusterError> for BrokerError {
+    fn from(refusal: crate::cluster::ClusterError) -> Self {
+        BrokerError::Cluster {
+            refusal,
+            note: None,
         }
     }
 }

@@ -75,6 +75,21 @@ pub const ORIGIN_NOT_ALLOWED: Code = Code::new("origin_not_allowed", "Origin not
 pub const RATE_LIMITED: Code = Code::new("rate_limited", "Rate limited");
 /// The request (or its body) took longer than the server allows.
 pub const REQUEST_TIMEOUT: Code = Code::new("request_timeout", "Request timeout");
+/// The node named in the path or body is not a member of the cluster.
+pub const NODE_NOT_FOUND: Code = Code::new("node_not_found", "Node not found");
+/// A partition's leadership was asked to move to a node that holds no replica of it.
+pub const NOT_A_REPLICA: Code = Code::new("not_a_replica", "Not a replica");
+/// Draining or removing the node would leave the cluster without an active node (or the
+/// controller group without a voter).
+pub const LAST_NODE: Code = Code::new("last_node", "Last node");
+/// Draining or removing the node would leave fewer active nodes than a topic's replication
+/// factor.
+pub const TOO_FEW_ACTIVE_NODES: Code = Code::new("too_few_active_nodes", "Too few active nodes");
+/// The node cannot be removed while a partition's placement names it (replicas cannot move
+/// yet while the replication factor equals the node count).
+pub const NODE_HOLDS_REPLICAS: Code = Code::new("node_holds_replicas", "Node holds replicas");
+/// The cluster metadata refuses the change for another reason given in `detail`.
+pub const CLUSTER_CONFLICT: Code = Code::new("cluster_conflict", "Cluster conflict");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.
 pub const INTERNAL_ERROR: Code = Code::new("internal_error", "Internal error");
 
@@ -105,6 +120,12 @@ pub const ALL: &[Code] = &[
     ORIGIN_NOT_ALLOWED,
     RATE_LIMITED,
     REQUEST_TIMEOUT,
+    NODE_NOT_FOUND,
+    NOT_A_REPLICA,
+    LAST_NODE,
+    TOO_FEW_ACTIVE_NODES,
+    NODE_HOLDS_REPLICAS,
+    CLUSTER_CONFLICT,
 ];
 
 #[cfg(test)]

@@ -437,6 +437,8 @@ fn authorize(
         Rule::Public | Rule::Docs | Rule::Metrics | Rule::Authenticated => Ok(()),
         Rule::Topic(action) if grants.allows(action, topic) => Ok(()),
         Rule::Topic(action) => Err(forbidden(action, topic)),
+        Rule::ClusterAdmin if grants.allows_everywhere(Action::Admin) => Ok(()),
+        Rule::ClusterAdmin => Err(forbidden(Action::Admin, "*")),
         Rule::AnyOnTopic if grants.allows_any(topic) => Ok(()),
         Rule::AnyOnTopic => Err(forbidden(Action::Consume, topic)),
         Rule::AdminOnBody(field) => match body_topic(field) {

@@ -13,8 +13,8 @@ use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
-    cluster, consume, dead_letters, delays, docs, health, metrics, partitions, produce, seek,
-    stream, subscriptions, topics,
+    cluster, cluster_admin, consume, dead_letters, delays, docs, health, metrics, partitions,
+    produce, seek, stream, subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -75,6 +75,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(dead_letters::redrive))
         .routes(routes!(stream::stream))
         .routes(routes!(cluster::cluster))
+        .routes(routes!(cluster_admin::move_leader))
+        .routes(routes!(cluster_admin::rebalance))
+        .routes(routes!(cluster_admin::drain_node))
+        .routes(routes!(cluster_admin::remove_node))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(docs::openapi_json))

@@ -4,6 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use broker_core::BrokerError;
+use broker_core::cluster::ClusterError;
 use broker_core::limits::OutOfRange;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -175,7 +176,8 @@ impl ApiError {
             ApiError::Broker(
                 BrokerError::ShuttingDown
                 | BrokerError::NotLeader { .. }
-                | BrokerError::ReplicationTimeout { .. },
+                | BrokerError::ReplicationTimeout { .. }
+                | BrokerError::LeaderNotMoved { .. },
             )
             | ApiError::Draining => Some(1),
             ApiError::Overloaded { .. } => Some(OVERLOADED_RETRY_AFTER_SECS),
@@ -239,11 +241,55 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
             (StatusCode::SERVICE_UNAVAILABLE, codes::REPLICATION_TIMEOUT)
         }
         BrokerError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, codes::STORAGE_FULL),
+        BrokerError::Cluster { refusal, .. } => cluster_status_and_code(refusal),
+        BrokerError::NotAReplica { .. } => (StatusCode::CONFLICT, codes::NOT_A_REPLICA),
+        BrokerError::LeaderNotMoved { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, codes::REPLICATION_TIMEOUT)
+        }
         BrokerError::Io { .. }
         | BrokerError::Metadata(_)
         | BrokerError::Corrupt { .. }
         | BrokerError::Panicked { .. } => {
             (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR)
+        }
+    }
+}
+
+/// Maps the cluster metadata's refusal of a command to its HTTP status and stable code.
+fn cluster_status_and_code(refusal: &ClusterError) -> (StatusCode, Code) {
+    match refusal {
+        ClusterError::UnknownNode { .. } => (StatusCode::NOT_FOUND, codes::NODE_NOT_FOUND),
+        ClusterError::LastNode { .. } => (StatusCode::CONFLICT, codes::LAST_NODE),
+        ClusterError::TooFewActiveNodes { .. } => {
+            (StatusCode::CONFLICT, codes::TOO_FEW_ACTIVE_NODES)
+        }
+        ClusterError::NodeStillHoldsReplicas { .. } => {
+            (StatusCode::CONFLICT, codes::NODE_HOLDS_REPLICAS)
+        }
+        ClusterError::TopicNotFound { .. } => (StatusCode::NOT_FOUND, codes::TOPIC_NOT_FOUND),
+        ClusterError::PartitionNotFound { .. } => {
+            (StatusCode::NOT_FOUND, codes::PARTITION_NOT_FOUND)
+        }
+        ClusterError::TopicExists { .. } => (StatusCode::CONFLICT, codes::TOPIC_EXISTS),
+        ClusterError::SubscriptionNotFound { .. } => {
+            (StatusCode::NOT_FOUND, codes::SUBSCRIPTION_NOT_FOUND)
+        }
+        ClusterError::SubscriptionExists { .. } => {
+            (StatusCode::CONFLICT, codes::SUBSCRIPTION_EXISTS)
+        }
+        ClusterError::PartitionCount { .. }
+        | ClusterError::ReplicationFactorZero
+        | ClusterError::ReplicationFactorTooHigh { .. } => {
+            (StatusCode::BAD_REQUEST, codes::INVALID_REQUEST)
+        }
+        ClusterError::AddressInUse { .. }
+        | ClusterError::PlacementCount { .. }
+        | ClusterError::BadPlacement { .. }
+        | ClusterError::ImmutableTopicField { .. }
+        | ClusterError::ImmutableSubscriptionField { .. }
+        | ClusterError::KeyMismatch { .. }
+        | ClusterError::EmptySubscriptionMap { .. } => {
+            (StatusCode::CONFLICT, codes::CLUSTER_CONFLICT)
         }
     }
 }

@@ -108,3 +108,47 @@ async fn a_single_node_shows_itself_as_a_cluster_of_one() {
     assert!(view["controller"].is_null());
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_node_refuses_every_cluster_admin_route_and_changes_nothing() {
+    let harness = Harness::start().await;
+    harness
+        .create_topic(serde_json::json!({"name": "orders"}))
+        .await;
+    let before = json_of(harness.get("/v1/cluster").await, 200).await;
+    let move_leader = harness
+        .post_json(
+            "/v1/cluster/partitions/orders/0/leader",
+            &serde_json::json!({"node": 1}),
+        )
+        .await;
+    let problem = expect_problem(move_leader, 400, "invalid_request").await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not part of a cluster")),
+        "{problem}"
+    );
+    let rebalance = harness
+        .post_json("/v1/cluster/rebalance", &serde_json::json!({}))
+        .await;
+    expect_problem(rebalance, 400, "invalid_request").await;
+    let drain = harness
+        .client
+        .post(harness.url("/v1/cluster/nodes/1/drain"))
+        .send()
+        .await
+        .expect("request");
+    expect_problem(drain, 400, "invalid_request").await;
+    let remove = harness
+        .client
+        .delete(harness.url("/v1/cluster/nodes/1"))
+        .send()
+        .await
+        .expect("request");
+    expect_problem(remove, 400, "invalid_request").await;
+    let after = json_of(harness.get("/v1/cluster").await, 200).await;
+    assert_eq!(after, before);
+    json_of(harness.get("/v1/topics/orders").await, 200).await;
+    harness.stop().await;
+}

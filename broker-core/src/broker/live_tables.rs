@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, Leadership};
+use crate::raft::{GroupId, LeaderView};
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
@@ -52,7 +52,7 @@ impl Broker {
         let Some(raft) = replication.groups.get(&group) else {
             return Lead::Other(None);
         };
-        let lead = Leadership::of(&raft);
+        let lead = LeaderView::of(&raft);
         match lead.leader {
             Some(leader) if leader == replication.node_id => {
                 if lead.applied_term == Some(lead.term) {

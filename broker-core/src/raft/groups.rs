@@ -18,6 +18,7 @@ use super::log_store::LogStore;
 use super::network::GroupNetwork;
 use super::proposer::RaftProposer;
 use super::state_machine::PartitionMachine;
+use super::transfer::{Holds, TransferAnswer, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
 use super::types::TypeConfig;
 use crate::config::LogConfig;
@@ -220,6 +221,41 @@ impl<M: Metadata> ControllerReplica<M> {
             .map(|_| ())
     }
 
+    /// Takes `node` out of the group's voters (this node must lead the group), waiting up to
+    /// [`super::PROPOSE_TIMEOUT_MS`] for the change to commit. A node that is no voter is
+    /// left as it is; the last voter is never removed.
+    pub async fn remove_voter(&self, node: u64) -> Result<()> {
+        let voters: std::collections::BTreeSet<u64> = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            metrics.membership_config.membership().voter_ids().collect()
+        };
+        if !voters.contains(&node) {
+            return Ok(());
+        }
+        let staying: std::collections::BTreeSet<u64> =
+            voters.into_iter().filter(|v| *v != node).collect();
+        if staying.is_empty() {
+            return Err(crate::cluster::ClusterError::LastNode { node }.into());
+        }
+        let ms = super::PROPOSE_TIMEOUT_MS;
+        let change = self.raft.change_membership(staying, false);
+        match tokio::time::timeout(std::time::Duration::from_millis(ms), change).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+                Err(BrokerError::NotLeader {
+                    what: "cluster metadata".into(),
+                    leader: forward.leader_id,
+                })
+            }
+            Ok(Err(e)) => Err(BrokerError::invalid("controller voters", e.to_string())),
+            Err(_) => Err(BrokerError::ReplicationTimeout {
+                what: "cluster metadata voters".into(),
+                ms,
+            }),
+        }
+    }
+
     /// Stops its Raft and its log's writer.
     pub async fn shutdown(&self) {
         if let Err(e) = self.raft.shutdown().await {
@@ -263,6 +299,7 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
 #[derive(Default)]
 pub struct RaftGroups {
     groups: RwLock<BTreeMap<GroupId, Raft<TypeConfig>>>,
+    holds: Arc<Holds>,
 }
 
 impl RaftGroups {
@@ -285,6 +322,7 @@ impl RaftGroups {
 impl RpcHandler for RaftGroups {
     fn handle(&self, group: GroupId, rpc: Rpc, body: Bytes) -> HandlerFuture {
         let raft = self.get(&group);
+        let holds = Arc::clone(&self.holds);
         Box::pin(async move {
             let raft = raft.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
             match rpc {
@@ -301,6 +339,11 @@ impl RpcHandler for RaftGroups {
                 }
                 Rpc::Propose => {
                     let answer = propose_command(&raft, body).await;
+                    encode_json(&answer)
+                }
+                Rpc::Transfer => {
+                    let step = decode_json(&body)?;
+                    let answer: TransferAnswer = answer_step(&holds, group, raft, step).await;
                     encode_json(&answer)
                 }
                 Rpc::Snapshot => {

@@ -20,6 +20,9 @@
 //! - `controller`: [`ControllerMachine`], the controller group's state machine: committed
 //!   commands handed in order to the node's cluster [`Metadata`], a version to wake on.
 //! - `status`: [`GroupStatus`], one group as this node sees it (leader, term, lag).
+//! - `transfer`: moving a group's leadership to a chosen voter ([`TransferCoordinator`]):
+//!   the other voters hold their heartbeats and elections for a bounded time while the
+//!   target campaigns.
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -35,6 +38,7 @@ mod network;
 mod proposer;
 mod state_machine;
 mod status;
+mod transfer;
 mod transport;
 mod types;
 
@@ -47,7 +51,11 @@ pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
-pub use status::{GroupStatus, Leadership};
+pub use status::{GroupStatus, LeaderView};
+pub use transfer::{
+    Leadership, TRANSFER_HOLD_MS, TRANSFER_RPC_TIMEOUT_MS, TRANSFER_WAIT_MS, TransferAnswer,
+    TransferCoordinator, TransferError, TransferRefusal, TransferStep,
+};
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,
     TransportError, TransportFuture,

@@ -28,7 +28,7 @@ pub struct GroupStatus {
 /// Who leads a group, cheaply (no copies of its membership), for a request deciding whether
 /// this node serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Leadership {
+pub struct LeaderView {
     /// The leader this node knows (none during an election).
     pub leader: Option<u64>,
     /// The current term.
@@ -38,12 +38,12 @@ pub struct Leadership {
     pub applied_term: Option<u64>,
 }
 
-impl Leadership {
+impl LeaderView {
     /// The leadership of `raft` now.
-    pub fn of(raft: &Raft<TypeConfig>) -> Leadership {
+    pub fn of(raft: &Raft<TypeConfig>) -> LeaderView {
         let metrics = raft.metrics();
         let metrics = metrics.borrow();
-        Leadership {
+        LeaderView {
             leader: metrics.current_leader,
             term: metrics.current_term,
             applied_term: metrics.last_applied.map(|l| l.leader_id.term),

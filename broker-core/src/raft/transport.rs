@@ -82,6 +82,8 @@ pub enum Rpc {
     /// Propose a command to the group's leader (a node that is not the leader asks it: the
     /// controller's commands from any node).
     Propose,
+    /// One step of moving the group's leadership to a chosen voter (see `transfer`).
+    Transfer,
 }
 
 impl Rpc {
@@ -92,6 +94,7 @@ impl Rpc {
             Rpc::Vote => "vote",
             Rpc::Snapshot => "snapshot",
             Rpc::Propose => "propose",
+            Rpc::Transfer => "transfer",
         }
     }
 
@@ -102,6 +105,7 @@ impl Rpc {
             "vote" => Some(Rpc::Vote),
             "snapshot" => Some(Rpc::Snapshot),
             "propose" => Some(Rpc::Propose),
+            "transfer" => Some(Rpc::Transfer),
             _ => None,
         }
     }
@@ -227,7 +231,13 @@ mod tests {
         ] {
             assert_eq!(GroupId::from_path(bad), None, "{bad:?} parsed");
         }
-        for rpc in [Rpc::Append, Rpc::Vote, Rpc::Snapshot, Rpc::Propose] {
+        for rpc in [
+            Rpc::Append,
+            Rpc::Vote,
+            Rpc::Snapshot,
+            Rpc::Propose,
+            Rpc::Transfer,
+        ] {
             assert_eq!(Rpc::parse(rpc.as_str()), Some(rpc));
         }
     }

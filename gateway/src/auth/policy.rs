@@ -16,6 +16,7 @@
 //! | `POST /v1/topics/{t}/messages`, `DELETE …/messages/{id}` | `produce` on `t` |
 //! | `GET …/messages`, `GET …/messages/{id}`, `GET …/partitions/{p}/messages` | `consume` on `t` |
 //! | `POST …/{s}/receive`, `ack`, `nack`, `extend`, `seek`; `GET …/{s}/stream` | `consume` on `t` |
+//! | `POST /v1/cluster/partitions/{t}/{p}/leader`, `POST /v1/cluster/rebalance`, `POST /v1/cluster/nodes/{id}/drain`, `DELETE /v1/cluster/nodes/{id}` | `admin:*` (admin on every topic) |
 //! | `GET /v1/cluster`, any other path | a valid token (then the router's 404/405) |
 //!
 //! Dead-letter topics are ordinary topics: reading, subscribing to or redriving one takes
@@ -45,6 +46,9 @@ pub enum Rule {
     AdminOnBody(&'static str),
     /// `action` on `{topic}`, and `admin` on the topic named by this body field if present.
     TopicAndBody(Action, &'static str),
+    /// `admin` on every topic (an `admin:*` grant): cluster administration changes what
+    /// every topic runs on.
+    ClusterAdmin,
 }
 
 /// What kind of load a route is, for the edge's budgets.
@@ -101,6 +105,25 @@ pub const ROUTES: &[RouteRule] = &[
     row("GET", "/openapi.json", Rule::Docs, PLAIN),
     row("GET", "/metrics", Rule::Metrics, PLAIN),
     row("GET", "/v1/cluster", Rule::Authenticated, PLAIN),
+    row(
+        "POST",
+        "/v1/cluster/partitions/{topic}/{partition}/leader",
+        Rule::ClusterAdmin,
+        PLAIN,
+    ),
+    row("POST", "/v1/cluster/rebalance", Rule::ClusterAdmin, PLAIN),
+    row(
+        "POST",
+        "/v1/cluster/nodes/{node}/drain",
+        Rule::ClusterAdmin,
+        PLAIN,
+    ),
+    row(
+        "DELETE",
+        "/v1/cluster/nodes/{node}",
+        Rule::ClusterAdmin,
+        PLAIN,
+    ),
     row("POST", "/v1/topics", Rule::AdminOnBody("name"), PLAIN),
     row("GET", "/v1/topics", Rule::Authenticated, PLAIN),
     row("GET", "/v1/topics/{topic}", Rule::AnyOnTopic, PLAIN),

@@ -98,6 +98,14 @@ impl Grants {
         })
     }
 
+    /// Whether `action` is granted on every topic: a grant whose glob is only `*`s.
+    pub fn allows_everywhere(&self, action: Action) -> bool {
+        self.grants.iter().any(|grant| {
+            (grant.action == action || grant.action == Action::Admin)
+                && grant.glob.chars().all(|c| c == '*')
+        })
+    }
+
     /// Whether any grant at all matches `topic`.
     pub fn allows_any(&self, topic: &str) -> bool {
         self.grants

@@ -1,6 +1,7 @@
 //! HTTP handlers, one file per resource, and the path parameters they share.
 
 pub mod cluster;
+pub mod cluster_admin;
 pub mod consume;
 pub mod dead_letters;
 pub mod delays;

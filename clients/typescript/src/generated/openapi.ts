@@ -130,6 +130,95 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster/nodes/{node}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a node.
+         * @description Takes the node out of the controller's voters and the cluster metadata. Only a node no
+         *     partition's placement names can go, and replicas cannot move yet while the replication
+         *     factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+         */
+        delete: operations["remove_node"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/nodes/{node}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a node.
+         * @description Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
+         *     it holds to other replicas. Its replicas stay: they cannot move yet while the
+         *     replication factor equals the node count, so the node keeps them as a follower.
+         */
+        post: operations["drain_node"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/partitions/{topic}/{partition}/leader": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a partition's leader to another replica.
+         * @description Answered once the node leads the partition (at most about 5 s; a move takes about a
+         *     second). A node leading it already is answered as it is. The other replicas hold their
+         *     heartbeats and elections for a bounded time while the node campaigns; no committed
+         *     message is lost.
+         */
+        post: operations["move_leader"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/rebalance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rebalance partition leaders.
+         * @description Moves each partition's leadership to its preferred replica (the placement spreads those
+         *     over nodes and zones), or off a draining node, one move after another; answers with the
+         *     moves made and those that failed.
+         */
+        post: operations["rebalance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics": {
         parameters: {
             query?: never;
@@ -642,6 +731,23 @@ export interface components {
              */
             dedup_window_ms?: number | null;
         };
+        /** @description What draining a node did. */
+        DrainView: {
+            /**
+             * Format: int64
+             * @description The node, now `draining`: it takes no new replicas.
+             */
+            node: number;
+            /** @description The leaderships moved off it. */
+            leaders: components["schemas"]["RebalanceView"];
+            /**
+             * Format: int32
+             * @description Partitions whose replicas stay on it.
+             */
+            replicas_kept: number;
+            /** @description Why they stay. */
+            note: string;
+        };
         /** @description Receipts whose leases to extend. */
         ExtendRequest: {
             /** @description 1 to 1000 receipts. */
@@ -658,6 +764,23 @@ export interface components {
             extended: number;
             /** @description Receipts that failed, with why. */
             failed: components["schemas"]["FailedReceipt"][];
+        };
+        /** @description A planned leadership move that did not happen. */
+        FailedMoveView: {
+            /** @description The topic. */
+            topic: string;
+            /**
+             * Format: int32
+             * @description The partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description The node that was to lead it.
+             */
+            node: number;
+            /** @description Why it did not. */
+            reason: string;
         };
         /** @description A receipt that did not take effect. */
         FailedReceipt: {
@@ -693,6 +816,36 @@ export interface components {
             /** @description `ok` (liveness) or `ready` (readiness). */
             status: string;
         };
+        /** @description A partition's leadership after a move. */
+        LeaderView: {
+            /** @description The topic. */
+            topic: string;
+            /**
+             * Format: int32
+             * @description The partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description The leader before the move, as the controller leader knew it (none: an election).
+             */
+            previous_leader?: number | null;
+            /**
+             * Format: int64
+             * @description The leader now.
+             */
+            leader: number;
+            /**
+             * Format: int64
+             * @description Its term.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description How long the move took, in milliseconds (0 when the node led already).
+             */
+            took_ms: number;
+        };
         /** @description One record read by offset. */
         LogMessage: {
             /**
@@ -719,6 +872,14 @@ export interface components {
              * @description Publish time, Unix epoch milliseconds.
              */
             publish_time_ms: number;
+        };
+        /** @description Where a partition's leadership is to go. */
+        MoveLeaderRequest: {
+            /**
+             * Format: int64
+             * @description The node to lead the partition: one holding a replica of it.
+             */
+            node: number;
         };
         /** @description Receipts to nack: redeliver after `delay_ms`, or after the retry backoff. */
         NackRequest: {
@@ -980,6 +1141,13 @@ export interface components {
          *     other than JSON is accepted the same way (`text/*` stored as text).
          */
         RawMessage: string;
+        /** @description The leadership moves a rebalance (or drain) made, and those that failed. */
+        RebalanceView: {
+            /** @description The moves made. */
+            moved: components["schemas"]["LeaderView"][];
+            /** @description The moves that failed (the partition keeps its leader; retry later). */
+            failed: components["schemas"]["FailedMoveView"][];
+        };
         /** @description A receive; every field is optional and an empty body is fine. */
         ReceiveBody: {
             /** @description At most this many messages, 1 to 1000 (default 10). */
@@ -1606,6 +1774,387 @@ export interface operations {
                 };
             };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    remove_node: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The node's id. */
+                node: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a cluster, or the node answering is the one to remove (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks `admin:*` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such node (`node_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A placement names the node (`node_holds_replicas`), it is the last node or voter (`last_node`), or too few active nodes would be left (`too_few_active_nodes`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The controller has no leader (`not_leader`) or did not commit in time (`replication_timeout`); see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    drain_node: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The node's id. */
+                node: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node drains; the leaderships moved */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrainView"];
+                };
+            };
+            /** @description Not a cluster (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks `admin:*` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such node (`node_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description It is the last active node (`last_node`), or fewer active nodes than a topic's replication factor would be left (`too_few_active_nodes`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The controller has no leader (`not_leader`) or did not commit in time (`replication_timeout`); see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    move_leader: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Topic name. */
+                topic: string;
+                /** @description Partition number, from 0. */
+                partition: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MoveLeaderRequest"];
+            };
+        };
+        responses: {
+            /** @description The node leads the partition */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaderView"];
+                };
+            };
+            /** @description Not a cluster, or a malformed body (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks `admin:*` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such topic (`topic_not_found`), partition (`partition_not_found`) or node (`node_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The node holds no replica of the partition (`not_a_replica`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not JSON (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The node did not come to lead in time (`replication_timeout`), or the controller has no leader (`not_leader`); see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rebalance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The moves made and failed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RebalanceView"];
+                };
+            };
+            /** @description Not a cluster (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks `admin:*` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The controller has no leader (`not_leader`); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;

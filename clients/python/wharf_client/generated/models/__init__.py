@@ -5,14 +5,18 @@ from .ack_response import AckResponse
 from .cluster_view import ClusterView
 from .create_subscription_request import CreateSubscriptionRequest
 from .create_topic_request import CreateTopicRequest
+from .drain_view import DrainView
 from .extend_request import ExtendRequest
 from .extend_response import ExtendResponse
+from .failed_move_view import FailedMoveView
 from .failed_receipt import FailedReceipt
 from .filter_body import FilterBody
 from .group_view import GroupView
 from .health_status import HealthStatus
+from .leader_view import LeaderView
 from .log_message import LogMessage
 from .log_message_headers import LogMessageHeaders
+from .move_leader_request import MoveLeaderRequest
 from .nack_request import NackRequest
 from .nack_response import NackResponse
 from .node_view import NodeView
@@ -30,6 +34,7 @@ from .produce_request import ProduceRequest
 from .produce_response import ProduceResponse
 from .produced_message import ProducedMessage
 from .rate_limit_body import RateLimitBody
+from .rebalance_view import RebalanceView
 from .receive_body import ReceiveBody
 from .receive_response import ReceiveResponse
 from .received_message import ReceivedMessage
@@ -56,14 +61,18 @@ __all__ = (
     "ClusterView",
     "CreateSubscriptionRequest",
     "CreateTopicRequest",
+    "DrainView",
     "ExtendRequest",
     "ExtendResponse",
+    "FailedMoveView",
     "FailedReceipt",
     "FilterBody",
     "GroupView",
     "HealthStatus",
+    "LeaderView",
     "LogMessage",
     "LogMessageHeaders",
+    "MoveLeaderRequest",
     "NackRequest",
     "NackResponse",
     "NodeView",
@@ -81,6 +90,7 @@ __all__ = (
     "ProduceResponse",
     "ProducedMessage",
     "RateLimitBody",
+    "RebalanceView",
     "ReceiveBody",
     "ReceiveResponse",
     "ReceivedMessage",

@@ -1,0 +1,278 @@
+//! Cluster administration at the controller leader: moving a partition's leadership,
+//! rebalancing leaders, draining and removing a node.
+//!
+//! Every operation runs on the controller leader (any other node answers
+//! [`BrokerError::NotLeader`] naming it, and the gateway forwards there), checks its input
+//! against the metadata first (a dry run of the command on a copy of the state), and changes
+//! nothing when it refuses. Replicas do not move yet: every partition is placed on every node
+//! (the replication factor is the node count), so a drained node keeps its follower replicas
+//! and a node a placement names cannot be removed.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::{ADMIN_WAIT_MS, ClusterNode};
+use crate::cluster::{ClusterError, ClusterState, Command, LeaderMove, plan_leader_balance};
+use crate::error::{BrokerError, Result};
+use crate::raft::{GroupId, TransferCoordinator};
+
+/// Why a node a placement names cannot be removed, in words for the caller.
+pub const REPLICAS_CANNOT_MOVE: &str = "replicas cannot move yet while the replication factor \
+                                        equals the node count (every node holds every partition)";
+
+/// A partition's leadership after a move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderMoved {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The leader before the move, as the controller leader knew it (none: an election).
+    pub from: Option<u64>,
+    /// The leader now.
+    pub leader: u64,
+    /// Its term.
+    pub term: u64,
+    /// How long the move took, in milliseconds (0 when the node led already).
+    pub took_ms: u64,
+}
+
+/// A planned move that did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedMove {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The node that was to lead it.
+    pub to: u64,
+    /// Why it did not.
+    pub reason: String,
+}
+
+/// What a rebalance did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebalanceReport {
+    /// The leaderships moved.
+    pub moved: Vec<LeaderMoved>,
+    /// The moves that failed.
+    pub failed: Vec<FailedMove>,
+}
+
+/// What draining a node did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainReport {
+    /// The node, now Draining.
+    pub node: u64,
+    /// The leaderships moved off it, and the moves that failed.
+    pub leaders: RebalanceReport,
+    /// Partitions whose placement still names the node (it keeps these replicas as a
+    /// follower: replicas cannot move yet).
+    pub replicas_kept: u32,
+}
+
+impl ClusterNode {
+    /// Refuses with [`BrokerError::NotLeader`] unless this node leads the controller.
+    fn lead_controller(&self) -> Result<()> {
+        match self.controller_leader() == Some(self.node_id()) {
+            true => Ok(()),
+            false => Err(self.not_controller_leader()),
+        }
+    }
+
+    /// Moves the leadership of `topic`'s partition `partition` to node `target`, answered
+    /// once `target` leads it. Already leading: answered as it is.
+    pub async fn move_leader(
+        &self,
+        topic: &str,
+        partition: u32,
+        target: u64,
+    ) -> Result<LeaderMoved> {
+        self.lead_controller()?;
+        let state = self.state();
+        let record = state
+            .topic(topic)
+            .ok_or_else(|| BrokerError::TopicNotFound {
+                topic: topic.into(),
+            })?;
+        let placement = record.placement.get(partition as usize).ok_or_else(|| {
+            BrokerError::PartitionNotFound {
+                topic: topic.into(),
+                partition,
+                partitions: record.config.partitions,
+            }
+        })?;
+        known_node(&state, target)?;
+        if !placement.replicas.contains(&target) {
+            return Err(BrokerError::NotAReplica {
+                topic: topic.into(),
+                partition,
+                node: target,
+            });
+        }
+        self.transfer(topic, partition, &placement.replicas, target)
+            .await
+    }
+
+    /// Moves leaderships to where the placement wants them ([`plan_leader_balance`]), one
+    /// after another; a failed move is reported and the others still run.
+    pub async fn rebalance(&self) -> Result<RebalanceReport> {
+        self.lead_controller()?;
+        let state = self.state();
+        let plan = plan_leader_balance(&state, &self.current_leaders(&state, |_| true));
+        Ok(self.run_moves(&state, plan).await)
+    }
+
+    /// Marks node `id` Draining (it takes no new replicas) through the controller and moves
+    /// the partition leaderships it holds to other replicas. Its replicas stay: they cannot
+    /// move yet.
+    pub async fn drain_node(&self, id: u64) -> Result<DrainReport> {
+        self.lead_controller()?;
+        let command = Command::DrainNode { id };
+        self.state().apply(&command)?;
+        self.propose(&command).await?;
+        let drained = || self.state().node(id).is_some_and(|n| !n.is_active());
+        self.wait_for(ADMIN_WAIT_MS, drained).await?;
+        let state = self.state();
+        let led_there = self.current_leaders(&state, |leader| leader == id);
+        let plan = plan_leader_balance(&state, &led_there);
+        let leaders = self.run_moves(&state, plan).await;
+        let replicas_kept = state
+            .topics()
+            .values()
+            .flat_map(|t| &t.placement)
+            .filter(|p| p.replicas.contains(&id))
+            .count();
+        Ok(DrainReport {
+            node: id,
+            leaders,
+            replicas_kept: u32::try_from(replicas_kept).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// Removes node `id`: out of the controller's voters, then out of the metadata. Refused
+    /// while a placement names it (always, while replicas cannot move), when it is the last
+    /// node, or when the Active nodes left would be too few.
+    pub async fn remove_node(&self, id: u64) -> Result<()> {
+        self.lead_controller()?;
+        let command = Command::RemoveNode { id };
+        match self.state().apply(&command) {
+            Err(refusal @ ClusterError::NodeStillHoldsReplicas { .. }) => {
+                return Err(BrokerError::Cluster {
+                    refusal,
+                    note: Some(REPLICAS_CANNOT_MOVE),
+                });
+            }
+            result => result?,
+        }
+        if id == self.node_id() {
+            return Err(BrokerError::invalid(
+                "node",
+                format!("node {id} leads the cluster metadata and cannot remove itself"),
+            ));
+        }
+        self.controller.remove_voter(id).await?;
+        self.propose(&command).await?;
+        self.wait_for(ADMIN_WAIT_MS, || self.state().node(id).is_none())
+            .await
+    }
+
+    /// Each partition's leader as this node knows it, kept when `keep(leader)`.
+    fn current_leaders(
+        &self,
+        state: &ClusterState,
+        keep: impl Fn(u64) -> bool,
+    ) -> BTreeMap<(String, u32), u64> {
+        let mut leaders = BTreeMap::new();
+        for (name, record) in state.topics() {
+            for partition in 0..record.placement.len() as u32 {
+                if let Some(leader) = self.broker.partition_leader(name, partition)
+                    && keep(leader)
+                {
+                    leaders.insert((name.clone(), partition), leader);
+                }
+            }
+        }
+        leaders
+    }
+
+    async fn run_moves(&self, state: &ClusterState, plan: Vec<LeaderMove>) -> RebalanceReport {
+        let mut report = RebalanceReport::default();
+        for planned in plan {
+            let replicas = state
+                .topic(&planned.topic)
+                .and_then(|t| t.placement.get(planned.partition as usize))
+                .map(|p| p.replicas.clone())
+                .unwrap_or_default();
+            match self
+                .transfer(&planned.topic, planned.partition, &replicas, planned.to)
+                .await
+            {
+                Ok(moved) => report.moved.push(moved),
+                Err(error) => report.failed.push(FailedMove {
+                    topic: planned.topic,
+                    partition: planned.partition,
+                    to: planned.to,
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        report
+    }
+
+    /// Hands the partition's leadership to `target`, one of `replicas`.
+    async fn transfer(
+        &self,
+        topic: &str,
+        partition: u32,
+        replicas: &[u64],
+        target: u64,
+    ) -> Result<LeaderMoved> {
+        let status = self.broker.partition_status(topic, partition);
+        let from = status.as_ref().and_then(|s| s.leader);
+        let moved = |leader, term, took: Duration| LeaderMoved {
+            topic: topic.to_owned(),
+            partition,
+            from,
+            leader,
+            term,
+            took_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        };
+        if let Some(status) = &status
+            && status.leader == Some(target)
+        {
+            return Ok(moved(target, status.term, Duration::ZERO));
+        }
+        let voters = status.map_or_else(|| replicas.to_vec(), |s| s.voters);
+        let group = GroupId::Partition {
+            topic: topic.to_owned(),
+            partition,
+        };
+        let coordinator = TransferCoordinator {
+            me: self.node_id(),
+            local: self.replication.groups.as_ref(),
+            transport: self.replication.transport.as_ref(),
+        };
+        let started = Instant::now();
+        match coordinator.move_leader(&group, &voters, target).await {
+            Ok(leadership) => {
+                tracing::info!(%group, from, to = target, ms = started.elapsed().as_millis(),
+                    "moved a partition's leadership");
+                Ok(moved(leadership.leader, leadership.term, started.elapsed()))
+            }
+            Err(error) => Err(BrokerError::LeaderNotMoved {
+                what: group.to_string(),
+                target,
+                reason: error.to_string(),
+            }),
+        }
+    }
+}
+
+/// [`ClusterError::UnknownNode`] unless the metadata knows node `id`.
+fn known_node(state: &ClusterState, id: u64) -> Result<()> {
+    match state.node(id) {
+        Some(_) => Ok(()),
+        None => Err(ClusterError::UnknownNode { node: id }.into()),
+    }
+}

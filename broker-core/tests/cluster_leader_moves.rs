@@ -1,0 +1,182 @@
+//! Moving a partition's leadership in a three-broker cluster over the in-memory transport:
+//! the leadership goes to each follower in turn, quickly, and every committed message stays.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use broker_core::broker::{AckMode, NewMessage};
+use broker_core::config::Replication;
+use broker_core::raft::{
+    GroupId, NodeInfo, RaftGroups, TRANSFER_WAIT_MS, TransferCoordinator, raft_config,
+};
+use broker_core::topic::{TopicConfig, TopicSpec};
+use broker_core::{Broker, BrokerConfig};
+use bytes::Bytes;
+
+mod raft_support;
+use raft_support::{Net, NodeTransport};
+
+async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
+    let groups = Arc::new(RaftGroups::default());
+    net.nodes
+        .lock()
+        .expect("lock")
+        .insert(id, Arc::clone(&groups));
+    let mut config = BrokerConfig::new(root.join(format!("node-{id}")));
+    config.replication = Some(Replication {
+        node_id: id,
+        transport: Arc::new(NodeTransport {
+            me: id,
+            net: Arc::clone(net),
+        }),
+        groups,
+        receipt_key: [7; 32],
+        raft: raft_config().expect("config"),
+    });
+    Broker::open(config).await.expect("opens")
+}
+
+fn topic() -> TopicConfig {
+    let spec = TopicSpec {
+        name: "orders".into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    spec.into_config_keeping(1_700_000_000_000, 7, 3)
+        .expect("valid")
+}
+
+fn message(value: String) -> NewMessage {
+    NewMessage {
+        key: None,
+        value: Bytes::from(value),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    }
+}
+
+/// Partition 0's leader once every broker agrees on it.
+async fn agreed_leader(brokers: &[Arc<Broker>]) -> u64 {
+    for _ in 0..100 {
+        let seen: Vec<Option<u64>> = brokers
+            .iter()
+            .map(|b| b.partition_leader("orders", 0))
+            .collect();
+        if let Some(leader) = seen[0]
+            && seen.iter().all(|s| *s == Some(leader))
+        {
+            return leader;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the brokers never agreed on a leader");
+}
+
+async fn values(broker: &Broker) -> Vec<String> {
+    let read = broker
+        .read_partition("orders", 0, 0, 1000, 0, None)
+        .await
+        .expect("reads");
+    read.messages
+        .into_iter()
+        .map(|m| String::from_utf8_lossy(&m.record.value).into_owned())
+        .collect()
+}
+
+/// Every broker's values once all show `expected`.
+async fn converged(brokers: &[Arc<Broker>], expected: &[String]) {
+    for _ in 0..100 {
+        let mut all = true;
+        for broker in brokers {
+            all &= values(broker).await == expected;
+        }
+        if all {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the brokers did not all come to hold the {} committed messages",
+        expected.len()
+    );
+}
+
+async fn produce_at(broker: &Broker, from: usize, count: usize, committed: &mut Vec<String>) {
+    let batch: Vec<String> = (from..from + count).map(|i| format!("m{i}")).collect();
+    broker
+        .produce(
+            "orders",
+            batch.iter().cloned().map(message).collect(),
+            AckMode::All,
+        )
+        .await
+        .expect("the leader commits");
+    committed.extend(batch);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leadership_moves_to_each_follower_in_turn_and_no_committed_message_is_lost() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_broker(id, root.path(), &net).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let group = GroupId::Partition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    let first = agreed_leader(&brokers).await;
+    let mut committed = Vec::new();
+    produce_at(&brokers[(first - 1) as usize], 0, 20, &mut committed).await;
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != first).collect();
+    // The move runs on a node that leads nothing it moves (as the controller leader may).
+    let (runner_id, runner) = (1u64, &brokers[0]);
+    let replication = runner.replication_settings().expect("replicates");
+    let coordinator = TransferCoordinator {
+        me: runner_id,
+        local: replication.groups.as_ref(),
+        transport: replication.transport.as_ref(),
+    };
+    for (round, target) in followers.into_iter().enumerate() {
+        let started = Instant::now();
+        let moved = coordinator
+            .move_leader(&group, &[1, 2, 3], target)
+            .await
+            .expect("the follower comes to lead");
+        let took = started.elapsed();
+        eprintln!(
+            "leadership moved to node {target} in {} ms",
+            took.as_millis()
+        );
+        assert_eq!(moved.leader, target);
+        assert!(took < Duration::from_millis(TRANSFER_WAIT_MS), "{took:?}");
+        assert_eq!(agreed_leader(&brokers).await, target);
+        let new_leader = &brokers[(target - 1) as usize];
+        produce_at(new_leader, 20 * (round + 1), 20, &mut committed).await;
+        converged(&brokers, &committed).await;
+    }
+    // Every hold was released: the leader keeps its followers' leases, so none of them
+    // calls an election for longer than a hold would last.
+    let term = runner.partition_status("orders", 0).expect("status").term;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        runner.partition_status("orders", 0).expect("status").term,
+        term
+    );
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+}

@@ -1,0 +1,210 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    node: int,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/cluster/nodes/{node}".format(
+            node=quote(str(node), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | Problem | None:
+    if response.status_code == 204:
+        response_204 = cast(Any, None)
+        return response_204
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    node: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | Problem]:
+    """Remove a node.
+
+     Takes the node out of the controller's voters and the cluster metadata. Only a node no
+    partition's placement names can go, and replicas cannot move yet while the replication
+    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+
+    Args:
+        node (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        node=node,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    node: int,
+    *,
+    client: AuthenticatedClient,
+) -> Any | Problem | None:
+    """Remove a node.
+
+     Takes the node out of the controller's voters and the cluster metadata. Only a node no
+    partition's placement names can go, and replicas cannot move yet while the replication
+    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+
+    Args:
+        node (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return sync_detailed(
+        node=node,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    node: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | Problem]:
+    """Remove a node.
+
+     Takes the node out of the controller's voters and the cluster metadata. Only a node no
+    partition's placement names can go, and replicas cannot move yet while the replication
+    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+
+    Args:
+        node (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        node=node,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    node: int,
+    *,
+    client: AuthenticatedClient,
+) -> Any | Problem | None:
+    """Remove a node.
+
+     Takes the node out of the controller's voters and the cluster metadata. Only a node no
+    partition's placement names can go, and replicas cannot move yet while the replication
+    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+
+    Args:
+        node (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            node=node,
+            client=client,
+        )
+    ).parsed

@@ -1,0 +1,263 @@
+//! Cluster administration, under `/v1/cluster/…`, needing `admin:*`: move a partition's
+//! leader, rebalance leaders, drain a node, remove a node.
+//!
+//! Each runs at the controller leader (another node answers `not_leader` and the forwarding
+//! layer sends the request there), checks its input against the cluster metadata first, and
+//! changes nothing when it refuses. A single node is not a cluster: 400 `invalid_request`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use broker_core::BrokerError;
+use broker_core::cluster_node::{
+    ClusterNode, DrainReport, FailedMove, LeaderMoved, RebalanceReport,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::app::AppState;
+use crate::extract::{JsonBody, PathParams};
+use crate::problem::{ApiError, Problem};
+use crate::routes::PartitionPath;
+
+/// What a drain answer says about the replicas the node keeps.
+const REPLICAS_STAY: &str = "replicas cannot move yet while the replication factor equals the \
+                             node count: the node keeps its replicas as a follower";
+
+/// Path of a node.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct NodePath {
+    /// The node's id.
+    pub node: u64,
+}
+
+/// Where a partition's leadership is to go.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveLeaderRequest {
+    /// The node to lead the partition: one holding a replica of it.
+    pub node: u64,
+}
+
+/// A partition's leadership after a move.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaderView {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The leader before the move, as the controller leader knew it (none: an election).
+    pub previous_leader: Option<u64>,
+    /// The leader now.
+    pub leader: u64,
+    /// Its term.
+    pub term: u64,
+    /// How long the move took, in milliseconds (0 when the node led already).
+    pub took_ms: u64,
+}
+
+impl From<LeaderMoved> for LeaderView {
+    fn from(moved: LeaderMoved) -> Self {
+        LeaderView {
+            topic: moved.topic,
+            partition: moved.partition,
+            previous_leader: moved.from,
+            leader: moved.leader,
+            term: moved.term,
+            took_ms: moved.took_ms,
+        }
+    }
+}
+
+/// A planned leadership move that did not happen.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FailedMoveView {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: u32,
+    /// The node that was to lead it.
+    pub node: u64,
+    /// Why it did not.
+    pub reason: String,
+}
+
+impl From<FailedMove> for FailedMoveView {
+    fn from(failed: FailedMove) -> Self {
+        FailedMoveView {
+            topic: failed.topic,
+            partition: failed.partition,
+            node: failed.to,
+            reason: failed.reason,
+        }
+    }
+}
+
+/// The leadership moves a rebalance (or drain) made, and those that failed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RebalanceView {
+    /// The moves made.
+    pub moved: Vec<LeaderView>,
+    /// The moves that failed (the partition keeps its leader; retry later).
+    pub failed: Vec<FailedMoveView>,
+}
+
+impl From<RebalanceReport> for RebalanceView {
+    fn from(report: RebalanceReport) -> Self {
+        RebalanceView {
+            moved: report.moved.into_iter().map(Into::into).collect(),
+            failed: report.failed.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// What draining a node did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DrainView {
+    /// The node, now `draining`: it takes no new replicas.
+    pub node: u64,
+    /// The leaderships moved off it.
+    pub leaders: RebalanceView,
+    /// Partitions whose replicas stay on it.
+    pub replicas_kept: u32,
+    /// Why they stay.
+    pub note: &'static str,
+}
+
+impl From<DrainReport> for DrainView {
+    fn from(report: DrainReport) -> Self {
+        DrainView {
+            node: report.node,
+            leaders: report.leaders.into(),
+            replicas_kept: report.replicas_kept,
+            note: REPLICAS_STAY,
+        }
+    }
+}
+
+/// The node's cluster part, or 400 on a single node.
+fn cluster(state: &AppState) -> Result<&Arc<ClusterNode>, ApiError> {
+    state.cluster.as_ref().ok_or_else(|| {
+        ApiError::Broker(BrokerError::invalid(
+            "cluster",
+            "this node is not part of a cluster (it runs without cluster settings)",
+        ))
+    })
+}
+
+/// Move a partition's leader to another replica.
+///
+/// Answered once the node leads the partition (at most about 5 s; a move takes about a
+/// second). A node leading it already is answered as it is. The other replicas hold their
+/// heartbeats and elections for a bounded time while the node campaigns; no committed
+/// message is lost.
+#[utoipa::path(post, path = "/v1/cluster/partitions/{topic}/{partition}/leader",
+    tag = "cluster", params(PartitionPath), request_body = MoveLeaderRequest,
+    responses(
+        (status = 200, description = "The node leads the partition", body = LeaderView),
+        (status = 400, description = "Not a cluster, or a malformed body (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic (`topic_not_found`), partition \
+            (`partition_not_found`) or node (`node_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The node holds no replica of the partition \
+            (`not_a_replica`)", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Not JSON (`unsupported_media_type`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The node did not come to lead in time \
+            (`replication_timeout`), or the controller has no leader (`not_leader`); see \
+            `Retry-After`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn move_leader(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<PartitionPath>,
+    JsonBody(request): JsonBody<MoveLeaderRequest>,
+) -> Result<Json<LeaderView>, ApiError> {
+    let moved = cluster(&state)?
+        .move_leader(&path.topic, path.partition, request.node)
+        .await?;
+    Ok(Json(moved.into()))
+}
+
+/// Rebalance partition leaders.
+///
+/// Moves each partition's leadership to its preferred replica (the placement spreads those
+/// over nodes and zones), or off a draining node, one move after another; answers with the
+/// moves made and those that failed.
+#[utoipa::path(post, path = "/v1/cluster/rebalance", tag = "cluster",
+    responses(
+        (status = 200, description = "The moves made and failed", body = RebalanceView),
+        (status = 400, description = "Not a cluster (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The controller has no leader (`not_leader`); see \
+            `Retry-After`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceView>, ApiError> {
+    Ok(Json(cluster(&state)?.rebalance().await?.into()))
+}
+
+/// Drain a node.
+///
+/// Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
+/// it holds to other replicas. Its replicas stay: they cannot move yet while the
+/// replication factor equals the node count, so the node keeps them as a follower.
+#[utoipa::path(post, path = "/v1/cluster/nodes/{node}/drain", tag = "cluster",
+    params(NodePath),
+    responses(
+        (status = 200, description = "The node drains; the leaderships moved", body = DrainView),
+        (status = 400, description = "Not a cluster (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such node (`node_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "It is the last active node (`last_node`), or fewer \
+            active nodes than a topic's replication factor would be left \
+            (`too_few_active_nodes`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The controller has no leader (`not_leader`) or did not \
+            commit in time (`replication_timeout`); see `Retry-After`",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn drain_node(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<NodePath>,
+) -> Result<Json<DrainView>, ApiError> {
+    Ok(Json(cluster(&state)?.drain_node(path.node).await?.into()))
+}
+
+/// Remove a node.
+///
+/// Takes the node out of the controller's voters and the cluster metadata. Only a node no
+/// partition's placement names can go, and replicas cannot move yet while the replication
+/// factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+#[utoipa::path(delete, path = "/v1/cluster/nodes/{node}", tag = "cluster", params(NodePath),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 400, description = "Not a cluster, or the node answering is the one to \
+            remove (`invalid_request`)", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such node (`node_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A placement names the node (`node_holds_replicas`), it \
+            is the last node or voter (`last_node`), or too few active nodes would be left \
+            (`too_few_active_nodes`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The controller has no leader (`not_leader`) or did not \
+            commit in time (`replication_timeout`); see `Retry-After`",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn remove_node(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<NodePath>,
+) -> Result<StatusCode, ApiError> {
+    cluster(&state)?.remove_node(path.node).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,188 @@
+//! The cluster admin routes against a real three-process cluster: bad input (unknown topic,
+//! partition or node; draining or removing a node the placement needs; a replication factor
+//! above the node count) gets its 4xx and changes nothing; a leadership moves to a chosen
+//! follower; a rebalance answers with its moves.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
+
+const TOPIC: &str = "admin";
+/// Bound on waiting for the cluster to settle (every partition led).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let reply = request.send().await.expect("the node answers");
+    let status = reply.status().as_u16();
+    let body = reply.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// What an admin refusal must not change: nodes with their states, and every partition's
+/// replicas and leader.
+fn essentials(view: &Value) -> Value {
+    let nodes: Vec<Value> = view["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| json!([n["id"], n["state"]]))
+        .collect();
+    let partitions: Vec<Value> = view["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| json!([p["topic"], p["partition"], p["leader"], p["replicas"]]))
+        .collect();
+    json!({"nodes": nodes, "partitions": partitions})
+}
+
+async fn cluster_view(base: &str) -> Value {
+    let (status, view) = send(http().get(format!("{base}/v1/cluster"))).await;
+    assert_eq!(status, 200, "{view}");
+    view
+}
+
+/// The cluster view once every partition of [`TOPIC`] has a leader and a term.
+async fn settled(base: &str) -> Value {
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        let view = cluster_view(base).await;
+        let partitions = view["partitions"].as_array().cloned().unwrap_or_default();
+        if !partitions.is_empty() && partitions.iter().all(|p| p["leader"].is_u64()) {
+            return view;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster did not settle: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn expect(answer: &(u16, Value), status: u16, code: &str) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    assert_eq!(answer.1["code"], code, "{}", answer.1);
+}
+
+#[test]
+fn admin_routes_refuse_bad_input_changing_nothing_and_move_a_leader_on_request() {
+    let mut spec = ClusterSpec::new(wharf_binary(), 3);
+    spec.zones = vec!["a".into(), "b".into(), "c".into()];
+    let cluster = Cluster::start(spec).expect("three nodes start");
+    let base = cluster.url(1).expect("url");
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(async move {
+            let created = send(
+                http()
+                    .post(format!("{base}/v1/topics"))
+                    .json(&json!({"name": TOPIC, "partitions": 2})),
+            )
+            .await;
+            assert_eq!(created.0, 201, "{}", created.1);
+            let before = essentials(&settled(&base).await);
+            let client = http();
+            let leader_url = |topic: &str, partition: u32| {
+                format!("{base}/v1/cluster/partitions/{topic}/{partition}/leader")
+            };
+            let post = |url: String, body: Value| client.post(url).json(&body);
+            let refusals = [
+                (
+                    post(leader_url("nope", 0), json!({"node": 2})),
+                    404,
+                    "topic_not_found",
+                ),
+                (
+                    post(leader_url(TOPIC, 9), json!({"node": 2})),
+                    404,
+                    "partition_not_found",
+                ),
+                (
+                    post(leader_url(TOPIC, 0), json!({"node": 99})),
+                    404,
+                    "node_not_found",
+                ),
+                (
+                    post(leader_url(TOPIC, 0), json!({"nod": 2})),
+                    400,
+                    "invalid_request",
+                ),
+                (
+                    client.post(format!("{base}/v1/cluster/nodes/99/drain")),
+                    404,
+                    "node_not_found",
+                ),
+                (
+                    client.post(format!("{base}/v1/cluster/nodes/2/drain")),
+                    409,
+                    "too_few_active_nodes",
+                ),
+                (
+                    client.delete(format!("{base}/v1/cluster/nodes/99")),
+                    404,
+                    "node_not_found",
+                ),
+                (
+                    client.delete(format!("{base}/v1/cluster/nodes/2")),
+                    409,
+                    "node_holds_replicas",
+                ),
+                (
+                    post(
+                        format!("{base}/v1/topics"),
+                        json!({"name": "too-many", "replication_factor": 4}),
+                    ),
+                    400,
+                    "invalid_request",
+                ),
+            ];
+            for (request, status, code) in refusals {
+                let answer = send(request).await;
+                expect(&answer, status, code);
+                if code == "node_holds_replicas" {
+                    let detail = answer.1["detail"].as_str().unwrap_or_default();
+                    assert!(detail.contains("replicas cannot move yet"), "{detail}");
+                }
+            }
+            let missing = send(client.get(format!("{base}/v1/topics/too-many"))).await;
+            expect(&missing, 404, "topic_not_found");
+            assert_eq!(
+                essentials(&cluster_view(&base).await),
+                before,
+                "a refusal changed the cluster"
+            );
+
+            // A leadership moves to each follower of partition 0 in turn.
+            let leader = before["partitions"][0][2].as_u64().expect("a leader");
+            for target in (1..=3u64).filter(|n| *n != leader) {
+                let started = Instant::now();
+                let moved = send(post(leader_url(TOPIC, 0), json!({"node": target}))).await;
+                assert_eq!(moved.0, 200, "{}", moved.1);
+                assert_eq!(moved.1["leader"], target, "{}", moved.1);
+                eprintln!(
+                    "moved partition 0 to node {target}: took_ms {} (request {} ms)",
+                    moved.1["took_ms"],
+                    started.elapsed().as_millis()
+                );
+                let again = send(post(leader_url(TOPIC, 0), json!({"node": target}))).await;
+                assert_eq!(again.0, 200, "{}", again.1);
+                assert_eq!(again.1["took_ms"], 0, "already leading: {}", again.1);
+            }
+            let rebalanced = send(client.post(format!("{base}/v1/cluster/rebalance"))).await;
+            assert_eq!(rebalanced.0, 200, "{}", rebalanced.1);
+            assert_eq!(rebalanced.1["failed"], json!([]), "{}", rebalanced.1);
+            eprintln!("rebalance: {}", rebalanced.1);
+        });
+    drop(cluster);
+}
