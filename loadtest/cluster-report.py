@@ -27,7 +27,7 @@ LABELS = {
 def fmt(value, digits=3):
     if value is None or value != value:
         return "–"
-    if abs(value) >= 1000:
+    if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
 
