@@ -41,8 +41,18 @@ pub fn text_value(bytes: usize) -> String {
 
 /// `{"messages":[{"value":"<value_bytes of text>"} × count]}`.
 pub fn produce_body(count: usize, value_bytes: usize) -> Bytes {
+    keyed_produce_body(count, value_bytes, None)
+}
+
+/// [`produce_body`] with every message carrying `key`, if given (so all land on the
+/// partition the key maps to).
+pub fn keyed_produce_body(count: usize, value_bytes: usize, key: Option<&str>) -> Bytes {
     let value = text_value(value_bytes);
-    let messages: Vec<_> = (0..count).map(|_| json!({ "value": value })).collect();
+    let message = match key {
+        Some(key) => json!({ "value": value, "key": key }),
+        None => json!({ "value": value }),
+    };
+    let messages = vec![message; count];
     Bytes::from(json!({ "messages": messages }).to_string())
 }
 
@@ -188,6 +198,9 @@ pub struct ProduceReply {
 /// One produced message, as far as the scenarios read it.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ProducedMessage {
+    /// The partition it went to.
+    #[serde(default)]
+    pub partition: Option<u32>,
     /// When a delayed message becomes deliverable, Unix epoch milliseconds.
     #[serde(default)]
     pub deliver_at_ms: Option<u64>,
@@ -235,6 +248,21 @@ mod tests {
         let messages = body["messages"].as_array().expect("messages");
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[0]["value"].as_str().expect("value").len(), 1024);
+    }
+
+    #[test]
+    fn a_keyed_body_keys_every_message_and_an_unkeyed_one_none() {
+        let keyed: serde_json::Value =
+            serde_json::from_slice(&keyed_produce_body(3, 8, Some("k-1"))).expect("json");
+        let keys: Vec<_> = keyed["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["key"].clone())
+            .collect();
+        assert_eq!(keys, vec![json!("k-1"); 3]);
+        let unkeyed = String::from_utf8(produce_body(2, 8).to_vec()).expect("utf-8");
+        assert!(!unkeyed.contains("key"));
     }
 
     #[test]

@@ -37,6 +37,8 @@ async fn closed_loop_produce_counts_requests_and_messages() {
         partitions: 1,
         connections: 4,
         rate_per_s: None,
+        topic: None,
+        partition: None,
     };
     let m = produce(&load, &spec).await.expect("runs");
     assert!(m.requests > 10, "{m:?}");
@@ -55,10 +57,21 @@ async fn open_loop_produce_keeps_the_asked_rate() {
         partitions: 1,
         connections: 4,
         rate_per_s: Some(1000.0),
+        topic: None,
+        partition: None,
     };
     let m = produce(&load, &spec).await.expect("runs");
     assert!((250..=350).contains(&m.requests), "{m:?}");
     assert!(m.errors.is_empty(), "{:?}", m.errors);
+    let gap = m
+        .figures
+        .get("max_gap_ms")
+        .copied()
+        .expect("an open loop reports its gap");
+    assert!(
+        gap > 0.0 && gap < 100.0,
+        "{gap} ms without a reply at 1,000 req/s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -143,6 +143,15 @@ struct ProduceArgs {
     /// Requests per second in total (open loop); closed loop without it.
     #[arg(long)]
     rate: Option<f64>,
+    /// Produce to this topic (created if missing) instead of a fresh one.
+    #[arg(long)]
+    topic: Option<String>,
+    /// Key every message so that it lands on this partition (found by probing keys).
+    #[arg(long)]
+    partition: Option<u32>,
+    /// The scenario's name in results (default: produce-1, or produce-batch past one message).
+    #[arg(long)]
+    scenario: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -341,17 +350,19 @@ async fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Produce(args) => {
             let load = load(&args.common, args.connections)?;
-            let scenario = if args.batch == 1 {
-                "produce-1"
-            } else {
-                "produce-batch"
+            let scenario = match (&args.scenario, args.batch) {
+                (Some(name), _) => name.clone(),
+                (None, 1) => "produce-1".to_owned(),
+                (None, _) => "produce-batch".to_owned(),
             };
             let spec = ProduceSpec {
-                scenario: scenario.to_owned(),
+                scenario,
                 batch: args.batch,
                 partitions: args.common.partitions,
                 connections: args.connections,
                 rate_per_s: args.rate,
+                topic: args.topic,
+                partition: args.partition,
             };
             emit(&args.common.out, scenario::produce(&load, &spec).await)
         }

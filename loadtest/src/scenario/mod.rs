@@ -5,6 +5,7 @@
 //! - `produce`: `produce-1` and `produce-batch`, closed- or open-loop.
 //! - `consume`: receive + ack from a pre-filled backlog.
 //! - `e2e`: open-loop producers and long-polling consumers; publish-to-receive latency.
+//! - `gaps`: the longest time a run went without a successful reply (a failover's outage).
 //! - `backlog`: receive latency with a given number of messages behind the cursor.
 //! - `delay`: how late delayed messages arrive after their due time (never early).
 //! - `schedule`: the server's memory before and after scheduling many messages a day ahead.
@@ -15,6 +16,7 @@ mod backlog;
 mod consume;
 mod delay;
 mod e2e;
+mod gaps;
 mod overload;
 mod produce;
 mod schedule;
@@ -32,10 +34,11 @@ pub use backlog::{BacklogSpec, backlog};
 pub use consume::{ConsumeSpec, consume};
 pub use delay::{DelaySpec, delay};
 pub use e2e::{E2eSpec, e2e};
+pub use gaps::SuccessGaps;
 pub use overload::{OverloadRun, OverloadSpec, overload};
 pub use produce::{ProduceSpec, produce};
 pub use schedule::{ScheduleSpec, schedule};
-pub use setup::{create_subscription, create_topic, fill, unique_name};
+pub use setup::{create_subscription, create_topic, fill, key_for_partition, unique_name};
 
 use crate::client::{Connection, Reply, RequestError};
 use crate::latency::{Latencies, LatencySummary};

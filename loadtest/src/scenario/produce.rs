@@ -1,14 +1,17 @@
 //! `produce-1` (one 1 KiB message per request) and `produce-batch` (100 per request):
 //! closed-loop (each connection sends as soon as its last reply came) or open-loop (a fixed
 //! arrival rate, latency from the intended send time). The server's `/metrics`, scraped when
-//! measuring starts and ends, adds group-commit sizes and fsync times of the window.
+//! measuring starts and ends, adds group-commit sizes and fsync times of the window. An
+//! open-loop run also reports the longest time without a successful reply (`max_gap_ms`), the
+//! client's view of a failover; `partition` keys every message to one partition (in a cluster,
+//! to reach its leader or to be forwarded there on purpose).
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::{
-    Budget, Load, Measurement, RunShape, ScenarioError, Tally, Usage, Window, create_topic,
-    join_tallies, unique_name,
+    Budget, Load, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Usage, Window,
+    create_topic, join_tallies, key_for_partition, unique_name,
 };
 use crate::client::Connection;
 use crate::pacing::Schedule;
@@ -28,16 +31,28 @@ pub struct ProduceSpec {
     pub connections: usize,
     /// Requests per second across all connections (open loop); `None`: closed loop.
     pub rate_per_s: Option<f64>,
+    /// The topic to produce to (created if missing); `None`: a fresh one.
+    pub topic: Option<String>,
+    /// Key every message so that it lands on this partition; `None`: unkeyed.
+    pub partition: Option<u32>,
 }
 
-/// Runs the scenario on a fresh topic.
+/// Runs the scenario on the given topic or a fresh one.
 pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, ScenarioError> {
-    let topic = unique_name(&format!("{}-r{}", spec.scenario, load.round));
+    let topic = spec
+        .topic
+        .clone()
+        .unwrap_or_else(|| unique_name(&format!("{}-r{}", spec.scenario, load.round)));
     create_topic(load, &topic, spec.partitions).await?;
-    let body = wire::produce_body(spec.batch, wire::MESSAGE_BYTES);
+    let key = match spec.partition {
+        Some(partition) => Some(key_for_partition(load, &topic, partition).await?),
+        None => None,
+    };
+    let body = wire::keyed_produce_body(spec.batch, wire::MESSAGE_BYTES, key.as_deref());
     let path = wire::messages_path(&topic);
     let budget = Budget::new(load.max_requests);
     let window = Window::after_warmup(load.warmup, load.duration);
+    let gaps = SuccessGaps::new(window.measure_from);
     let started = Instant::now();
     let workers: Vec<_> = (0..spec.connections)
         .map(|index| {
@@ -48,6 +63,7 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
                 batch: spec.batch,
                 window,
                 budget: budget.clone(),
+                gaps: gaps.clone(),
                 schedule: spec
                     .rate_per_s
                     .map(|rate| Schedule::new(started, rate, spec.connections, index)),
@@ -61,6 +77,7 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
     let before = server_metrics::scrape(&mut scraper).await;
     let tally = join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
+    let longest_gap = gaps.longest(Instant::now());
     let after = server_metrics::scrape(&mut scraper).await;
     let shape = RunShape {
         scenario: spec.scenario.clone(),
@@ -75,6 +92,15 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     add_writer_figures(&mut measurement, before.zip(after));
+    if spec.rate_per_s.is_some() {
+        let gap_ms = longest_gap.as_secs_f64() * 1000.0;
+        measurement.figures.insert("max_gap_ms".to_owned(), gap_ms);
+    }
+    if let Some(partition) = spec.partition {
+        measurement.notes.push(format!(
+            "every message keyed to partition {partition} of {topic}"
+        ));
+    }
     Ok(measurement)
 }
 
@@ -104,6 +130,7 @@ struct Worker {
     batch: usize,
     window: Window,
     budget: Budget,
+    gaps: SuccessGaps,
     schedule: Option<Schedule>,
 }
 
@@ -126,6 +153,7 @@ impl Worker {
                 continue;
             }
             if tally.request(start.elapsed(), result).is_some() {
+                self.gaps.success(Instant::now());
                 tally.messages += self.batch as u64;
                 tally.payload_bytes += (self.batch * wire::MESSAGE_BYTES) as u64;
             }

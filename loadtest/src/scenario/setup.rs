@@ -122,3 +122,44 @@ async fn fill_worker(
     }
     stored
 }
+
+/// Keys tried by [`key_for_partition`] before giving up: with `n` partitions a key lands on a
+/// given one with chance 1/n, so 64 tries miss with 16 partitions about 1.6% of the time.
+pub const KEY_PROBES: u32 = 64;
+
+/// Pause after a probe that failed (a fresh topic's partitions may still be electing leaders).
+const PROBE_RETRY: Duration = Duration::from_millis(100);
+
+/// A key that Wharf maps to `partition` of `topic`, found by producing one small probe
+/// message per candidate key and reading the partition its reply names (so the probes are
+/// stored in the topic: one to a few messages).
+pub async fn key_for_partition(
+    load: &Load,
+    topic: &str,
+    partition: u32,
+) -> Result<String, ScenarioError> {
+    let mut connection = load.connect();
+    let path = wire::messages_path(topic);
+    for probe in 0..KEY_PROBES {
+        let key = format!("p{partition}-{probe}");
+        let body = wire::keyed_produce_body(1, 8, Some(&key));
+        let landed = match connection.post(&path, body).await {
+            Ok(reply) if reply.is_success() => {
+                serde_json::from_slice::<wire::ProduceReply>(&reply.body)
+                    .ok()
+                    .and_then(|r| r.messages.first().and_then(|m| m.partition))
+            }
+            _ => {
+                tokio::time::sleep(PROBE_RETRY).await;
+                None
+            }
+        };
+        if landed == Some(partition) {
+            return Ok(key);
+        }
+    }
+    Err(ScenarioError::Setup {
+        step: format!("find a key for partition {partition} of {topic}"),
+        detail: format!("none of {KEY_PROBES} probe keys landed there"),
+    })
+}
