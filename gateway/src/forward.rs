@@ -10,7 +10,8 @@
 //! retries after `Retry-After`. Forwarding has a connect timeout and an overall timeout; a
 //! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
-//! outcome is unknown).
+//! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is not forwarded: its
+//! `not_leader` answer names the leader to connect to.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -106,7 +107,9 @@ pub async fn forward(
     let Some(LeaderHint(Some(leader))) = response.extensions().get::<LeaderHint>().copied() else {
         return response;
     };
-    if leader == cluster.node_id() {
+    // A stream (SSE) never ends, and forwarding reads whole answers: its `not_leader`
+    // (naming the leader) goes back to the client, which connects to the leader itself.
+    if leader == cluster.node_id() || uri.path().ends_with("/stream") {
         return response;
     }
     let Some(address) = cluster.public_addr(leader) else {

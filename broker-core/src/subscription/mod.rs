@@ -94,7 +94,7 @@ impl Subscription {
     /// Opens the tables of every partition: each from its checkpoint (or at its start offset,
     /// for a new subscription), clamped to its log's end and brought up to date by replaying
     /// the log's events from the checkpoint. `replicated`: the logs are Raft logs of a cluster
-    /// (see [`ReplicaTable`]). Blocking: it reads the logs' tails.
+    /// (see `ReplicaTable`). Blocking: it reads the logs' tails.
     pub fn open(
         config: SubscriptionConfig,
         store: SubscriptionStore,
