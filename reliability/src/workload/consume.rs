@@ -1,16 +1,17 @@
 //! A consumer: receives from the nodes in turn, records each delivery, acks it on the node it
-//! came from, and records each value's ack.
+//! came from (on the next nodes while that one cannot answer: a receipt stays valid on whichever
+//! node leads the partition), and records each value's ack.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::api::{Received, Reply};
+use super::api::{AckReply, Received, Reply};
 use super::{Context, RETRY_PAUSE};
-use crate::event::{Ack, Deliver, Event, NodeId, Outcome};
+use crate::event::{Ack, Deliver, Event, Outcome};
 
-/// Runs consumer `process` until the producers are done and a receive comes back empty, or
-/// `consume_grace` after the producers are done.
+/// Runs consumer `process` until the producers are done and every value they got acknowledged
+/// was consumed, or `consume_grace` after the producers are done.
 pub async fn run(context: Arc<Context>, process: u32) {
     let spec = &context.spec;
     let mut stop_at: Option<Instant> = None;
@@ -18,10 +19,11 @@ pub async fn run(context: Arc<Context>, process: u32) {
         if stop_at.is_none() && context.producers_done.load(Ordering::Acquire) {
             stop_at = Some(Instant::now() + spec.consume_grace);
         }
-        if stop_at.is_some_and(|at| Instant::now() >= at) {
+        if context.all_consumed() || stop_at.is_some_and(|at| Instant::now() >= at) {
             break;
         }
         let endpoint = context.endpoint(process, n);
+        let invoke_ms = context.recorder.now_ms();
         let reply = context
             .api
             .receive(
@@ -33,23 +35,19 @@ pub async fn run(context: Arc<Context>, process: u32) {
             )
             .await;
         match reply {
-            Reply::Ok(messages) if messages.is_empty() => {
-                if stop_at.is_some() {
-                    break;
-                }
-            }
-            Reply::Ok(messages) => {
-                handle(&context, process, endpoint.node, &endpoint.url, messages).await
-            }
+            Reply::Ok(messages) if messages.is_empty() => {}
+            Reply::Ok(messages) => handle(&context, process, n, invoke_ms, messages).await,
             _ => tokio::time::sleep(RETRY_PAUSE).await,
         }
     }
 }
 
-/// Records the deliveries, acks them all on `url`, and records each value's ack.
-async fn handle(context: &Context, process: u32, node: NodeId, url: &str, messages: Vec<Received>) {
+/// Records the deliveries of the receive sent at `invoke_ms` to the `n`th endpoint, acks them
+/// all, and records each value's ack.
+async fn handle(context: &Context, process: u32, n: u64, invoke_ms: u64, messages: Vec<Received>) {
     let spec = &context.spec;
     let received_ms = context.recorder.now_ms();
+    let node = context.endpoint(process, n).node;
     let messages: Vec<(Received, String)> = messages
         .into_iter()
         .filter_map(|m| m.value.clone().map(|value| (m, value)))
@@ -63,6 +61,7 @@ async fn handle(context: &Context, process: u32, node: NodeId, url: &str, messag
             offset: message.offset,
             attempt: message.delivery_attempt,
             received_ms,
+            receive_invoke_ms: Some(invoke_ms),
             node,
         }));
     }
@@ -71,14 +70,39 @@ async fn handle(context: &Context, process: u32, node: NodeId, url: &str, messag
         .delivered
         .fetch_add(messages.len() as u64, Ordering::Relaxed);
     let receipts: Vec<String> = messages.iter().map(|(m, _)| m.receipt.clone()).collect();
-    let invoke_ms = context.recorder.now_ms();
-    let reply = context
-        .api
-        .ack(url, &spec.topic, &spec.subscription, &receipts)
-        .await;
-    let complete_ms = context.recorder.now_ms();
+    let endpoints = context.endpoints.len() as u64;
+    for attempt in 0..endpoints {
+        let url = &context.endpoint(process, n + attempt).url;
+        let invoke_ms = context.recorder.now_ms();
+        let reply = context
+            .api
+            .ack(url, &spec.topic, &spec.subscription, &receipts)
+            .await;
+        let complete_ms = context.recorder.now_ms();
+        record_acks(
+            context,
+            process,
+            &messages,
+            &reply,
+            (invoke_ms, complete_ms),
+        );
+        if !reply.is_transient() {
+            return;
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+}
+
+/// Records what `reply` (sent and answered at `times`) proves about each message's ack.
+fn record_acks(
+    context: &Context,
+    process: u32,
+    messages: &[(Received, String)],
+    reply: &Reply<AckReply>,
+    times: (u64, u64),
+) {
     for (message, value) in messages {
-        let outcome = match &reply {
+        let outcome = match reply {
             Reply::Ok(ack) if ack.failed.iter().any(|f| f.receipt == message.receipt) => {
                 Outcome::Fail
             }
@@ -86,13 +110,14 @@ async fn handle(context: &Context, process: u32, node: NodeId, url: &str, messag
         };
         if outcome == Outcome::Ok {
             context.counters.acks_ok.fetch_add(1, Ordering::Relaxed);
+            context.consumed(value);
         }
         context.recorder.record(&Event::Ack(Ack {
             process,
-            subscription: spec.subscription.clone(),
-            value,
-            invoke_ms,
-            complete_ms,
+            subscription: context.spec.subscription.clone(),
+            value: value.clone(),
+            invoke_ms: times.0,
+            complete_ms: times.1,
             outcome,
             status: reply.status(),
         }));
