@@ -23,10 +23,16 @@ use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
 use crate::sync::{read, write};
+use openraft::error::{CheckIsLeaderError, RaftError};
 
 /// How long [`Broker::subscription_started`] callers should wait between looks: about a
 /// heartbeat, so the start a leader appended is seen soon after it commits.
 pub const START_POLL_MS: u64 = 50;
+
+/// Bound on [`Broker::confirm_lead`]: a quorum answers a heartbeat in milliseconds, so a
+/// leader that hears nothing within about two election timeouts is cut off or being replaced;
+/// its receive is refused rather than held.
+pub const CONFIRM_LEAD_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Whether this node serves a partition's subscriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +69,47 @@ impl Broker {
             }
             other => Lead::Other(other),
         }
+    }
+
+    /// In a cluster, confirms that this node still leads each of `partitions` of `topic`: a
+    /// quorum answered a heartbeat sent after the call began (openraft's read index). A leader
+    /// paused or cut off believes it leads until it hears of a newer term, while the new leader
+    /// may have delivered and had acked what its table still shows as waiting; so deliveries
+    /// leave only after this. [`BrokerError::NotLeader`] otherwise, naming the leader if known.
+    pub(super) async fn confirm_lead(
+        &self,
+        topic: &str,
+        partitions: impl IntoIterator<Item = u32>,
+    ) -> Result<()> {
+        let Some(replication) = &self.config.replication else {
+            return Ok(());
+        };
+        for partition in partitions {
+            let group = GroupId::Partition {
+                topic: topic.to_owned(),
+                partition,
+            };
+            let Some(raft) = replication.groups.get(&group) else {
+                return Err(BrokerError::NotLeader {
+                    what: format!("partition {partition} of topic '{topic}'"),
+                    leader: None,
+                });
+            };
+            let confirmed =
+                tokio::time::timeout(CONFIRM_LEAD_TIMEOUT, raft.ensure_linearizable()).await;
+            let leader = match confirmed {
+                Ok(Ok(_)) => continue,
+                Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)))) => {
+                    forward.leader_id
+                }
+                Ok(Err(_)) | Err(_) => None,
+            };
+            return Err(BrokerError::NotLeader {
+                what: format!("partition {partition} of topic '{topic}'"),
+                leader: leader.filter(|l| *l != replication.node_id),
+            });
+        }
+        Ok(())
     }
 
     /// Whether this node serves `sub` on `partition` now; on a leader, makes its table live
