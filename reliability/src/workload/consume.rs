@@ -110,6 +110,11 @@ fn record_acks(
         };
         if outcome == Outcome::Ok {
             context.counters.acks_ok.fetch_add(1, Ordering::Relaxed);
+        }
+        // An ack of unknown outcome may have taken effect: its retry then fails with
+        // `receipt_invalid`, like one whose lease ended, and the message never comes back.
+        // Waiting for it would only wait out `consume_grace`; the checker judges deliveries.
+        if outcome != Outcome::Fail {
             context.consumed(value);
         }
         context.recorder.record(&Event::Ack(Ack {

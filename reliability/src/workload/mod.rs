@@ -166,13 +166,13 @@ impl Counters {
     }
 }
 
-/// Which acknowledged values consumers have yet to consume (receive and ack), so they know
-/// when they are done.
+/// Which acknowledged values consumers have yet to consume (receive and ack, the ack `ok` or
+/// of unknown outcome), so they know when they are done.
 #[derive(Debug, Default)]
 struct Progress {
-    /// Acknowledged by a producer, not yet acked by a consumer.
+    /// Acknowledged by a producer, not yet consumed.
     outstanding: HashSet<String>,
-    /// Acked by a consumer (perhaps before its producer heard back).
+    /// Consumed (perhaps before its producer heard back).
     consumed: HashSet<String>,
 }
 
@@ -204,7 +204,7 @@ impl Context {
         }
     }
 
-    /// Notes that a consumer's ack of `value` was confirmed.
+    /// Notes that a consumer's ack of `value` was confirmed or may have taken effect.
     fn consumed(&self, value: &str) {
         let mut progress = self.progress();
         progress.outstanding.remove(value);
@@ -321,7 +321,8 @@ impl Workload {
 
     /// Starts the producers and the consumers. Producers stop after the spec's `duration`;
     /// consumers once producers stopped and every value they got acknowledged was consumed
-    /// (received and its ack confirmed), or `consume_grace` after the producers stopped.
+    /// (received, and its ack confirmed or of unknown outcome), or `consume_grace` after the
+    /// producers stopped.
     pub fn start(&self) -> RunningWorkload {
         let mut producers = JoinSet::new();
         for process in 0..self.context.spec.producers {
