@@ -79,7 +79,8 @@ impl Report {
         }
         let after_ack = &self.findings.delivered_after_ack;
         format!(
-            " | delivered {} (distinct {}, acked {}) | undelivered {} | redelivered {} ({:.2}%) \
+            " | delivered {} (distinct {}, acked {}) | undelivered {} \
+             | redelivered {} ({:.2}%, attempt not raised {}) \
              | delivered after ack {} (receive in flight {})",
             c.deliveries,
             c.distinct,
@@ -87,6 +88,7 @@ impl Report {
             c.undelivered.count,
             c.redelivered,
             c.redelivered_rate * 100.0,
+            c.attempt_not_raised,
             after_ack.late.count,
             after_ack.in_flight.count,
         )

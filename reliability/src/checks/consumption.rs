@@ -28,6 +28,10 @@ pub struct Consumption {
     pub redelivered: u64,
     /// `redelivered` over `distinct` (0 when nothing was delivered).
     pub redelivered_rate: f64,
+    /// Deliveries whose attempt number was not above an earlier delivery's of the same value:
+    /// the node serving it had not learnt of the earlier one (a lease recorded without waiting,
+    /// lost with its leader, or served by a deposed leader). At-least-once allows them.
+    pub attempt_not_raised: u64,
 }
 
 /// An acknowledged value a subscription never delivered.
@@ -50,13 +54,21 @@ pub fn check(history: &History) -> Consumption {
     };
     let wanted: HashSet<&str> = run.consumed_through.iter().map(String::as_str).collect();
     let mut times: HashMap<(&str, &str), u64> = HashMap::new();
+    let mut highest_attempt: HashMap<(&str, &str), u32> = HashMap::new();
     let mut deliveries = 0;
+    let mut attempt_not_raised = 0;
     for deliver in &history.deliveries {
         if wanted.contains(deliver.subscription.as_str()) {
             deliveries += 1;
-            *times
-                .entry((deliver.subscription.as_str(), deliver.value.as_str()))
-                .or_default() += 1;
+            let key = (deliver.subscription.as_str(), deliver.value.as_str());
+            *times.entry(key).or_default() += 1;
+            match highest_attempt.get_mut(&key) {
+                Some(highest) if deliver.attempt <= *highest => attempt_not_raised += 1,
+                Some(highest) => *highest = deliver.attempt,
+                None => {
+                    highest_attempt.insert(key, deliver.attempt);
+                }
+            }
         }
     }
     let acked: HashSet<(&str, &str)> = history
@@ -92,5 +104,6 @@ pub fn check(history: &History) -> Consumption {
         } else {
             redelivered as f64 / distinct as f64
         },
+        attempt_not_raised,
     }
 }

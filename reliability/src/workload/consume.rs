@@ -1,13 +1,17 @@
 //! A consumer: receives from the nodes in turn, records each delivery, acks it on the node it
-//! came from (on the next nodes while that one cannot answer: a receipt stays valid on whichever
-//! node leads the partition), and records each value's ack.
+//! came from (on the next nodes while that one cannot answer, for up to half the lease: a
+//! receipt stays valid on whichever node leads the partition, and a failover takes a second or
+//! two), and records each value's ack.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::api::{AckReply, Received, Reply};
 use super::{Context, RETRY_PAUSE};
+
+/// Wharf's default `ack_timeout_ms`, the lease when the spec leaves it.
+const DEFAULT_ACK_TIMEOUT_MS: u64 = 30_000;
 use crate::event::{Ack, Deliver, Event, Outcome};
 
 /// Runs consumer `process` until the producers are done and every value they got acknowledged
@@ -70,8 +74,9 @@ async fn handle(context: &Context, process: u32, n: u64, invoke_ms: u64, message
         .delivered
         .fetch_add(messages.len() as u64, Ordering::Relaxed);
     let receipts: Vec<String> = messages.iter().map(|(m, _)| m.receipt.clone()).collect();
-    let endpoints = context.endpoints.len() as u64;
-    for attempt in 0..endpoints {
+    let lease = Duration::from_millis(spec.ack_timeout_ms.unwrap_or(DEFAULT_ACK_TIMEOUT_MS));
+    let give_up = Instant::now() + lease / 2;
+    for attempt in 0_u64.. {
         let url = &context.endpoint(process, n + attempt).url;
         let invoke_ms = context.recorder.now_ms();
         let reply = context
@@ -86,7 +91,7 @@ async fn handle(context: &Context, process: u32, n: u64, invoke_ms: u64, message
             &reply,
             (invoke_ms, complete_ms),
         );
-        if !reply.is_transient() {
+        if !reply.is_transient() || Instant::now() >= give_up {
             return;
         }
         tokio::time::sleep(RETRY_PAUSE).await;

@@ -39,10 +39,24 @@ fn a_history_that_delivered_every_acknowledged_value_is_valid_and_counts_redeliv
     assert!((consumption.redelivered_rate - 0.2).abs() < 1e-9);
     assert!(
         report.line().contains(
-            "| delivered 6 (distinct 5, acked 5) | undelivered 0 | redelivered 1 (20.00%)"
+            "| delivered 6 (distinct 5, acked 5) | undelivered 0 \
+             | redelivered 1 (20.00%, attempt not raised 0)"
         ),
         "{}",
         report.line()
+    );
+}
+
+#[test]
+fn a_redelivery_that_does_not_raise_the_attempt_is_counted() {
+    let mut events = consumed();
+    events.push(deliver("p0-1", (0, 1), 1, 2301));
+    let report = report(events);
+    let consumption = &report.findings.consumption;
+    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
+    assert_eq!(
+        (consumption.redelivered, consumption.attempt_not_raised),
+        (2, 1)
     );
 }
 
