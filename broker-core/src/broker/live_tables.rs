@@ -18,11 +18,12 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, LeaderView};
+use crate::raft::{GroupId, HEARTBEAT_MS, LeaderView, TypeConfig};
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
 use crate::sync::{read, write};
+use openraft::Raft;
 use openraft::error::{CheckIsLeaderError, RaftError};
 
 /// How long [`Broker::subscription_started`] callers should wait between looks: about a
@@ -95,19 +96,12 @@ impl Broker {
                     leader: None,
                 });
             };
-            let confirmed =
-                tokio::time::timeout(CONFIRM_LEAD_TIMEOUT, raft.ensure_linearizable()).await;
-            let leader = match confirmed {
-                Ok(Ok(_)) => continue,
-                Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)))) => {
-                    forward.leader_id
-                }
-                Ok(Err(_)) | Err(_) => None,
-            };
-            return Err(BrokerError::NotLeader {
-                what: format!("partition {partition} of topic '{topic}'"),
-                leader: leader.filter(|l| *l != replication.node_id),
-            });
+            if let Err(leader) = confirm_group(&raft).await {
+                return Err(BrokerError::NotLeader {
+                    what: format!("partition {partition} of topic '{topic}'"),
+                    leader: leader.filter(|l| *l != replication.node_id),
+                });
+            }
         }
         Ok(())
     }
@@ -375,6 +369,25 @@ pub(super) fn follow_tables(work: &FollowWork) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Confirms `raft` leads, trying again a heartbeat later while a round finds no quorum (one
+/// slow answer on a loaded machine fails a round), within [`CONFIRM_LEAD_TIMEOUT`]; else the
+/// leader it names, if any.
+async fn confirm_group(raft: &Raft<TypeConfig>) -> std::result::Result<(), Option<u64>> {
+    let deadline = tokio::time::Instant::now() + CONFIRM_LEAD_TIMEOUT;
+    loop {
+        match tokio::time::timeout_at(deadline, raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)))) => {
+                return Err(forward.leader_id);
+            }
+            Ok(Err(_)) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS)).await;
+            }
+            Ok(Err(_)) | Err(_) => return Err(None),
+        }
+    }
 }
 
 fn partition_number(partition: usize) -> u32 {
