@@ -9,7 +9,8 @@
 //! The tests run one at a time (each starts three processes on 2 shared cores): each takes
 //! [`SERIAL`] first. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
 //! otherwise) and `WHARF_FAULT_RATE` (messages/s, default 150) lengthen a run; a longer run
-//! repeats its fault while time is left (`reliability/run-faults`).
+//! repeats its fault while time is left (`reliability/run-faults`). `WHARF_FAULT_KEEP=1` keeps
+//! every run's folder (history and node logs), not only a failed one's.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,7 +87,12 @@ fn three_nodes_with(adjust: impl FnOnce(&mut ClusterSpec)) -> Cluster {
     let mut spec = ClusterSpec::new(wharf_binary(), 3);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
     adjust(&mut spec);
-    Cluster::start(spec).expect("three nodes start")
+    let mut cluster = Cluster::start(spec).expect("three nodes start");
+    if std::env::var_os("WHARF_FAULT_KEEP").is_some() {
+        eprintln!("keeping {}", cluster.root().display());
+        cluster.keep_artifacts();
+    }
+    cluster
 }
 
 fn producers_and_consumers(seconds: u64) -> WorkloadSpec {
