@@ -374,3 +374,110 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
         node.broker().shutdown().await;
     }
 }
+
+/// A partition leader cut off from the others is replaced by them, yet believes it leads until
+/// it hears of the newer term. Meanwhile it must hand out nothing from its table, which the new
+/// leader has moved past: here the new leader delivered a and b and had them acked, and the old
+/// one would deliver them again as first deliveries (the pause-leader fault test saw a leader
+/// resumed after SIGSTOP do exactly that to nine acked messages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_leader_cut_off_from_the_others_hands_out_no_message() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        nodes.push(start_node(id, root.path(), &net).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == 3)
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    let admin = nodes[(controller - 1) as usize].clone();
+    let topic = TopicSpec {
+        name: "jobs".into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    admin.create_topic(topic).await.expect("topic");
+    let spec = SubscriptionSpec {
+        name: "work".into(),
+        start: None,
+        ack_timeout_ms: None,
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    };
+    admin
+        .create_subscription("jobs", spec)
+        .await
+        .expect("subscription");
+    until("every node has the subscription", || {
+        nodes
+            .iter()
+            .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
+    })
+    .await;
+    let old_id = partition_leader(&nodes, "jobs").await;
+    let old = nodes[(old_id - 1) as usize].clone();
+    let nothing_yet = old
+        .broker()
+        .receive("jobs", "work", receive(10, 0))
+        .await
+        .expect("the leader serves");
+    assert!(nothing_yet.is_empty(), "{nothing_yet:?}");
+    let message = |text: &'static str| NewMessage {
+        key: None,
+        value: Bytes::from_static(text.as_bytes()),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    };
+    old.broker()
+        .produce("jobs", vec![message("a"), message("b")], AckMode::All)
+        .await
+        .expect("produced");
+
+    net.cut.lock().expect("lock").insert(old_id);
+    let survivors: Vec<Arc<ClusterNode>> = nodes
+        .iter()
+        .filter(|n| n.node_id() != old_id)
+        .cloned()
+        .collect();
+    let new_id = partition_leader(&survivors, "jobs").await;
+    let new_leader = nodes[(new_id - 1) as usize].clone();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let more = new_leader
+            .broker()
+            .receive("jobs", "work", receive(10, 2_000))
+            .await
+            .expect("received");
+        assert!(!more.is_empty(), "the new leader delivers a and b");
+        got.extend(more);
+    }
+    let receipts: Vec<String> = got.iter().map(|d| d.receipt.clone()).collect();
+    let acked = new_leader
+        .broker()
+        .ack("jobs", "work", &receipts)
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, 2);
+
+    match old.broker().receive("jobs", "work", receive(10, 0)).await {
+        Ok(delivered) if delivered.is_empty() => {}
+        Err(BrokerError::NotLeader { .. }) => {}
+        other => panic!("the cut-off leader handed out messages: {other:?}"),
+    }
+    net.cut.lock().expect("lock").remove(&old_id);
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}

@@ -59,6 +59,11 @@ pub struct Run {
     pub partitions: Partition,
     /// The cluster's nodes; each must be drained for every partition.
     pub nodes: Vec<NodeId>,
+    /// The subscriptions whose consumers ran until everything acknowledged was consumed (or
+    /// their bound ran out): every acknowledged value must have been delivered through each.
+    /// Empty when consumers did not run to the end (or at all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumed_through: Vec<String>,
 }
 
 /// What a client learnt about an operation.
@@ -121,6 +126,11 @@ pub struct Deliver {
     pub attempt: u32,
     /// When the message arrived at the consumer.
     pub received_ms: u64,
+    /// When the receive that returned it was sent, when the history recorded it: a delivery
+    /// whose receive was sent after its ack was confirmed is a violation; one whose receive was
+    /// already in flight is not (the node may have leased it before applying the ack).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_invoke_ms: Option<u64>,
     /// The node the consumer was talking to.
     pub node: NodeId,
 }

@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
+use crate::checks::consumption::{self, Consumption};
 use crate::checks::coverage::{self, Coverage};
-use crate::checks::delivery::{self, LateDelivery};
+use crate::checks::delivery::{self, DeliveriesAfterAck};
 use crate::checks::divergence::{self, Divergence};
 use crate::checks::leaders::{self, Leadership};
 use crate::checks::log::{self, LogChecks};
@@ -30,7 +31,9 @@ pub struct Findings {
     /// Acknowledged positions holding another value.
     pub offset_mismatch: Offenders<OffsetMismatch>,
     /// Deliveries after their ack was confirmed.
-    pub delivered_after_ack: Offenders<LateDelivery>,
+    pub delivered_after_ack: DeliveriesAfterAck,
+    /// What consumers got through the subscriptions the run consumed through.
+    pub consumption: Consumption,
     /// Per-key order violations.
     pub order: Offenders<OrderViolation>,
     /// Leader changes and dual leaders.
@@ -54,6 +57,7 @@ impl Findings {
             divergence: divergence::check(history),
             offset_mismatch: offset_mismatch::check(history),
             delivered_after_ack: delivery::check(history),
+            consumption: consumption::check(history),
             order: order::check(history),
             coverage: coverage::check(history, &leadership),
             leadership,

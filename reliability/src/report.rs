@@ -45,11 +45,12 @@ impl Report {
             .seed
             .map_or_else(|| "?".to_owned(), |seed| seed.to_string());
         format!(
-            "{} {} seed={seed} | {} | {} | verdict {}",
+            "{} {} seed={seed} | {} | {}{} | verdict {}",
             self.id,
             self.name,
             self.counts_text(),
             self.run_text(),
+            self.consumption_text(),
             self.verdict
         )
     }
@@ -67,6 +68,29 @@ impl Report {
             q.recovered.count,
             q.unknown,
             q.per_node_lost.count,
+        )
+    }
+
+    /// The consumers' figures, when the run consumed through a subscription to the end.
+    fn consumption_text(&self) -> String {
+        let c = &self.findings.consumption;
+        if c.subscriptions.is_empty() {
+            return String::new();
+        }
+        let after_ack = &self.findings.delivered_after_ack;
+        format!(
+            " | delivered {} (distinct {}, acked {}) | undelivered {} \
+             | redelivered {} ({:.2}%, attempt not raised {}) \
+             | delivered after ack {} (receive in flight {})",
+            c.deliveries,
+            c.distinct,
+            c.acked,
+            c.undelivered.count,
+            c.redelivered,
+            c.redelivered_rate * 100.0,
+            c.attempt_not_raised,
+            after_ack.late.count,
+            after_ack.in_flight.count,
         )
     }
 

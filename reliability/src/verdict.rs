@@ -90,8 +90,12 @@ fn anomalies(findings: &Findings) -> Vec<String> {
         ),
         (findings.log.failures(), "log-check failures"),
         (
-            findings.delivered_after_ack.count,
+            findings.delivered_after_ack.late.count,
             "deliveries after a confirmed ack",
+        ),
+        (
+            findings.consumption.undelivered.count,
+            "acknowledged values never delivered",
         ),
         (findings.order.count, "per-key order violations"),
         (

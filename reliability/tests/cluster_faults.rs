@@ -1,12 +1,16 @@
 //! Faults against a real three-process cluster (the `wharf` binary, cluster preview), with
-//! producers (`ack=all`, unique values) running throughout and the checker judging the
-//! history after every node is drained: acknowledged messages lost, divergent replicas,
-//! holes, per-node loss. Each test prints the checker's report line.
+//! producers (`ack=all`, unique values) and consumers (receive + ack through one subscription,
+//! spread over the nodes) running throughout, and the checker judging the history after the
+//! consumers consumed everything acknowledged and every node is drained: acknowledged messages
+//! lost, divergent replicas, holes, per-node loss, acknowledged messages never delivered,
+//! deliveries after a confirmed ack; redeliveries are counted (at-least-once allows them). Each
+//! test prints the checker's report line.
 //!
 //! The tests run one at a time (each starts three processes on 2 shared cores): each takes
 //! [`SERIAL`] first. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
 //! otherwise) and `WHARF_FAULT_RATE` (messages/s, default 150) lengthen a run; a longer run
-//! repeats its fault while time is left (`reliability/run-faults`).
+//! repeats its fault while time is left (`reliability/run-faults`). `WHARF_FAULT_KEEP=1` keeps
+//! every run's folder (history and node logs), not only a failed one's.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,11 +20,27 @@ use std::time::{Duration, Instant};
 use wharf_reliability::event::{NodeId, Partition, Phase, Run};
 use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError, wharf_binary};
 use wharf_reliability::reader::read_file;
-use wharf_reliability::workload::{Recorder, RunningWorkload, Workload, WorkloadSpec};
+use wharf_reliability::workload::{
+    Recorder, RunningWorkload, Workload, WorkloadSpec, WorkloadStats,
+};
 use wharf_reliability::{Report, Verdict, check};
 
 const TOPIC: &str = "faults";
-const PARTITIONS: u32 = 3;
+/// One partition: a receive is served by the partition's leader (any other node forwards it
+/// there), which a topic of several partitions cannot do yet for one receive.
+const PARTITIONS: u32 = 1;
+const SUBSCRIPTION: &str = "faults-sub";
+/// Consumer tasks, each sending its receives to the nodes in turn.
+const CONSUMERS: u32 = 2;
+/// Messages per receive: enough that two consumers keep up with the producers on this loaded
+/// 2-core machine (with 10 they fell behind and took up to 10 s to catch up after the faults).
+const RECEIVE_MAX: u32 = 50;
+/// The subscription's lease: short, so messages a killed leader had leased come back within the
+/// run (a lease ends `ACK_TIMEOUT_MS` after it began, then the redelivery waits its backoff).
+const ACK_TIMEOUT_MS: u64 = 5_000;
+/// How long consumers may go on after producers stop, until everything acknowledged is consumed:
+/// a lease taken just before the end (5 s), a redelivery's first backoff (1 s), and a margin.
+const CONSUME_GRACE: Duration = Duration::from_secs(12);
 /// Default total produce rate, messages/s.
 const RATE: u32 = 150;
 /// Bound on every wait for the cluster to reach a state (a new leader, replicas agreeing).
@@ -67,21 +87,30 @@ fn three_nodes_with(adjust: impl FnOnce(&mut ClusterSpec)) -> Cluster {
     let mut spec = ClusterSpec::new(wharf_binary(), 3);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
     adjust(&mut spec);
-    Cluster::start(spec).expect("three nodes start")
+    let mut cluster = Cluster::start(spec).expect("three nodes start");
+    if std::env::var_os("WHARF_FAULT_KEEP").is_some() {
+        eprintln!("keeping {}", cluster.root().display());
+        cluster.keep_artifacts();
+    }
+    cluster
 }
 
-fn producers_only(seconds: u64) -> WorkloadSpec {
+fn producers_and_consumers(seconds: u64) -> WorkloadSpec {
     let rate = u32::try_from(env_number("WHARF_FAULT_RATE", RATE.into())).expect("a rate");
     let mut spec = WorkloadSpec::new(rate, Duration::from_secs(seconds));
     spec.topic = TOPIC.into();
     spec.partitions = PARTITIONS;
-    spec.consumers = 0;
+    spec.subscription = SUBSCRIPTION.into();
+    spec.consumers = CONSUMERS;
+    spec.receive_max = RECEIVE_MAX;
+    spec.ack_timeout_ms = Some(ACK_TIMEOUT_MS);
+    spec.consume_grace = CONSUME_GRACE;
     spec.seed = 11;
     spec
 }
 
-/// A run under way: its history, the workload (to drain later), the producers, when they
-/// started and how long they produce.
+/// A run under way: its history, the workload (to drain later), the producers and consumers,
+/// when they started and how long producers produce.
 struct Producing {
     recorder: Recorder,
     workload: Workload,
@@ -90,10 +119,11 @@ struct Producing {
     producing: Duration,
 }
 
-/// Starts producers (`ack=all`, no consumers) on `cluster` for `seconds`, the history headed
-/// by `run`, and waits until 100 writes are acknowledged before any fault is injected.
+/// Starts producers (`ack=all`) and consumers on `cluster`, producers for `seconds`, the history
+/// headed by `run`, and waits until 100 writes are acknowledged and 50 messages consumed before
+/// any fault is injected.
 async fn start_producing(cluster: &Cluster, seconds: u64, run: Run) -> Producing {
-    let spec = producers_only(seconds);
+    let spec = producers_and_consumers(seconds);
     let producing = spec.duration;
     let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run).expect("history");
     let workload = Workload::new(spec, cluster.endpoints(), recorder.clone()).expect("workload");
@@ -106,6 +136,12 @@ async fn start_producing(cluster: &Cluster, seconds: u64, run: Run) -> Producing
         "100 writes not acknowledged before the fault: {:?}",
         running.stats()
     );
+    let consuming = wait_consumed(&running, 50, Duration::from_secs(5)).await;
+    assert!(
+        consuming,
+        "50 messages not consumed before the fault: {:?}",
+        running.stats()
+    );
     Producing {
         recorder,
         workload,
@@ -113,6 +149,32 @@ async fn start_producing(cluster: &Cluster, seconds: u64, run: Run) -> Producing
         started,
         producing,
     }
+}
+
+/// Waits until consumers' acks of at least `acks` messages were confirmed, for at most
+/// `timeout`; returns whether they were.
+async fn wait_consumed(running: &RunningWorkload, acks: u64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while running.stats().acks_ok < acks {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
+/// Waits for the producers, then for the consumers to consume everything acknowledged, and
+/// prints how long that took after the faults and after the producers' end.
+async fn finish(running: RunningWorkload, started: Instant, producing: Duration) -> WorkloadStats {
+    let since = Instant::now();
+    let stats = running.finish().await.expect("workload ran");
+    let after_end = started.elapsed().saturating_sub(producing);
+    eprintln!(
+        "workload done {:.1?} after the faults, {after_end:.1?} after the producers' end",
+        since.elapsed()
+    );
+    stats
 }
 
 fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &Cluster) -> Run {
@@ -124,6 +186,7 @@ fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &
         require_leader_change: leader_change,
         partitions: PARTITIONS,
         nodes: cluster.node_ids(),
+        consumed_through: vec![SUBSCRIPTION.into()],
     }
 }
 
@@ -279,12 +342,36 @@ fn record_line(line: &str) {
     }
 }
 
-/// What every test asserts: nothing acknowledged lost anywhere, not even on one node.
+/// What every test asserts: nothing acknowledged lost anywhere, not even on one node; every
+/// acknowledged message delivered, none delivered by a receive sent after its ack was confirmed.
+/// Redeliveries are allowed (at-least-once) and only reported.
 fn assert_nothing_acknowledged_lost(report: &Report) {
-    let queue = &report.findings.queue;
+    let findings = &report.findings;
+    let queue = &findings.queue;
     assert_eq!(queue.lost.count, 0, "{:?}", report.reasons);
     assert_eq!(queue.per_node_lost.count, 0, "{:?}", report.reasons);
+    assert_eq!(
+        findings.consumption.undelivered.count, 0,
+        "acknowledged, never delivered: {:?}",
+        findings.consumption.undelivered.first
+    );
+    assert_eq!(
+        findings.delivered_after_ack.late.count, 0,
+        "delivered after a confirmed ack: {:?}",
+        findings.delivered_after_ack.late.first
+    );
     assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
+    let consumption = &findings.consumption;
+    eprintln!(
+        "deliveries {} of {} values, redelivered {} ({:.2}%); delivered after ack with the \
+         receive in flight: {} {:?}",
+        consumption.deliveries,
+        consumption.distinct,
+        consumption.redelivered,
+        consumption.redelivered_rate * 100.0,
+        findings.delivered_after_ack.in_flight.count,
+        findings.delivered_after_ack.in_flight.first
+    );
 }
 
 #[test]
@@ -297,15 +384,16 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
             recorder,
             workload,
             running,
-            ..
+            started,
+            producing,
         } = start_producing(&cluster, seconds, run).await;
         let mut term = 0;
         let mut outages = Vec::new();
-        // Five rounds by default (more in a longer run): each chases the leader of the next
-        // partition, so every partition changes leader.
+        // Five rounds by default (more in a longer run): each chases the current leader of the
+        // one partition.
         let rounds = (seconds * 5 / 12).max(5);
-        for round in 0..rounds {
-            let partition = u32::try_from(round).expect("a round") % PARTITIONS;
+        let partition = 0;
+        for _ in 0..rounds {
             let alive = cluster.node_ids();
             let leader = leader_of(&cluster, partition, &alive)
                 .await
@@ -325,11 +413,13 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
             recorder.record_fault("kill_leader", Some(leader), Phase::End, true);
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        let stats = running.finish().await.expect("workload ran");
+        let stats = finish(running, started, producing).await;
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; new leader seen after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
-        assert!(stats.acked >= 500, "too few writes to judge: {stats:?}");
+        // Every kill stops all writes (one partition) until a new leader is elected and the
+        // producers find it: 403-638 of 1,800 were acknowledged in three runs.
+        assert!(stats.acked >= 300, "too few writes to judge: {stats:?}");
     });
 }
 
@@ -389,7 +479,7 @@ fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
                 break;
             }
         }
-        let stats = running.finish().await.expect("workload ran");
+        let stats = finish(running, started, producing).await;
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; killed (node, leaders before) {victims:?}");
         assert_nothing_acknowledged_lost(&report);
@@ -450,7 +540,7 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
                 break;
             }
         }
-        let stats = running.finish().await.expect("workload ran");
+        let stats = finish(running, started, producing).await;
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; writes acknowledged again after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
@@ -462,8 +552,8 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
 fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
     serially(async {
         let mut cluster = three_nodes();
-        // Partition 0 certainly changes leader; the others only if the paused node led them.
-        let run = run_header("R4", "pause-leader", "pause_leader", false, &cluster);
+        // The one partition certainly changes leader.
+        let run = run_header("R4", "pause-leader", "pause_leader", true, &cluster);
         let Producing {
             recorder,
             workload,
@@ -501,7 +591,7 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
                 break;
             }
         }
-        let stats = running.finish().await.expect("workload ran");
+        let stats = finish(running, started, producing).await;
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; (paused leader, new leader, elected after) {deposed:?}");
         assert_nothing_acknowledged_lost(&report);

@@ -21,6 +21,7 @@ fn header(id: &str, name: &str, faults: &[&str], partitions: u32, nodes: Vec<Nod
         require_leader_change: false,
         partitions,
         nodes,
+        consumed_through: vec![],
     }
 }
 

@@ -1,7 +1,7 @@
 //! Receiving: long-poll receive with leases, peeking at the head of each partition, granting
 //! and reading what was granted (settling by receipt is in `settle`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -101,6 +101,15 @@ impl Broker {
                 }
                 None => Vec::new(),
             };
+            if !deliveries.is_empty() {
+                let partitions: BTreeSet<u32> = deliveries.iter().map(|d| d.partition).collect();
+                if let Err(error) = self.confirm_lead(topic, partitions).await {
+                    if let Some(memory) = &request.memory {
+                        memory.release();
+                    }
+                    return Err(error);
+                }
+            }
             if deliveries.is_empty()
                 && let Some(memory) = &request.memory
             {

@@ -7,12 +7,14 @@
 //! - [`divergence`]: replicas holding different values at one offset.
 //! - [`offset_mismatch`]: an acknowledged position holding another value.
 //! - [`delivery`]: deliveries after their ack was confirmed.
+//! - [`consumption`]: acknowledged values never delivered, and values delivered more than once.
 //! - [`order`]: per-key order of each producer's acknowledged writes.
 //! - [`leaders`]: leader changes, and two leaders in one term.
 //! - [`coverage`]: whether the run did what it set out to do.
 //! - [`unavailability`]: how long writes could not be acknowledged.
 //! - [`server_errors`]: 5xx replies other than 503 and 507.
 
+pub mod consumption;
 pub mod coverage;
 pub mod delivery;
 pub mod divergence;

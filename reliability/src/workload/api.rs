@@ -182,9 +182,19 @@ impl Api {
         self.call_ignoring_body(request).await
     }
 
-    /// `POST /v1/topics/{topic}/subscriptions`, reading from the earliest offset.
-    pub async fn create_subscription(&self, url: &str, topic: &str, name: &str) -> Reply<()> {
-        let body = json!({ "name": name, "start": "earliest" });
+    /// `POST /v1/topics/{topic}/subscriptions`, reading from the earliest offset, with
+    /// `ack_timeout_ms` when given.
+    pub async fn create_subscription(
+        &self,
+        url: &str,
+        topic: &str,
+        name: &str,
+        ack_timeout_ms: Option<u64>,
+    ) -> Reply<()> {
+        let mut body = json!({ "name": name, "start": "earliest" });
+        if let Some(lease) = ack_timeout_ms {
+            body["ack_timeout_ms"] = json!(lease);
+        }
         let request = self
             .client
             .post(format!("{url}/v1/topics/{topic}/subscriptions"))

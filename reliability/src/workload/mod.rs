@@ -32,6 +32,7 @@
 //!     require_leader_change: true,
 //!     partitions: spec.partitions,
 //!     nodes: cluster.node_ids(),
+//!     consumed_through: vec![],
 //! };
 //! let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run)?;
 //! let workload = Workload::new(spec, cluster.endpoints(), recorder.clone())?;
@@ -57,8 +58,9 @@ mod produce;
 pub mod recorder;
 pub mod spec;
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -164,6 +166,16 @@ impl Counters {
     }
 }
 
+/// Which acknowledged values consumers have yet to consume (receive and ack, the ack `ok` or
+/// of unknown outcome), so they know when they are done.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Acknowledged by a producer, not yet consumed.
+    outstanding: HashSet<String>,
+    /// Consumed (perhaps before its producer heard back).
+    consumed: HashSet<String>,
+}
+
 /// What every task of a workload shares.
 #[derive(Debug)]
 struct Context {
@@ -173,9 +185,37 @@ struct Context {
     recorder: Recorder,
     counters: Counters,
     producers_done: AtomicBool,
+    progress: Mutex<Progress>,
 }
 
 impl Context {
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes that a producer's write of `value` was acknowledged (only tracked with consumers).
+    fn produced(&self, value: &str) {
+        if self.spec.consumers == 0 {
+            return;
+        }
+        let mut progress = self.progress();
+        if !progress.consumed.contains(value) {
+            progress.outstanding.insert(value.to_owned());
+        }
+    }
+
+    /// Notes that a consumer's ack of `value` was confirmed or may have taken effect.
+    fn consumed(&self, value: &str) {
+        let mut progress = self.progress();
+        progress.outstanding.remove(value);
+        progress.consumed.insert(value.to_owned());
+    }
+
+    /// Whether the producers are done and every value they got acknowledged was consumed.
+    fn all_consumed(&self) -> bool {
+        self.producers_done.load(Ordering::Acquire) && self.progress().outstanding.is_empty()
+    }
+
     /// The endpoint for the `n`th call of a task, round-robin from the task's own offset.
     fn endpoint(&self, process: u32, n: u64) -> &Endpoint {
         let len = self.endpoints.len() as u64;
@@ -210,6 +250,7 @@ impl Workload {
                 recorder,
                 counters: Counters::default(),
                 producers_done: AtomicBool::new(false),
+                progress: Mutex::new(Progress::default()),
             }),
         })
     }
@@ -239,7 +280,12 @@ impl Workload {
         let subscription = format!("subscription {}", c.spec.subscription);
         self.retry(&subscription, deadline, |url| async move {
             c.api
-                .create_subscription(&url, &c.spec.topic, &c.spec.subscription)
+                .create_subscription(
+                    &url,
+                    &c.spec.topic,
+                    &c.spec.subscription,
+                    c.spec.ack_timeout_ms,
+                )
                 .await
         })
         .await
@@ -274,8 +320,9 @@ impl Workload {
     }
 
     /// Starts the producers and the consumers. Producers stop after the spec's `duration`;
-    /// consumers once producers stopped and a receive came back empty, or `consume_grace`
-    /// after the producers stopped.
+    /// consumers once producers stopped and every value they got acknowledged was consumed
+    /// (received, and its ack confirmed or of unknown outcome), or `consume_grace` after the
+    /// producers stopped.
     pub fn start(&self) -> RunningWorkload {
         let mut producers = JoinSet::new();
         for process in 0..self.context.spec.producers {

@@ -62,7 +62,7 @@ async fn send(context: &Context, process: u32, counter: u64, key: String) {
     };
     context.recorder.record(&Event::Produce(Produce {
         process,
-        value,
+        value: value.clone(),
         key: Some(key),
         partition: placement.map(|p| p.partition),
         offset: placement.and_then(|p| p.offset),
@@ -73,6 +73,9 @@ async fn send(context: &Context, process: u32, counter: u64, key: String) {
         status: reply.status(),
     }));
     count(context, outcome);
+    if outcome == Outcome::Ok {
+        context.produced(&value);
+    }
 }
 
 fn count(context: &Context, outcome: Outcome) {

@@ -125,6 +125,7 @@ mod tests {
             require_leader_change: false,
             partitions: 1,
             nodes: vec![1],
+            consumed_through: vec![],
         }
     }
 

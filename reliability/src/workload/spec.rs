@@ -54,7 +54,13 @@ pub struct WorkloadSpec {
     pub receive_max: u32,
     /// `wait_ms` of each receive.
     pub receive_wait_ms: u64,
-    /// How long consumers may go on after producers stop, until a receive comes back empty.
+    /// The subscription's `ack_timeout_ms` (the lease of a received message); `None` leaves
+    /// Wharf's default. A fault test shortens it so messages leased by a killed node come back
+    /// within the run.
+    pub ack_timeout_ms: Option<u64>,
+    /// How long consumers may go on after producers stop, until every acknowledged value was
+    /// consumed (received and acked): long enough for a lease to run out and its message to
+    /// come back.
     pub consume_grace: Duration,
     /// Bound on creating the topic and the subscription.
     pub setup_timeout: Duration,
@@ -80,6 +86,7 @@ impl WorkloadSpec {
             request_timeout: Duration::from_secs(2),
             receive_max: 10,
             receive_wait_ms: 1_000,
+            ack_timeout_ms: None,
             consume_grace: Duration::from_secs(5),
             setup_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(20),

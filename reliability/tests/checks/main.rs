@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod consumption;
 mod coverage;
 mod delivery;
 mod divergence;

@@ -130,6 +130,7 @@ fn delivery(value: &str, received_ms: u64) -> Deliver {
         offset: 0,
         attempt: 9,
         received_ms,
+        receive_invoke_ms: None,
         node: 3,
     }
 }
@@ -141,7 +142,7 @@ fn raised_counter(report: &Report, anomaly: &Anomaly) -> (u64, u64) {
     match anomaly {
         Anomaly::DropAcked(_) => (findings.queue.lost.count, 1),
         Anomaly::SwapOnNode(_) => (findings.divergence.count, 2),
-        Anomaly::DeliverAfterAck(_) => (findings.delivered_after_ack.count, 1),
+        Anomaly::DeliverAfterAck(_) => (findings.delivered_after_ack.late.count, 1),
         Anomaly::DeliverGhost => (findings.queue.unexpected.count, 1),
         Anomaly::ReorderKey => (findings.order.count, 1),
     }

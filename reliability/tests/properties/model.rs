@@ -167,6 +167,7 @@ impl Builder {
             require_leader_change: true,
             partitions,
             nodes: NODES.to_vec(),
+            consumed_through: vec![],
         });
         Self {
             partitions,
@@ -303,6 +304,7 @@ impl Builder {
             offset,
             attempt,
             received_ms: self.clock,
+            receive_invoke_ms: None,
             node: 2,
         }));
         self.clock += 1;

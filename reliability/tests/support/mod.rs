@@ -24,6 +24,7 @@ pub fn run() -> Event {
         require_leader_change: true,
         partitions: 2,
         nodes: NODES.to_vec(),
+        consumed_through: vec![],
     })
 }
 
@@ -60,6 +61,7 @@ pub fn deliver(value: &str, at: (Partition, Offset), attempt: u32, received_ms: 
         offset: at.1,
         attempt,
         received_ms,
+        receive_invoke_ms: None,
         node: 1,
     })
 }
