@@ -61,10 +61,10 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
     .await;
     assert_eq!(status, 201, "create subscription: {body}");
 
-    // Wait until the three partitions have three different leaders, as a new topic's
-    // placement intends (the gather is what this test is about).
+    // The gather is what this test is about: once every partition has a leader, if one node
+    // leads all three (elections are independent), move partition 1's leadership away.
     let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    let leaders = loop {
         let view: Value = http
             .get(format!("{}/v1/cluster", urls[2]))
             .send()
@@ -73,21 +73,31 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
             .json()
             .await
             .expect("json");
-        let leaders: BTreeSet<u64> = view["partitions"]
+        let leaders: Vec<u64> = view["partitions"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|p| p["topic"] == TOPIC)
             .filter_map(|p| p["leader"].as_u64())
             .collect();
-        if leaders.len() >= 2 {
-            break;
+        if leaders.len() == 3 {
+            break leaders;
         }
         assert!(
             Instant::now() < deadline,
-            "one node leads every partition: {view}"
+            "partitions without a leader: {view}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if leaders.iter().all(|l| *l == leaders[0]) {
+        let other = if leaders[0] == 1 { 2 } else { 1 };
+        let (status, body) = post_when_ready(
+            &http,
+            format!("{}/v1/cluster/partitions/{TOPIC}/1/leader", urls[0]),
+            json!({ "node": other }),
+        )
+        .await;
+        assert_eq!(status, 200, "move partition 1's leader: {body}");
     }
 
     // One request per message: a batch whose keys span partitions led by different nodes is

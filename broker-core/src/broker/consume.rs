@@ -1,7 +1,7 @@
 //! Receiving: long-poll receive with leases, peeking at the head of each partition, granting
 //! and reading what was granted (settling by receipt is in `settle`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -101,15 +101,6 @@ impl Broker {
                 }
                 None => Vec::new(),
             };
-            if !deliveries.is_empty() {
-                let partitions: BTreeSet<u32> = deliveries.iter().map(|d| d.partition).collect();
-                if let Err(error) = self.confirm_lead(topic, partitions).await {
-                    if let Some(memory) = &request.memory {
-                        memory.release();
-                    }
-                    return Err(error);
-                }
-            }
             if deliveries.is_empty()
                 && let Some(memory) = &request.memory
             {
@@ -270,7 +261,7 @@ impl Broker {
         };
         let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
         let now = now_ms();
-        let grants = sub.grant(partition, log, |table| {
+        let (grants, leases) = sub.grant(partition, log, |table| {
             table.grant(
                 now,
                 wanted,
@@ -280,9 +271,13 @@ impl Broker {
                 &sub.config.retry,
                 rand::random,
             )
-        });
+        })?;
         if grants.is_empty() {
             return Ok(0);
+        }
+        // In a cluster: the leases are committed (this node still leads) before any leaves.
+        if let Some(leases) = leases {
+            leases.wait().await?;
         }
         let mut records: BTreeMap<u64, StoredRecord> =
             peeked.into_iter().map(|r| (r.offset, r)).collect();

@@ -7,7 +7,10 @@
 //! checkpoints ([`Broker::follow_tables`]). A node that gains the leadership makes its table
 //! live once every entry of earlier terms is applied here, so it holds each message in flight
 //! until its lease would have ended and accepts its receipt (receipts are signed with a key
-//! every node shares).
+//! every node shares). A receive hands messages out only once their leases are committed,
+//! which also proves this node still led the partition: a leader paused or cut off believes
+//! it leads until it hears of a newer term, while its table may show as waiting what the new
+//! leader has since delivered and had acked.
 //!
 //! A subscription's start on a partition is the first `sought` event of its log, which the
 //! partition's first leader to serve the subscription appends (at the log's end for
@@ -18,22 +21,15 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, HEARTBEAT_MS, LeaderView, TypeConfig};
+use crate::raft::{GroupId, LeaderView};
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
 use crate::sync::{read, write};
-use openraft::Raft;
-use openraft::error::{CheckIsLeaderError, RaftError};
 
 /// How long [`Broker::subscription_started`] callers should wait between looks: about a
 /// heartbeat, so the start a leader appended is seen soon after it commits.
 pub const START_POLL_MS: u64 = 50;
-
-/// Bound on [`Broker::confirm_lead`]: a quorum answers a heartbeat in milliseconds, so a
-/// leader that hears nothing within about two election timeouts is cut off or being replaced;
-/// its receive is refused rather than held.
-pub const CONFIRM_LEAD_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Whether this node serves a partition's subscriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,40 +66,6 @@ impl Broker {
             }
             other => Lead::Other(other),
         }
-    }
-
-    /// In a cluster, confirms that this node still leads each of `partitions` of `topic`: a
-    /// quorum answered a heartbeat sent after the call began (openraft's read index). A leader
-    /// paused or cut off believes it leads until it hears of a newer term, while the new leader
-    /// may have delivered and had acked what its table still shows as waiting; so deliveries
-    /// leave only after this. [`BrokerError::NotLeader`] otherwise, naming the leader if known.
-    pub(super) async fn confirm_lead(
-        &self,
-        topic: &str,
-        partitions: impl IntoIterator<Item = u32>,
-    ) -> Result<()> {
-        let Some(replication) = &self.config.replication else {
-            return Ok(());
-        };
-        for partition in partitions {
-            let group = GroupId::Partition {
-                topic: topic.to_owned(),
-                partition,
-            };
-            let Some(raft) = replication.groups.get(&group) else {
-                return Err(BrokerError::NotLeader {
-                    what: format!("partition {partition} of topic '{topic}'"),
-                    leader: None,
-                });
-            };
-            if let Err(leader) = confirm_group(&raft).await {
-                return Err(BrokerError::NotLeader {
-                    what: format!("partition {partition} of topic '{topic}'"),
-                    leader: leader.filter(|l| *l != replication.node_id),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Whether this node serves `sub` on `partition` now; on a leader, makes its table live
@@ -369,25 +331,6 @@ pub(super) fn follow_tables(work: &FollowWork) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Confirms `raft` leads, trying again a heartbeat later while a round finds no quorum (one
-/// slow answer on a loaded machine fails a round), within [`CONFIRM_LEAD_TIMEOUT`]; else the
-/// leader it names, if any.
-async fn confirm_group(raft: &Raft<TypeConfig>) -> std::result::Result<(), Option<u64>> {
-    let deadline = tokio::time::Instant::now() + CONFIRM_LEAD_TIMEOUT;
-    loop {
-        match tokio::time::timeout_at(deadline, raft.ensure_linearizable()).await {
-            Ok(Ok(_)) => return Ok(()),
-            Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)))) => {
-                return Err(forward.leader_id);
-            }
-            Ok(Err(_)) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS)).await;
-            }
-            Ok(Err(_)) | Err(_) => return Err(None),
-        }
-    }
 }
 
 fn partition_number(partition: usize) -> u32 {

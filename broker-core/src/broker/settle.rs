@@ -150,7 +150,7 @@ impl Broker {
                         .filter(|(_, (_, result))| result.is_ok())
                         .map(|((_, data), _)| data.offset)
                         .collect();
-                    sub.record_leases(partition, log, &extended);
+                    pending.extend(sub.record_leases(partition, log, &extended)?);
                     results
                 }
                 _ => {

@@ -3,7 +3,7 @@
 //! in log order. Leases themselves (and extends) are not events: a restart or failover lets an
 //! in-flight message come back once its lease would have ended, or sooner if it was granted
 //! after the last checkpoint. In a cluster a partition leader also records each lease
-//! (`leased`, without waiting for it), so a new leader holds what was in flight until its
+//! (`leased`, before the receive answers), so a new leader holds what was in flight until its
 //! lease would have ended, and accepts its receipts.
 //!
 //! ```text
@@ -78,7 +78,7 @@ pub enum SubscriptionEvent {
         /// The new position.
         offset: u64,
     },
-    /// A message was leased (in a cluster only, written without waiting for it): a new
+    /// A message was leased (in a cluster only; the receive waits for it): a new
     /// partition leader holds it until `deadline_ms` and accepts the receipt of `lease`.
     Leased {
         /// The subscription incarnation.

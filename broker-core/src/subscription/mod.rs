@@ -377,63 +377,76 @@ impl Subscription {
         Ok((result, pending))
     }
 
-    /// [`Subscription::update`] for a receive: redeliveries among the grants `change` returns
-    /// are queued in the log as [`SubscriptionEvent::Redelivered`] without waiting (when the
-    /// queue has room), so `max_deliveries` survives a restart; losing one costs at most an
-    /// extra delivery. A receive of first deliveries only takes no place in the log's queue.
+    /// [`Subscription::update`] for a receive. On a single node, redeliveries among the
+    /// grants `change` returns are queued in the log as [`SubscriptionEvent::Redelivered`]
+    /// without waiting (when the queue has room), so `max_deliveries` survives a restart;
+    /// losing one costs at most an extra delivery; a receive of first deliveries only takes no
+    /// place in the log's queue. In a cluster every grant is recorded as
+    /// [`SubscriptionEvent::Leased`], and the caller awaits the returned append before it
+    /// hands the messages out: its commit proves this node still led the partition when it
+    /// granted them (a deposed leader's table may show as waiting what the new leader has
+    /// since delivered and had acked), and the next leader then holds them for their lease.
     pub fn grant(
         &self,
         partition: usize,
         log: &PartitionHandle,
         change: impl FnOnce(&mut LeaseTable) -> Vec<Grant>,
-    ) -> Vec<Grant> {
-        let mut table = self.lock(partition);
-        let grants = change(&mut table);
-        let events: Vec<bytes::Bytes> = if self.is_replicated() {
-            grants
+    ) -> Result<(Vec<Grant>, Option<PendingAppend>)> {
+        if self.is_replicated() {
+            let slot = log.reserve_control()?;
+            let mut table = self.lock(partition);
+            let grants = change(&mut table);
+            let events: Vec<bytes::Bytes> = grants
                 .iter()
                 .filter_map(|g| self.lease_event(&table, g.offset))
-                .collect()
-        } else {
-            grants
-                .iter()
-                .filter(|g| g.attempt > 1)
-                .map(|g| {
-                    SubscriptionEvent::Redelivered {
-                        subscription: self.config.uid,
-                        offset: g.offset,
-                        attempts: g.attempt,
-                        key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
-                    }
-                    .encode()
-                })
-                .collect()
-        };
+                .collect();
+            // Sent under the table's lock, so the log keeps this table's order of changes.
+            let pending = (!events.is_empty()).then(|| slot.send(events));
+            return Ok((grants, pending));
+        }
+        let mut table = self.lock(partition);
+        let grants = change(&mut table);
+        let events: Vec<bytes::Bytes> = grants
+            .iter()
+            .filter(|g| g.attempt > 1)
+            .map(|g| {
+                SubscriptionEvent::Redelivered {
+                    subscription: self.config.uid,
+                    offset: g.offset,
+                    attempts: g.attempt,
+                    key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
+                }
+                .encode()
+            })
+            .collect();
         // Queued under the table's lock, so the log keeps this table's order of changes.
         if !events.is_empty()
             && let Ok(slot) = log.reserve_control()
         {
             slot.send_detached(events);
         }
-        grants
+        Ok((grants, None))
     }
 
-    /// In a cluster, records the leases of `offsets` (after an extend) in the log without
-    /// waiting, so a new leader holds them as long; nothing on a single node.
-    pub fn record_leases(&self, partition: usize, log: &PartitionHandle, offsets: &[u64]) {
+    /// In a cluster, records the leases of `offsets` (after an extend) in the log, so a new
+    /// leader holds them as long; the caller awaits the append before it answers. Nothing on
+    /// a single node.
+    pub fn record_leases(
+        &self,
+        partition: usize,
+        log: &PartitionHandle,
+        offsets: &[u64],
+    ) -> Result<Option<PendingAppend>> {
         if !self.is_replicated() || offsets.is_empty() {
-            return;
+            return Ok(None);
         }
+        let slot = log.reserve_control()?;
         let table = self.lock(partition);
         let events: Vec<bytes::Bytes> = offsets
             .iter()
             .filter_map(|offset| self.lease_event(&table, *offset))
             .collect();
-        if !events.is_empty()
-            && let Ok(slot) = log.reserve_control()
-        {
-            slot.send_detached(events);
-        }
+        Ok((!events.is_empty()).then(|| slot.send(events)))
     }
 
     /// The `leased` event of an offset in flight.
