@@ -164,3 +164,43 @@ fn changes_report_settled_ranges_so_a_store_can_follow() {
     assert_eq!(changes.settled, vec![(1, None)], "the floor stepped over 0");
     assert_eq!(changes.cursor.map(|c| c.ack_floor), Some(3));
 }
+
+#[test]
+fn a_replayed_lease_holds_its_message_until_the_deadline_and_its_receipt_still_acks() {
+    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
+    table.replay_lease(1, 1, 77, 5_000, None);
+    assert_eq!(table.cursor().delivered, 1);
+    // The others flow; offset 1 waits out the lease another leader granted.
+    assert_eq!(receive(&mut table, 4_000, 3), vec![(0, 1), (2, 1)]);
+    assert!(table.is_leased(1, 77, 4_999));
+    assert_eq!(table.ack(1, 77, 4_999), Ok(()));
+    assert_eq!(table.cursor().acked, 1);
+    assert_eq!(receive(&mut table, 700_000, 3), vec![(0, 2), (2, 2)]);
+}
+
+#[test]
+fn a_replayed_lease_that_ends_is_redelivered_with_the_next_attempt_not_before() {
+    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
+    table.replay_lease(0, 3, 9, 5_000, None);
+    assert_eq!(receive(&mut table, 4_999, 1), vec![]);
+    let mut redelivered = Vec::new();
+    for now in (5_000..=700_000).step_by(1_000) {
+        redelivered = receive(&mut table, now, 1);
+        if !redelivered.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(redelivered, vec![(0, 4)]);
+}
+
+#[test]
+fn a_replayed_lease_never_undoes_an_ack_or_lowers_the_attempts() {
+    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
+    table.replay_ack(0);
+    table.replay_lease(0, 1, 5, 5_000, None);
+    table.replay_attempt(1, 4, None);
+    table.replay_lease(1, 2, 6, 5_000, None);
+    assert_eq!(table.cursor().acked, 1);
+    assert_eq!(table.entry(1).map(|e| e.attempts), Some(4));
+    assert_eq!(receive(&mut table, 0, 2), vec![]);
+}
