@@ -14,6 +14,9 @@
 //!   answer 503 `not_leader` (the client retries; receipts settled meanwhile then report
 //!   `receipt_invalid`, their messages being settled).
 //!
+//! - Seek: each leader moves the partitions it leads (explicit offsets go to their
+//!   partition's leader), and the positions are merged.
+//!
 //! A request that was forwarded here is never gathered again (one hop).
 
 use std::collections::BTreeMap;
@@ -22,7 +25,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode};
 use broker_core::BrokerError;
-use broker_core::broker::{ReceiptFailure, ReceiveRequest, SettleOutcome};
+use broker_core::broker::{ReceiptFailure, ReceiveRequest, SeekTarget, SettleOutcome};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -274,4 +277,109 @@ where
         );
     }
     Ok(outcome)
+}
+
+#[derive(Deserialize)]
+struct RemoteSeek {
+    positions: BTreeMap<String, u64>,
+}
+
+/// Seeks `target` on every leader of the topic's partitions (this node's own with
+/// [`broker_core::Broker::seek_led`], the others over HTTP, explicit offsets split by their
+/// partition's leader) and merges the positions each moved. A leader that cannot be reached
+/// makes the answer 503 `not_leader`; the partitions of the others may have moved (a seek
+/// repeated moves them to the same place).
+pub async fn scatter_seek(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &SubscriptionPath,
+    target: SeekTarget,
+    leaders: Vec<Option<u64>>,
+) -> Result<BTreeMap<u32, u64>, BrokerError> {
+    let me = state.cluster.as_ref().map(|c| c.node_id());
+    let mut shares: BTreeMap<u64, serde_json::Value> = BTreeMap::new();
+    let mut local = None;
+    match &target {
+        SeekTarget::Offsets(offsets) => {
+            let mut mine = BTreeMap::new();
+            let mut theirs: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
+            for (partition, offset) in offsets {
+                match leaders.get(*partition as usize).copied() {
+                    // Not a partition of the topic: this node reports it.
+                    None => {
+                        mine.insert(*partition, *offset);
+                    }
+                    Some(leader) if leader == me => {
+                        mine.insert(*partition, *offset);
+                    }
+                    Some(Some(node)) => {
+                        theirs
+                            .entry(node)
+                            .or_default()
+                            .insert(partition.to_string(), *offset);
+                    }
+                    Some(None) => {
+                        return Err(BrokerError::NotLeader {
+                            what: format!("partition {partition} of topic '{}'", path.topic),
+                            leader: None,
+                        });
+                    }
+                }
+            }
+            if !mine.is_empty() {
+                local = Some(SeekTarget::Offsets(mine));
+            }
+            for (node, offsets) in theirs {
+                shares.insert(node, serde_json::json!({ "offsets": offsets }));
+            }
+        }
+        other => {
+            let body = match other {
+                SeekTarget::Earliest => serde_json::json!({ "to": "earliest" }),
+                SeekTarget::Latest => serde_json::json!({ "to": "latest" }),
+                SeekTarget::Timestamp(at) => serde_json::json!({ "timestamp_ms": at }),
+                SeekTarget::Offsets(_) => serde_json::Value::Null,
+            };
+            if leaders.contains(&me) {
+                local = Some(target.clone());
+            }
+            for node in leaders.iter().flatten().filter(|n| Some(**n) != me) {
+                shares.insert(*node, body.clone());
+            }
+            if leaders.contains(&None) {
+                return Err(BrokerError::NotLeader {
+                    what: format!("a partition of topic '{}'", path.topic),
+                    leader: None,
+                });
+            }
+        }
+    }
+    let mut positions = match local {
+        Some(target) => {
+            state
+                .broker
+                .seek_led(&path.topic, &path.sub, target)
+                .await?
+        }
+        None => BTreeMap::new(),
+    };
+    for (node, body) in shares {
+        let Some(bytes) = ask_peer(state, headers, node, path, "seek", &body).await else {
+            return Err(BrokerError::NotLeader {
+                what: format!("node {node}, leading a partition of topic '{}'", path.topic),
+                leader: None,
+            });
+        };
+        let answer: RemoteSeek =
+            serde_json::from_slice(&bytes).map_err(|e| BrokerError::NotLeader {
+                what: format!("node {node}'s answer ({e})"),
+                leader: None,
+            })?;
+        for (partition, offset) in answer.positions {
+            if let Ok(number) = partition.parse::<u32>() {
+                positions.insert(number, offset);
+            }
+        }
+    }
+    Ok(positions)
 }

@@ -29,12 +29,45 @@ impl Broker {
         subscription: &str,
         target: SeekTarget,
     ) -> Result<BTreeMap<u32, u64>> {
+        self.seek_partitions(topic, subscription, target, false)
+            .await
+    }
+
+    /// In a cluster, [`Broker::seek`] of only the partitions this node leads (`earliest`,
+    /// `latest` and a time move those; explicit offsets must name only those): the gateway
+    /// sends a seek to every leader of the topic's partitions and merges their answers.
+    pub async fn seek_led(
+        &self,
+        topic: &str,
+        subscription: &str,
+        target: SeekTarget,
+    ) -> Result<BTreeMap<u32, u64>> {
+        self.seek_partitions(topic, subscription, target, true)
+            .await
+    }
+
+    async fn seek_partitions(
+        &self,
+        topic: &str,
+        subscription: &str,
+        target: SeekTarget,
+        led_only: bool,
+    ) -> Result<BTreeMap<u32, u64>> {
         self.check_running()?;
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
         let partitions = open.config().partitions;
         let mut positions = BTreeMap::new();
         for (partition, log) in (0u32..).zip(&open.partitions) {
+            let named = matches!(&target, SeekTarget::Offsets(o) if o.contains_key(&partition));
+            if led_only
+                && !named
+                && !self
+                    .serve_partition(&open, &sub, partition as usize)
+                    .await?
+            {
+                continue;
+            }
             let (start, end) = (log.start_offset(), log.end_offset());
             let position = match &target {
                 SeekTarget::Earliest => start,

@@ -5,12 +5,15 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use broker_core::broker::SeekTarget;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::extract::{JsonBody, PathParams};
+use crate::forward::FORWARDED_HEADER;
+use crate::gather;
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 
@@ -105,10 +108,22 @@ fn offsets_target(offsets: BTreeMap<String, u64>) -> Result<SeekTarget, ApiError
 pub async fn seek(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
+    headers: HeaderMap,
     JsonBody(request): JsonBody<SeekRequest>,
 ) -> Result<Json<SeekResponse>, ApiError> {
     let target = request.target()?;
-    let positions = state.broker.seek(&path.topic, &path.sub, target).await?;
+    let positions = if let Some(leaders) = gather::leaders_to_gather(&state, &headers, &path.topic)?
+    {
+        gather::scatter_seek(&state, &headers, &path, target, leaders).await?
+    } else if state.cluster.is_some() && headers.contains_key(FORWARDED_HEADER) {
+        // Sent here by another node: the partitions this node leads.
+        state
+            .broker
+            .seek_led(&path.topic, &path.sub, target)
+            .await?
+    } else {
+        state.broker.seek(&path.topic, &path.sub, target).await?
+    };
     let positions = positions
         .into_iter()
         .map(|(partition, offset)| (partition.to_string(), offset))
