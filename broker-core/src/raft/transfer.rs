@@ -196,13 +196,24 @@ async fn campaign(
     me: u64,
     wait_ms: u64,
 ) -> Result<Leadership, TransferRefusal> {
+    let leads = move |m: &openraft::RaftMetrics<u64, super::NodeInfo>| {
+        m.current_leader == Some(me) && m.state == openraft::ServerState::Leader
+    };
+    {
+        // Leading already (the asking node had not heard yet): no election, no new term.
+        let metrics = raft.metrics();
+        let metrics = metrics.borrow();
+        if leads(&metrics) {
+            return Ok(Leadership {
+                leader: me,
+                term: metrics.current_term,
+            });
+        }
+    }
     raft.trigger()
         .elect()
         .await
         .map_err(|e| TransferRefusal::Failed(e.to_string()))?;
-    let leads = move |m: &openraft::RaftMetrics<u64, super::NodeInfo>| {
-        m.current_leader == Some(me) && m.state == openraft::ServerState::Leader
-    };
     match raft
         .wait(Some(Duration::from_millis(wait_ms)))
         .metrics(leads, "leads")
