@@ -137,6 +137,16 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
         .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}"), "id": format!("id-{i}")}))
         .collect();
     let produce_url = format!("{}/v1/topics/{TOPIC}/messages", urls[1]);
+    // A batch with one bad message (an empty key) is refused whole before any share is
+    // sent: had a share been stored (its messages have no ids, so nothing dedups them), its
+    // values would be delivered twice below.
+    let mut bad: Vec<Value> = (0..MESSAGES)
+        .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}")}))
+        .collect();
+    bad[MESSAGES - 1] = json!({"key": "", "value": "bad"});
+    let (status, body) =
+        post_when_ready(&http, produce_url.clone(), json!({ "messages": bad })).await;
+    assert_eq!(status, 400, "a batch with a bad message: {body}");
     let (durability, produced) = produce_batch(&http, &produce_url, &batch).await;
     assert!(
         durability.starts_with("replicated"),
