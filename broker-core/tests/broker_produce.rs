@@ -124,3 +124,38 @@ async fn a_fire_and_forget_produce_with_an_id_makes_a_later_produce_of_it_a_dupl
     assert_eq!(stored_messages(&broker), 1);
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn partition_for_key_names_the_partition_produce_puts_a_keyed_message_in() {
+    let (_dir, broker) = broker_with_topic(5).await;
+    for i in 0..20 {
+        let key = format!("k{i}");
+        let message = NewMessage {
+            key: Some(key.clone()),
+            ..text("v")
+        };
+        let produced = produce_one(&broker, message).await;
+        let named = broker.partition_for_key("t", &key).expect("partition");
+        assert_eq!(named, produced.partition, "key {key}");
+    }
+}
+
+#[tokio::test]
+async fn check_batch_refuses_what_produce_refuses_and_writes_nothing() {
+    let (_dir, broker) = broker_with_topic(2).await;
+    let bad_key = NewMessage {
+        key: Some(String::new()),
+        ..text("v")
+    };
+    assert!(broker.check_batch("t", &[text("ok")]).is_ok());
+    assert!(broker.check_batch("t", &[]).is_err());
+    assert!(broker.check_batch("t", &[text("ok"), bad_key]).is_err());
+    assert_eq!(stored_messages(&broker), 0);
+}
+
+fn text(value: &'static str) -> NewMessage {
+    NewMessage {
+        value: bytes::Bytes::from_static(value.as_bytes()),
+        ..NewMessage::default()
+    }
+}

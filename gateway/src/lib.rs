@@ -19,7 +19,9 @@
 //!   `X-Forwarded-For`; [`browser_guard`]: the edge's first check, which refuses requests
 //!   that web pages make browsers send (`Host` against DNS rebinding, `Origin`).
 //! - [`forward`]: in a cluster, a request answered `not_leader` here goes on to the leader the
-//!   cluster metadata names (one hop), and its answer back.
+//!   cluster metadata names (one hop), and its answer back; [`gather`]: a receive gathered
+//!   from several partition leaders, and acks scattered to them; [`scatter`]: a produce batch
+//!   split over its partitions' leaders, answered as one reply.
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -70,6 +72,7 @@ pub mod payload;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;
+pub mod scatter;
 pub mod server;
 
 pub use app::{AppState, app};

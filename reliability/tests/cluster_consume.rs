@@ -1,9 +1,10 @@
 //! Consuming from a real three-process cluster (the `wharf` binary, cluster preview): a
 //! subscription created on one node, messages of a three-partition topic (its partitions led
-//! by different nodes) produced on another, received on a third, which gathers from every
-//! partition's leader, and acked on the first, which sends each receipt to its partition's
-//! leader. Nothing is lost and nothing acked comes back, until a seek on any node moves
-//! every partition back at its leader.
+//! by different nodes) produced as one batch on another, which splits it by leader and
+//! answers in request order, received on a third, which gathers from every partition's
+//! leader, and acked on the first, which sends each receipt to its partition's leader.
+//! Nothing is lost and nothing acked comes back, until a seek on any node moves every
+//! partition back at its leader.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -30,6 +31,36 @@ async fn post_when_ready(http: &reqwest::Client, url: String, body: Value) -> (u
         if status != 503 || Instant::now() >= deadline {
             return (status, answer);
         }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Produces `batch` at `url` (again while the answer is 503, as [`post_when_ready`]); the
+/// `Wharf-Durability` header and the reply.
+async fn produce_batch(http: &reqwest::Client, url: &str, batch: &[Value]) -> (String, Value) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let reply = http
+            .post(url)
+            .json(&json!({ "messages": batch }))
+            .send()
+            .await
+            .expect("an answer");
+        let status = reply.status().as_u16();
+        let durability = reply
+            .headers()
+            .get("wharf-durability")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let body: Value = reply.json().await.unwrap_or(Value::Null);
+        if status == 200 {
+            return (durability, body);
+        }
+        assert!(
+            status == 503 && Instant::now() < deadline,
+            "produce: {status} {body}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -101,24 +132,56 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
         assert_eq!(status, 200, "move partition 1's leader: {body}");
     }
 
-    // One request per message: a batch whose keys span partitions led by different nodes is
-    // refused (`not_leader`) until produce scatters too.
-    let mut partitions = BTreeSet::new();
-    for i in 0..MESSAGES {
-        let (status, body) = post_when_ready(
-            &http,
-            format!("{}/v1/topics/{TOPIC}/messages", urls[i % 3]),
-            json!({ "messages": [{"key": format!("k{i}"), "value": format!("m{i}")}] }),
-        )
-        .await;
-        assert_eq!(status, 200, "produce: {body}");
-        partitions.insert(
-            body["messages"][0]["partition"]
-                .as_u64()
-                .expect("partition"),
+    // One batch whose keys span every partition, to one node: it splits the batch by leader
+    // and answers in request order.
+    let batch: Vec<Value> = (0..MESSAGES)
+        .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}"), "id": format!("id-{i}")}))
+        .collect();
+    let produce_url = format!("{}/v1/topics/{TOPIC}/messages", urls[1]);
+    // A batch with one bad message (an empty key) is refused whole before any share is
+    // sent: had a share been stored (its messages have no ids, so nothing dedups them), its
+    // values would be delivered twice below.
+    let mut bad: Vec<Value> = (0..MESSAGES)
+        .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}")}))
+        .collect();
+    bad[MESSAGES - 1] = json!({"key": "", "value": "bad"});
+    let (status, body) =
+        post_when_ready(&http, produce_url.clone(), json!({ "messages": bad })).await;
+    assert_eq!(status, 400, "a batch with a bad message: {body}");
+    let (durability, produced) = produce_batch(&http, &produce_url, &batch).await;
+    assert!(
+        durability.starts_with("replicated"),
+        "Wharf-Durability: {durability}"
+    );
+    let entries = produced["messages"].as_array().expect("messages");
+    assert_eq!(entries.len(), MESSAGES, "{produced}");
+    let mut placed = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        assert_eq!(
+            entry["id"],
+            format!("id-{i}"),
+            "entry {i} out of order: {produced}"
         );
+        let partition = entry["partition"].as_u64().expect("partition");
+        let offset = entry["offset"].as_u64().expect("offset");
+        placed.push((partition, offset));
     }
+    let partitions: BTreeSet<u64> = placed.iter().map(|(p, _)| *p).collect();
     assert_eq!(partitions.len(), 3, "the keys spread over every partition");
+    // The same batch again, through another node: every id is a duplicate, answered with its
+    // first place.
+    let again_url = format!("{}/v1/topics/{TOPIC}/messages", urls[2]);
+    let (_, again) = produce_batch(&http, &again_url, &batch).await;
+    for (i, entry) in again["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(entry["duplicate"], true, "{entry}");
+        let place = (entry["partition"].as_u64(), entry["offset"].as_u64());
+        assert_eq!(place, (Some(placed[i].0), Some(placed[i].1)), "{entry}");
+    }
 
     let mut seen = BTreeSet::new();
     let mut from = BTreeSet::new();
@@ -140,6 +203,19 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
                 message["partition"], message["offset"], message["delivery_attempt"]
             );
             assert!(seen.insert(value.clone()), "{value} delivered twice");
+            let place = (
+                message["partition"].as_u64().expect("partition"),
+                message["offset"].as_u64().expect("offset"),
+            );
+            let index = placed
+                .iter()
+                .position(|p| *p == place)
+                .expect("a produced place");
+            assert_eq!(
+                value,
+                format!("m{index}"),
+                "the reply's entry {index} names {place:?}"
+            );
             from.insert(message["partition"].as_u64().expect("partition"));
             receipts.push(message["receipt"].as_str().expect("receipt").to_owned());
         }

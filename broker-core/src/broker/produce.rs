@@ -56,24 +56,13 @@ impl Broker {
         let open = self.topic(topic)?;
         let config = open.config();
         let led_here = self.partitions_led_here(&open);
-        if messages.is_empty() || messages.len() > MAX_BATCH_MESSAGES {
-            return Err(BrokerError::invalid(
-                "messages",
-                format!(
-                    "a batch holds 1 to {MAX_BATCH_MESSAGES} messages, got {}",
-                    messages.len()
-                ),
-            ));
-        }
         let now = now_ms();
-        for message in &messages {
-            validate(
-                message,
-                config.max_message_bytes,
-                now,
-                self.config.max_delay_ms,
-            )?;
-        }
+        check(
+            &messages,
+            config.max_message_bytes,
+            now,
+            self.config.max_delay_ms,
+        )?;
         let remembers_ids = config.dedup_window_ms > 0;
         let (claims, stored_meanwhile) = match config.dedup_window_ms {
             0 => (None, HashMap::new()),
@@ -222,6 +211,27 @@ impl Broker {
         })
     }
 
+    /// Checks a batch as [`Broker::produce`] would before writing anything (its size and
+    /// every message), writing nothing: a batch split over several leaders is checked whole
+    /// before any part is sent.
+    pub fn check_batch(&self, topic: &str, messages: &[NewMessage]) -> Result<()> {
+        let open = self.topic(topic)?;
+        let config = open.config();
+        check(
+            messages,
+            config.max_message_bytes,
+            now_ms(),
+            self.config.max_delay_ms,
+        )
+    }
+
+    /// The partition [`Broker::produce`] puts a message with `key` in: the same on every node
+    /// (a stable hash of the key over the topic's partitions).
+    pub fn partition_for_key(&self, topic: &str, key: &str) -> Result<u32> {
+        let open = self.topic(topic)?;
+        Ok(open.partitioner.choose(Some(key), open.config().partitions))
+    }
+
     /// Appends each partition's share as one batch and waits for the writes; returns each
     /// partition's base offset (`None` for an empty share) and what each write achieved.
     pub(super) async fn append_shares(
@@ -356,6 +366,27 @@ fn due(delay: Delay, now: u64) -> u64 {
         Delay::AfterMs(ms) => now.saturating_add(ms),
         Delay::AtMs(at) => at,
     }
+}
+
+/// A batch's size, then each of its messages.
+fn check(
+    messages: &[NewMessage],
+    max_message_bytes: usize,
+    now: u64,
+    max_delay_ms: u64,
+) -> Result<()> {
+    if messages.is_empty() || messages.len() > MAX_BATCH_MESSAGES {
+        return Err(BrokerError::invalid(
+            "messages",
+            format!(
+                "a batch holds 1 to {MAX_BATCH_MESSAGES} messages, got {}",
+                messages.len()
+            ),
+        ));
+    }
+    messages
+        .iter()
+        .try_for_each(|message| validate(message, max_message_bytes, now, max_delay_ms))
 }
 
 fn validate(

@@ -62,6 +62,40 @@ pub enum Durability {
 }
 
 impl Durability {
+    /// What two answers together prove: the weakest guarantee both give. `Replicated` (a
+    /// majority has it, unfsynced) and `LeaderFsynced` (one node fsynced) together prove only
+    /// `LeaderWritten`.
+    pub fn weakest(self, other: Durability) -> Durability {
+        use Durability::{LeaderFsynced, LeaderWritten, None, Replicated, ReplicatedFsynced};
+        let fsynced = |d| matches!(d, LeaderFsynced | ReplicatedFsynced);
+        let replicated = |d| matches!(d, Replicated | ReplicatedFsynced);
+        if self == None || other == None {
+            return None;
+        }
+        match (
+            replicated(self) && replicated(other),
+            fsynced(self) && fsynced(other),
+        ) {
+            (true, true) => ReplicatedFsynced,
+            (true, false) => Replicated,
+            (false, true) => LeaderFsynced,
+            (false, false) => LeaderWritten,
+        }
+    }
+
+    /// The durability a header value names ([`Durability::as_str`]).
+    pub fn from_header(value: &str) -> Option<Durability> {
+        [
+            Durability::None,
+            Durability::LeaderWritten,
+            Durability::LeaderFsynced,
+            Durability::Replicated,
+            Durability::ReplicatedFsynced,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == value)
+    }
+
     /// The header value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -198,4 +232,32 @@ pub struct PartitionRead {
     pub start_offset: u64,
     /// The partition's end offset at the time of the read.
     pub end_offset: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Durability;
+
+    const ALL: [Durability; 5] = [
+        Durability::None,
+        Durability::LeaderWritten,
+        Durability::LeaderFsynced,
+        Durability::Replicated,
+        Durability::ReplicatedFsynced,
+    ];
+
+    #[test]
+    fn the_weakest_of_two_durabilities_is_what_both_prove() {
+        for d in ALL {
+            assert_eq!(d.weakest(d), d);
+            assert_eq!(d.weakest(Durability::None), Durability::None);
+            assert_eq!(d.weakest(Durability::ReplicatedFsynced), d);
+            assert_eq!(Durability::from_header(d.as_str()), Some(d));
+        }
+        assert_eq!(
+            Durability::Replicated.weakest(Durability::LeaderFsynced),
+            Durability::LeaderWritten
+        );
+        assert_eq!(Durability::from_header("durable"), None);
+    }
 }

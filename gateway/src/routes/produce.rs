@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, OriginalUri, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use broker_core::broker::{AckMode, Delay, NewMessage, ProduceOutcome};
@@ -16,10 +16,12 @@ use crate::app::AppState;
 use crate::extract::{
     PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
+use crate::gather::leaders_to_gather;
 use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
+use crate::scatter::Scatter;
 
 /// Prefix of request headers that become message headers on a raw produce.
 pub const HEADER_PREFIX: &str = "x-wharf-header-";
@@ -167,6 +169,12 @@ pub struct ProduceResponse {
 /// restarts) is not stored again; its reply entry repeats the first result (same partition
 /// and offset) with `"duplicate": true`.
 ///
+/// In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+/// split by leader and answered as one reply in request order, with the weakest
+/// `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+/// and the other parts may have been stored (retry with the same message `id`s: the
+/// repeats are answered as duplicates, not stored again).
+///
 /// Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
 /// delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
 /// subscription until due, and can be cancelled until then with
@@ -206,6 +214,7 @@ pub async fn produce(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
     QueryParams(query): QueryParams<ProduceQuery>,
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     charge: Option<Extension<BodyCharge>>,
     RawBody(body): RawBody,
@@ -213,6 +222,23 @@ pub async fn produce(
     let ack = query.ack.unwrap_or_default();
     let messages = if is_json_content_type(&headers) {
         let (messages, held) = json_messages(&query, &headers, &body)?;
+        if let Some(leaders) = leaders_to_gather(&state, &headers, &path.topic)? {
+            crate::edge::admit_topic_rate(&state, &path.topic, &messages)?;
+            let scatter = Scatter {
+                state: &state,
+                topic: &path.topic,
+                query: uri.query(),
+                headers: &headers,
+                ack: ack.into(),
+                leaders,
+            };
+            let room = |shares: usize| {
+                charge
+                    .as_ref()
+                    .is_none_or(|Extension(charge)| charge.fit(held.saturating_add(shares)))
+            };
+            return scatter.produce(&body, messages, room).await;
+        }
         // Base64 values live in their own buffer now, so the body can go before the write;
         // text values are slices of it and keep it alive (`held` counts it then).
         drop(body);
