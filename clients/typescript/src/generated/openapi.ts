@@ -302,6 +302,12 @@ export interface paths {
          *     restarts) is not stored again; its reply entry repeats the first result (same partition
          *     and offset) with `"duplicate": true`.
          *
+         *     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+         *     split by leader and answered as one reply in request order, with the weakest
+         *     `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+         *     and the other parts may have been stored (retry with the same message `id`s: the
+         *     repeats are answered as duplicates, not stored again).
+         *
          *     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
          *     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
          *     subscription until due, and can be cancelled until then with

@@ -169,6 +169,12 @@ def sync_detailed(
     restarts) is not stored again; its reply entry repeats the first result (same partition
     and offset) with `"duplicate": true`.
 
+    In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+    split by leader and answered as one reply in request order, with the weakest
+    `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+    and the other parts may have been stored (retry with the same message `id`s: the
+    repeats are answered as duplicates, not stored again).
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -248,6 +254,12 @@ def sync(
     restarts) is not stored again; its reply entry repeats the first result (same partition
     and offset) with `"duplicate": true`.
 
+    In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+    split by leader and answered as one reply in request order, with the weakest
+    `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+    and the other parts may have been stored (retry with the same message `id`s: the
+    repeats are answered as duplicates, not stored again).
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -321,6 +333,12 @@ async def asyncio_detailed(
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
     and offset) with `"duplicate": true`.
+
+    In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+    split by leader and answered as one reply in request order, with the weakest
+    `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+    and the other parts may have been stored (retry with the same message `id`s: the
+    repeats are answered as duplicates, not stored again).
 
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
@@ -398,6 +416,12 @@ async def asyncio(
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
     and offset) with `"duplicate": true`.
+
+    In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
+    split by leader and answered as one reply in request order, with the weakest
+    `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
+    and the other parts may have been stored (retry with the same message `id`s: the
+    repeats are answered as duplicates, not stored again).
 
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
