@@ -198,6 +198,28 @@ async fn ask_peer(
     }
 }
 
+/// [`ask_peer`] for a part of a request that must succeed: the answer parsed, or 503
+/// `not_leader` when node `node` could not be asked, refused, or answered something else.
+async fn ask_leader<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    headers: &HeaderMap,
+    node: u64,
+    path: &SubscriptionPath,
+    action: &str,
+    body: &serde_json::Value,
+) -> Result<T, BrokerError> {
+    let Some(bytes) = ask_peer(state, headers, node, path, action, body).await else {
+        return Err(BrokerError::NotLeader {
+            what: format!("node {node}, leading a partition of topic '{}'", path.topic),
+            leader: None,
+        });
+    };
+    serde_json::from_slice(&bytes).map_err(|e| BrokerError::NotLeader {
+        what: format!("node {node}'s answer ({e})"),
+        leader: None,
+    })
+}
+
 #[derive(Deserialize)]
 struct RemoteSettle {
     #[serde(alias = "acked", alias = "nacked", alias = "extended")]
@@ -256,18 +278,8 @@ where
         local(mine).await?
     };
     for (node, share) in theirs {
-        let Some(bytes) = ask_peer(state, headers, node, path, action, &body_for(&share)).await
-        else {
-            return Err(BrokerError::NotLeader {
-                what: format!("node {node}, leading a partition of topic '{}'", path.topic),
-                leader: None,
-            });
-        };
         let answer: RemoteSettle =
-            serde_json::from_slice(&bytes).map_err(|e| BrokerError::NotLeader {
-                what: format!("node {node}'s answer ({e})"),
-                leader: None,
-            })?;
+            ask_leader(state, headers, node, path, action, &body_for(&share)).await?;
         outcome.succeeded += answer.settled;
         outcome.failed.extend(
             answer
@@ -364,17 +376,7 @@ pub async fn scatter_seek(
         None => BTreeMap::new(),
     };
     for (node, body) in shares {
-        let Some(bytes) = ask_peer(state, headers, node, path, "seek", &body).await else {
-            return Err(BrokerError::NotLeader {
-                what: format!("node {node}, leading a partition of topic '{}'", path.topic),
-                leader: None,
-            });
-        };
-        let answer: RemoteSeek =
-            serde_json::from_slice(&bytes).map_err(|e| BrokerError::NotLeader {
-                what: format!("node {node}'s answer ({e})"),
-                leader: None,
-            })?;
+        let answer: RemoteSeek = ask_leader(state, headers, node, path, "seek", &body).await?;
         for (partition, offset) in answer.positions {
             if let Ok(number) = partition.parse::<u32>() {
                 positions.insert(number, offset);
