@@ -202,14 +202,30 @@ async fn partition_leader(nodes: &[Arc<ClusterNode>], topic: &str) -> u64 {
     panic!("partition 0 of {topic} has no leader every node agrees on");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies() {
-    const LEASE_MS: u64 = 4_000;
-    let root = tempfile::tempdir().expect("dir");
-    let net = Arc::new(Net::default());
+/// The subscription `work` (leases of `ack_timeout_ms`, else the default).
+fn work(ack_timeout_ms: Option<u64>) -> SubscriptionSpec {
+    SubscriptionSpec {
+        name: "work".into(),
+        start: None,
+        ack_timeout_ms,
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    }
+}
+
+/// Three registered nodes serving the one-partition topic `jobs` and its subscription `work`,
+/// created at the controller leader.
+async fn jobs_on_three_nodes(
+    root: &Path,
+    net: &Arc<Net>,
+    ack_timeout_ms: Option<u64>,
+) -> Vec<Arc<ClusterNode>> {
     let mut nodes = Vec::new();
     for id in 1..=3 {
-        nodes.push(start_node(id, root.path(), &net).await);
+        nodes.push(start_node(id, root, net).await);
     }
     until("every node registered and ready", || {
         nodes
@@ -225,26 +241,8 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
         ..TopicSpec::default()
     };
     admin.create_topic(topic).await.expect("topic");
-    let spec = || SubscriptionSpec {
-        name: "work".into(),
-        start: None,
-        ack_timeout_ms: Some(LEASE_MS),
-        retry: None,
-        max_deliveries: None,
-        dead_letter_topic: None,
-        filter: None,
-        ordering: None,
-    };
-    let other = nodes
-        .iter()
-        .find(|n| n.node_id() != controller)
-        .expect("another node");
-    match other.create_subscription("jobs", spec()).await {
-        Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(controller)),
-        other => panic!("a follower created a subscription: {other:?}"),
-    }
     admin
-        .create_subscription("jobs", spec())
+        .create_subscription("jobs", work(ack_timeout_ms))
         .await
         .expect("subscription");
     until("every node has the subscription", || {
@@ -253,6 +251,24 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
             .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
     })
     .await;
+    nodes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies() {
+    const LEASE_MS: u64 = 4_000;
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net, Some(LEASE_MS)).await;
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    let other = nodes
+        .iter()
+        .find(|n| n.node_id() != controller)
+        .expect("another node");
+    match other.create_subscription("jobs", work(None)).await {
+        Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(controller)),
+        other => panic!("a follower created a subscription: {other:?}"),
+    }
 
     let leader_id = partition_leader(&nodes, "jobs").await;
     let leader = nodes[(leader_id - 1) as usize].clone();
@@ -384,44 +400,7 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
 async fn a_partition_leader_cut_off_from_the_others_hands_out_no_message() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let mut nodes = Vec::new();
-    for id in 1..=3 {
-        nodes.push(start_node(id, root.path(), &net).await);
-    }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == 3)
-    })
-    .await;
-    let controller = nodes[0].controller_leader().expect("a controller leader");
-    let admin = nodes[(controller - 1) as usize].clone();
-    let topic = TopicSpec {
-        name: "jobs".into(),
-        partitions: Some(1),
-        ..TopicSpec::default()
-    };
-    admin.create_topic(topic).await.expect("topic");
-    let spec = SubscriptionSpec {
-        name: "work".into(),
-        start: None,
-        ack_timeout_ms: None,
-        retry: None,
-        max_deliveries: None,
-        dead_letter_topic: None,
-        filter: None,
-        ordering: None,
-    };
-    admin
-        .create_subscription("jobs", spec)
-        .await
-        .expect("subscription");
-    until("every node has the subscription", || {
-        nodes
-            .iter()
-            .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
-    })
-    .await;
+    let nodes = jobs_on_three_nodes(root.path(), &net, None).await;
     let old_id = partition_leader(&nodes, "jobs").await;
     let old = nodes[(old_id - 1) as usize].clone();
     let nothing_yet = old
