@@ -39,7 +39,16 @@ fn essentials(view: &Value) -> Value {
         .as_array()
         .expect("partitions")
         .iter()
-        .map(|p| json!([p["topic"], p["partition"], p["leader"], p["replicas"]]))
+        .map(|p| {
+            // The replicas' nodes, not their lag: an entry in flight changes that at any time.
+            let replicas: Vec<Value> = p["replicas"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| r["node"].clone())
+                .collect();
+            json!([p["topic"], p["partition"], p["leader"], replicas])
+        })
         .collect();
     json!({"nodes": nodes, "partitions": partitions})
 }
