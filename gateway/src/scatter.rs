@@ -4,8 +4,8 @@
 //!
 //! - Routing ([`route`]): a keyed message goes to the leader of the partition its key hashes
 //!   to ([`broker_core::Broker::partition_for_key`], the same on every node); an unkeyed one
-//!   stays here when this node leads a partition of the topic, else goes to the leader of
-//!   partition 0. A message whose partition has no leader (an election) refuses the whole
+//!   stays here when this node leads a partition of the topic, else goes to a leader in this
+//!   node's zone, else to the leader of partition 0. A message whose partition has no leader (an election) refuses the whole
 //!   batch with `not_leader` before anything is sent.
 //! - The whole batch is checked first (parse, values, delays, then the broker's own checks),
 //!   so bad input changes nothing on any node.
@@ -48,21 +48,22 @@ struct RawBatch<'a> {
 /// Where each message of a batch goes: the node, in request order.
 ///
 /// `partitions` names each message's partition (`None`: unkeyed), `leaders` each partition's
-/// leader, `me` this node. Errs with a partition that has no leader.
+/// leader, `nearby` the partitions an unkeyed message produced here goes to
+/// ([`broker_core::Broker::unkeyed_partitions_of`]: those this node leads, else those led in
+/// its zone); unkeyed messages go to the first one's leader, or partition 0's when there is
+/// none. Errs with a partition that has no leader.
 pub fn route(
     partitions: &[Option<u32>],
     leaders: &[Option<u64>],
-    me: u64,
+    nearby: &[u32],
 ) -> Result<Vec<u64>, u32> {
-    let unkeyed = match leaders.contains(&Some(me)) {
-        true => Some(me),
-        false => leaders.first().copied().flatten(),
-    };
+    let unkeyed_partition = nearby.first().copied().unwrap_or(0);
+    let unkeyed = leaders.get(unkeyed_partition as usize).copied().flatten();
     partitions
         .iter()
         .map(|partition| match partition {
             Some(p) => leaders.get(*p as usize).copied().flatten().ok_or(*p),
-            None => unkeyed.ok_or(0),
+            None => unkeyed.ok_or(unkeyed_partition),
         })
         .collect()
 }
@@ -102,6 +103,7 @@ impl Scatter<'_> {
         let broker = &self.state.broker;
         broker.check_batch(self.topic, &messages)?;
         let me = self.state.cluster.as_ref().map_or(0, |c| c.node_id());
+        let nearby = broker.unkeyed_partitions_of(self.topic)?;
         let partitions = messages
             .iter()
             .map(|m| {
@@ -111,11 +113,12 @@ impl Scatter<'_> {
                     .transpose()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let nodes =
-            route(&partitions, &self.leaders, me).map_err(|partition| BrokerError::NotLeader {
+        let nodes = route(&partitions, &self.leaders, &nearby).map_err(|partition| {
+            BrokerError::NotLeader {
                 what: format!("partition {partition} of topic '{}'", self.topic),
                 leader: None,
-            })?;
+            }
+        })?;
         let raw: RawBatch<'_> = serde_json::from_slice(body)
             .map_err(|e| ApiError::invalid(format!("the batch could not be split: {e}")))?;
         let mut mine = Vec::new();
@@ -316,19 +319,30 @@ mod tests {
     fn keyed_messages_go_to_their_partitions_leaders_and_unkeyed_ones_stay_here() {
         let leaders = [Some(1), Some(2), Some(3)];
         let partitions = [Some(0), None, Some(2), Some(1), None];
-        assert_eq!(route(&partitions, &leaders, 2), Ok(vec![1, 2, 3, 2, 2]));
+        // Node 2 leads partition 1.
+        assert_eq!(route(&partitions, &leaders, &[1]), Ok(vec![1, 2, 3, 2, 2]));
     }
 
     #[test]
     fn unkeyed_messages_go_to_partition_zeros_leader_when_this_node_leads_nothing() {
         let leaders = [Some(1), Some(2), Some(1)];
-        assert_eq!(route(&[None, Some(1)], &leaders, 3), Ok(vec![1, 2]));
+        assert_eq!(route(&[None, Some(1)], &leaders, &[]), Ok(vec![1, 2]));
+    }
+
+    #[test]
+    fn unkeyed_messages_go_to_a_leader_in_this_zone_when_this_node_leads_nothing() {
+        let leaders = [Some(1), Some(2), Some(3)];
+        // Node 4 leads nothing; node 3 (partition 2) is in its zone.
+        assert_eq!(
+            route(&[None, Some(0), None], &leaders, &[2]),
+            Ok(vec![3, 1, 3])
+        );
     }
 
     #[test]
     fn a_message_whose_partition_has_no_leader_refuses_the_batch() {
         let leaders = [Some(1), None, Some(2)];
-        assert_eq!(route(&[Some(0), Some(1)], &leaders, 1), Err(1));
-        assert_eq!(route(&[None], &[None, Some(2)], 1), Err(0));
+        assert_eq!(route(&[Some(0), Some(1)], &leaders, &[0]), Err(1));
+        assert_eq!(route(&[None], &[None, Some(2)], &[]), Err(0));
     }
 }

@@ -279,3 +279,127 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
     assert_eq!(again, seen, "replayed after the seek");
     drop(cluster);
 }
+
+/// The leader of each partition of `topic` as node `url` knows it, once all have one.
+async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let view: Value = http
+            .get(format!("{url}/v1/cluster"))
+            .send()
+            .await
+            .expect("cluster view")
+            .json()
+            .await
+            .expect("json");
+        let partitions: Vec<&Value> = view["partitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["topic"] == topic)
+            .collect();
+        let leaders: Vec<u64> = partitions
+            .iter()
+            .filter_map(|p| p["leader"].as_u64())
+            .collect();
+        if !partitions.is_empty() && leaders.len() == partitions.len() {
+            return leaders;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "partitions without a leader: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Zones a, a, b. Partition 0 is led by node 3 (zone b), partition 1 by node 1 (zone a), so
+/// node 2 (zone a) leads nothing: its unkeyed messages, raw and batched, go to partition 1
+/// (led in its zone, not partition 0 as when zones were ignored), node 3's to partition 0
+/// (led there), and a keyed message still goes to its key's partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
+    const ZONED: &str = "zoned";
+    let cluster = tokio::task::block_in_place(|| {
+        let mut spec = ClusterSpec::new(wharf_binary(), 3);
+        spec.zones = vec!["a".into(), "a".into(), "b".into()];
+        Cluster::start(spec).expect("three nodes start")
+    });
+    let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client");
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics", urls[0]),
+        json!({"name": ZONED, "partitions": 2}),
+    )
+    .await;
+    assert_eq!(status, 201, "create topic: {body}");
+    leaders_seen(&http, &urls[0], ZONED).await;
+    for (partition, node) in [(0, 3), (1, 1)] {
+        let (status, body) = post_when_ready(
+            &http,
+            format!(
+                "{}/v1/cluster/partitions/{ZONED}/{partition}/leader",
+                urls[0]
+            ),
+            json!({ "node": node }),
+        )
+        .await;
+        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
+    }
+    for url in &urls {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while leaders_seen(&http, url, ZONED).await != [3, 1] {
+            assert!(
+                Instant::now() < deadline,
+                "{url} never saw the moved leaders"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    let partitions_of = |reply: &Value| -> Vec<u64> {
+        reply["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["partition"].as_u64().expect("partition"))
+            .collect()
+    };
+    for (node, expected) in [(1usize, 1u64), (2, 1), (3, 0)] {
+        let url = format!("{}/v1/topics/{ZONED}/messages", urls[node - 1]);
+        for i in 0..4 {
+            let reply = http
+                .post(&url)
+                .header("content-type", "application/octet-stream")
+                .body(format!("n{node}-raw-{i}"))
+                .send()
+                .await
+                .expect("an answer");
+            assert_eq!(reply.status().as_u16(), 200, "raw produce on node {node}");
+            let reply: Value = reply.json().await.expect("json");
+            assert_eq!(partitions_of(&reply), [expected], "node {node}: {reply}");
+        }
+        let batch: Vec<Value> = (0..6)
+            .map(|i| json!({"value": format!("n{node}-batch-{i}")}))
+            .collect();
+        let (_, reply) = produce_batch(&http, &url, &batch).await;
+        assert_eq!(partitions_of(&reply), [expected; 6], "node {node}: {reply}");
+    }
+    // A keyed message goes to its key's partition whatever the zone: find a key of each.
+    let keyed: Vec<Value> = (0..8)
+        .map(|i| json!({"key": format!("k{i}"), "value": "keyed"}))
+        .collect();
+    let url = format!("{}/v1/topics/{ZONED}/messages", urls[1]);
+    let (_, reply) = produce_batch(&http, &url, &keyed).await;
+    let spread: BTreeSet<u64> = partitions_of(&reply).into_iter().collect();
+    assert_eq!(
+        spread.len(),
+        2,
+        "keys reach both partitions from node 2: {reply}"
+    );
+    drop(cluster);
+}

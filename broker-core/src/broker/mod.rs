@@ -30,6 +30,7 @@ mod subscriptions;
 mod tables;
 mod topics;
 pub mod types;
+mod zones;
 
 pub use checkpoint::CHECKPOINT_EVERY_MS;
 pub use consume::REDRIVE_HEADER;
@@ -47,6 +48,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
 pub use types::*;
+pub use zones::LeaderNear;
 
 use crate::config::{BrokerConfig, FsyncPolicy};
 use crate::dedup::DedupIndex;

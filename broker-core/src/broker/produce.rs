@@ -55,7 +55,7 @@ impl Broker {
         self.check_running()?;
         let open = self.topic(topic)?;
         let config = open.config();
-        let led_here = self.partitions_led_here(&open);
+        let nearby = self.unkeyed_partitions(&open);
         let now = now_ms();
         check(
             &messages,
@@ -102,7 +102,7 @@ impl Broker {
             remember.push(client_id_kept);
             let partition =
                 open.partitioner
-                    .choose_among(message.key.as_deref(), config.partitions, &led_here);
+                    .choose_among(message.key.as_deref(), config.partitions, &nearby);
             let due_ms = message.delay.map(|d| due(d, now)).filter(|due| *due > now);
             let record = Record {
                 id: client_id.unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string()),

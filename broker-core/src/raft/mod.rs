@@ -51,7 +51,7 @@ pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
-pub use status::{GroupStatus, LeaderView};
+pub use status::{GroupStatus, LeaderView, leader_in_zone_of};
 pub use transfer::{
     Leadership, TRANSFER_HOLD_MS, TRANSFER_RPC_TIMEOUT_MS, TRANSFER_WAIT_MS, TransferAnswer,
     TransferCoordinator, TransferError, TransferRefusal, TransferStep,

@@ -51,6 +51,19 @@ impl LeaderView {
     }
 }
 
+/// Whether the leader of `raft` is in the zone of node `me`, as the group's membership knows
+/// both (`false` during an election, or when either is not a member).
+pub fn leader_in_zone_of(raft: &Raft<TypeConfig>, me: u64) -> bool {
+    let metrics = raft.metrics();
+    let metrics = metrics.borrow();
+    let membership = metrics.membership_config.membership();
+    let zone = |node: u64| membership.get_node(&node).map(|n| n.zone.as_str());
+    match metrics.current_leader {
+        Some(leader) => zone(me).is_some() && zone(leader) == zone(me),
+        None => false,
+    }
+}
+
 impl GroupStatus {
     /// The status of `raft` now.
     pub fn of(raft: &Raft<TypeConfig>) -> GroupStatus {
