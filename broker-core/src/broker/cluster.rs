@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::{Broker, Topic, blocking, metadata};
 use crate::config::Replication;
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, GroupStatus, NodeInfo, PartitionReplica};
+use crate::raft::{GroupId, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
 
@@ -88,8 +88,8 @@ impl Broker {
         Ok(())
     }
 
-    /// Starts a Raft for each partition of `topic`, registers it, and forms brand-new groups
-    /// with `members`.
+    /// Starts a Raft for each partition of `topic`, seats it on the topic, registers it, and
+    /// forms brand-new groups with `members`.
     async fn start_groups(
         &self,
         replication: &Replication,
@@ -111,6 +111,13 @@ impl Broker {
                 Arc::clone(&topic.on_commit),
             )
             .await?;
+            if !topic.groups[partition as usize].hold(replication.node_id, raft.clone()) {
+                // Started before: this second Raft over the same log must not run.
+                if let Err(e) = raft.shutdown().await {
+                    tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");
+                }
+                continue;
+            }
             replication.groups.insert(group, raft.clone());
             if let Some(members) = members
                 && let Err(e) = raft.initialize(members.clone()).await
@@ -128,16 +135,15 @@ impl Broker {
             return;
         };
         let name = topic.config().name;
-        for partition in 0..topic.partitions.len() as u32 {
+        for (partition, seat) in (0u32..).zip(&topic.groups) {
+            let Some(raft) = seat.raft() else { continue };
             let group = GroupId::Partition {
                 topic: name.clone(),
                 partition,
             };
-            if let Some(raft) = replication.groups.get(&group) {
-                replication.groups.remove(&group);
-                if let Err(e) = raft.shutdown().await {
-                    tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");
-                }
+            replication.groups.remove(&group);
+            if let Err(e) = raft.shutdown().await {
+                tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");
             }
         }
     }
@@ -185,35 +191,30 @@ impl Broker {
         let Some(replication) = &self.config.replication else {
             return Vec::new();
         };
-        let name = topic.config().name;
-        (0..topic.partitions.len() as u32)
-            .filter(|p| self.partition_leader(&name, *p) == Some(replication.node_id))
+        (0u32..)
+            .zip(&topic.groups)
+            .filter(|(_, seat)| seat.leader() == Some(replication.node_id))
+            .map(|(p, _)| p)
             .collect()
+    }
+
+    /// This node's seat in the group of `topic`'s partition `partition` (`None` on a single
+    /// node, or for an unknown topic or partition).
+    fn seat(&self, topic: &str, partition: u32) -> Option<Arc<PartitionGroup>> {
+        self.config.replication.as_ref()?;
+        let topics = read(&self.topics);
+        topics.get(topic)?.groups.get(partition as usize).cloned()
     }
 
     /// What this node knows of the group of `topic`'s partition `partition` (`None` on a
     /// single node, or when this node holds no replica of it).
     pub fn partition_status(&self, topic: &str, partition: u32) -> Option<GroupStatus> {
-        let replication = self.config.replication.as_ref()?;
-        let group = GroupId::Partition {
-            topic: topic.to_owned(),
-            partition,
-        };
-        replication
-            .groups
-            .get(&group)
-            .map(|raft| GroupStatus::of(&raft))
+        self.seat(topic, partition)?.raft().map(GroupStatus::of)
     }
 
     /// The node leading partition `partition` of `topic`, as this node knows it (`None` on a
     /// single node, or during an election).
     pub fn partition_leader(&self, topic: &str, partition: u32) -> Option<u64> {
-        let replication = self.config.replication.as_ref()?;
-        let group = GroupId::Partition {
-            topic: topic.to_owned(),
-            partition,
-        };
-        let raft = replication.groups.get(&group)?;
-        raft.metrics().borrow().current_leader
+        self.seat(topic, partition)?.leader()
     }
 }

@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, LeaderView};
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
@@ -44,18 +43,16 @@ pub(super) enum Lead {
 
 impl Broker {
     /// Whether this node serves the subscriptions of `topic`'s partition `partition` now.
-    pub(super) fn lead(&self, topic: &str, partition: u32) -> Lead {
+    pub(super) fn lead(&self, topic: &Topic, partition: usize) -> Lead {
         let Some(replication) = &self.config.replication else {
             return Lead::Single;
         };
-        let group = GroupId::Partition {
-            topic: topic.to_owned(),
-            partition,
-        };
-        let Some(raft) = replication.groups.get(&group) else {
+        let Some(seat) = topic.groups.get(partition) else {
             return Lead::Other(None);
         };
-        let lead = LeaderView::of(&raft);
+        let Some(lead) = seat.view() else {
+            return Lead::Other(seat.hint());
+        };
         match lead.leader {
             Some(leader) if leader == replication.node_id => {
                 if lead.applied_term == Some(lead.term) {
@@ -80,8 +77,7 @@ impl Broker {
         if self.config.replication.is_none() {
             return Ok(true);
         }
-        let name = read(&topic.config).name.clone();
-        let term = match self.lead(&name, partition_number(partition)) {
+        let term = match self.lead(topic, partition) {
             Lead::Single => return Ok(true),
             Lead::Other(_) => return Ok(false),
             Lead::Leader(term) => term,
@@ -110,7 +106,7 @@ impl Broker {
                 pending.wait().await?;
             }
             sub.mark_started(partition);
-            tracing::debug!(topic = %name, subscription = %sub.config.name, partition, offset, "subscription started");
+            tracing::debug!(topic = %topic.config().name, subscription = %sub.config.name, partition, offset, "subscription started");
         }
         Ok(true)
     }
@@ -144,7 +140,7 @@ impl Broker {
             return Ok(());
         }
         let name = topic.config().name;
-        let leader = match self.lead(&name, partition_number(partition)) {
+        let leader = match self.lead(topic, partition) {
             Lead::Other(leader) => {
                 leader.filter(|l| Some(*l) != self.config.replication.as_ref().map(|r| r.node_id))
             }
@@ -162,11 +158,10 @@ impl Broker {
         let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
         let mut work = Vec::new();
         for topic in topics {
-            let name = topic.config().name;
             for sub in read(&topic.subscriptions).values() {
                 for (partition, log) in topic.partitions.iter().enumerate() {
                     let live = sub.live_term(partition);
-                    let leading = match self.lead(&name, partition_number(partition)) {
+                    let leading = match self.lead(&topic, partition) {
                         Lead::Leader(term) => live == Some(term),
                         _ => false,
                     };
@@ -331,8 +326,4 @@ pub(super) fn follow_tables(work: &FollowWork) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn partition_number(partition: usize) -> u32 {
-    u32::try_from(partition).unwrap_or(u32::MAX)
 }

@@ -26,8 +26,9 @@ use crate::config::BrokerConfig;
 use crate::dedup::{self, DedupIndex};
 use crate::error::{BrokerError, Result};
 use crate::partitioner::Partitioner;
+use crate::raft::{GroupId, PartitionGroup};
 use crate::schedule::{self, DelayStore};
-use crate::storage::PartitionHandle;
+use crate::storage::{PartitionHandle, Proposer};
 use crate::subscription::receipt::RECEIPT_KEY_BYTES;
 use crate::subscription::{Subscription, SubscriptionConfig, SubscriptionStore, store};
 use crate::sync::{read, write};
@@ -266,7 +267,15 @@ pub(super) fn open_topic_files(
 ) -> Result<Topic> {
     let on_commit = Arc::new(Notify::new());
     let mut partitions = Vec::with_capacity(indexes.len());
+    let mut groups = Vec::with_capacity(indexes.len());
     for (partition, index) in (0u32..).zip(indexes) {
+        let group = Arc::new(PartitionGroup::new(
+            GroupId::Partition {
+                topic: topic.name.clone(),
+                partition,
+            }
+            .to_string(),
+        ));
         let partition_dir = dir.join(partition.to_string());
         let handle = match &config.replication {
             None => {
@@ -282,7 +291,15 @@ pub(super) fn open_topic_files(
             ),
         };
         match handle {
-            Ok(handle) => partitions.push(handle),
+            Ok(handle) => {
+                // A replicated partition's writes go through this node's seat in its group:
+                // its Raft once it holds a replica, refused naming the leader before.
+                if config.replication.is_some() {
+                    handle.set_proposer(Arc::clone(&group) as Arc<dyn Proposer>);
+                }
+                partitions.push(handle);
+                groups.push(group);
+            }
             Err(error) => {
                 partitions.iter().for_each(PartitionHandle::shutdown);
                 return Err(error);
@@ -304,6 +321,7 @@ pub(super) fn open_topic_files(
     Ok(Topic {
         config: RwLock::new(topic),
         partitions,
+        groups,
         partitioner: Partitioner::default(),
         on_commit,
         subscriptions: RwLock::new(BTreeMap::new()),

@@ -55,6 +55,7 @@ use crate::dedup::DedupIndex;
 use crate::error::{BrokerError, Result};
 use crate::in_flight::InFlightIds;
 use crate::partitioner::Partitioner;
+use crate::raft::PartitionGroup;
 use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
 use crate::subscription::{ReceiptCodec, Subscription};
@@ -68,6 +69,9 @@ use metadata::Metadata;
 struct Topic {
     config: RwLock<TopicConfig>,
     partitions: Vec<PartitionHandle>,
+    /// This node's seat in each partition's Raft group, in partition order (unused on a
+    /// single node).
+    groups: Vec<Arc<PartitionGroup>>,
     partitioner: Partitioner,
     on_commit: Arc<Notify>,
     subscriptions: RwLock<BTreeMap<String, Arc<Subscription>>>,

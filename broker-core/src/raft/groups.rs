@@ -104,13 +104,15 @@ impl PartitionReplica {
         .map_err(|e| BrokerError::Panicked {
             task: e.to_string(),
         })??;
+        let what = group.to_string();
         let raft = Self::start(node_id, group, log.clone(), transport, config, on_commit).await?;
+        log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
         Ok(PartitionReplica { raft, log })
     }
 
     /// Starts the Raft of a partition whose log is open ([`PartitionHandle::open_replicated`]):
-    /// reads its Raft state, starts the group reaching peers over `transport`, and sends the
-    /// log's writes to it from then on (a [`RaftProposer`]).
+    /// reads its Raft state and starts the group reaching peers over `transport`. The caller
+    /// routes the log's writes to it (the broker through its [`super::PartitionGroup`]).
     pub async fn start(
         node_id: u64,
         group: GroupId,
@@ -126,7 +128,7 @@ impl PartitionReplica {
                 task: e.to_string(),
             })??;
         let machine = PartitionMachine::new(log.clone(), on_commit);
-        start_group(node_id, group, &log, store, machine, transport, config).await
+        start_group(node_id, group, store, machine, transport, config).await
     }
 
     /// Stops its Raft and its log's writer.
@@ -139,23 +141,19 @@ impl PartitionReplica {
 }
 
 /// Starts `group`'s Raft on this node over `store` and `machine`, reaching peers over
-/// `transport`, and sends `log`'s writes to it from then on (a [`RaftProposer`]).
+/// `transport`.
 async fn start_group<M: openraft::storage::RaftStateMachine<TypeConfig>>(
     node_id: u64,
     group: GroupId,
-    log: &PartitionHandle,
     store: LogStore,
     machine: M,
     transport: Arc<dyn Transport>,
     config: Arc<Config>,
 ) -> Result<Raft<TypeConfig>> {
-    let what = group.to_string();
     let network = GroupNetwork::new(transport, group);
-    let raft = Raft::new(node_id, config, network, store, machine)
+    Raft::new(node_id, config, network, store, machine)
         .await
-        .map_err(|e| BrokerError::invalid("raft", e.to_string()))?;
-    log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
-    Ok(raft)
+        .map_err(|e| BrokerError::invalid("raft", e.to_string()))
 }
 
 /// Opens a replicated log and its Raft storage on the blocking pool.
@@ -198,16 +196,21 @@ impl<M: Metadata> ControllerReplica<M> {
     ) -> Result<ControllerReplica<M>> {
         let (log, store) = open_log(spec.dir, spec.index, spec.log_config, spec.on_commit).await?;
         let machine = ControllerMachine::new(log.clone(), metadata);
+        let what = spec.group.to_string();
         let raft = start_group(
             spec.node_id,
             spec.group,
-            &log,
             store,
             machine.clone(),
             transport,
             config,
         )
         .await?;
+        log.set_proposer(Arc::new(RaftProposer::new(
+            spec.node_id,
+            raft.clone(),
+            what,
+        )));
         Ok(ControllerReplica { raft, log, machine })
     }
 

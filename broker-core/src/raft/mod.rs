@@ -23,6 +23,9 @@
 //! - `transfer`: moving a group's leadership to a chosen voter ([`TransferCoordinator`]):
 //!   the other voters hold their heartbeats and elections for a bounded time while the
 //!   target campaigns.
+//! - `partition_group`: [`PartitionGroup`], this node's seat in one partition's group (its
+//!   Raft when it holds a replica, else the leader the metadata names), where the broker's
+//!   topic keeps it and where the partition's writes go.
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -35,6 +38,7 @@ mod controller;
 mod groups;
 mod log_store;
 mod network;
+mod partition_group;
 mod proposer;
 mod state_machine;
 mod status;
@@ -49,6 +53,7 @@ pub use groups::{
 };
 pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
+pub use partition_group::PartitionGroup;
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
 pub use state_machine::PartitionMachine;
 pub use status::{GroupStatus, LeaderView, leader_in_zone_of};

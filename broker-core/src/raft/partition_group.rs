@@ -1,0 +1,123 @@
+//! [`PartitionGroup`]: this node's seat in one partition's Raft group, kept on the broker's
+//! topic so that a request finds its partition's Raft without naming the group (no
+//! allocation, no registry lookup).
+//!
+//! A node holds a replica of only the partitions placed on it: the seat of a partition held
+//! elsewhere has no Raft, and names the leader the cluster metadata last recorded for it
+//! (its hint) instead. A partition's writes go through its seat ([`Proposer`]): to its Raft
+//! when this node holds a replica, refused with [`BrokerError::NotLeader`] naming the hint
+//! otherwise (the gateway forwards them there).
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use openraft::Raft;
+
+use super::proposer::RaftProposer;
+use super::status::LeaderView;
+use super::types::TypeConfig;
+use crate::error::{BrokerError, Result};
+use crate::storage::{EntryBody, ProposalSlot, ProposeFuture, Proposer};
+
+/// The hint's value while the metadata names no leader (node ids start at 1).
+const NO_HINT: u64 = 0;
+
+/// This node's seat in one partition's group.
+pub struct PartitionGroup {
+    /// How errors name the partition.
+    what: String,
+    /// The partition's Raft and its proposer here, once this node holds a replica.
+    replica: OnceLock<(Raft<TypeConfig>, RaftProposer)>,
+    /// The leader the cluster metadata records for the partition ([`NO_HINT`]: none).
+    hint: AtomicU64,
+}
+
+impl std::fmt::Debug for PartitionGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionGroup")
+            .field("what", &self.what)
+            .field("held", &self.replica.get().is_some())
+            .field("hint", &self.hint())
+            .finish()
+    }
+}
+
+impl PartitionGroup {
+    /// The seat of a partition `what` names (`topic 'orders' partition 2`), with no replica.
+    pub fn new(what: String) -> PartitionGroup {
+        PartitionGroup {
+            what,
+            replica: OnceLock::new(),
+            hint: AtomicU64::new(NO_HINT),
+        }
+    }
+
+    /// Seats `raft`, this node's (`node_id`) replica of the partition; the first one set
+    /// stays (`false` when one was set before).
+    pub fn hold(&self, node_id: u64, raft: Raft<TypeConfig>) -> bool {
+        let proposer = RaftProposer::new(node_id, raft.clone(), self.what.clone());
+        self.replica.set((raft, proposer)).is_ok()
+    }
+
+    /// The partition's Raft, when this node holds a replica.
+    pub fn raft(&self) -> Option<&Raft<TypeConfig>> {
+        self.replica.get().map(|(raft, _)| raft)
+    }
+
+    /// Whether this node holds a replica.
+    pub fn held(&self) -> bool {
+        self.replica.get().is_some()
+    }
+
+    /// Who leads the partition as this node's replica knows (one read of its metrics), or
+    /// `None` when this node holds no replica.
+    pub fn view(&self) -> Option<LeaderView> {
+        self.raft().map(LeaderView::of)
+    }
+
+    /// The partition's leader: as this node's replica knows it, or else as the metadata
+    /// records it.
+    pub fn leader(&self) -> Option<u64> {
+        match self.view() {
+            Some(view) => view.leader,
+            None => self.hint(),
+        }
+    }
+
+    /// The leader the cluster metadata records.
+    pub fn hint(&self) -> Option<u64> {
+        Some(self.hint.load(Ordering::Relaxed)).filter(|n| *n != NO_HINT)
+    }
+
+    /// Records the leader the cluster metadata names.
+    pub fn set_hint(&self, leader: Option<u64>) {
+        self.hint
+            .store(leader.unwrap_or(NO_HINT), Ordering::Relaxed);
+    }
+
+    fn not_held(&self) -> BrokerError {
+        BrokerError::NotLeader {
+            what: self.what.clone(),
+            leader: self.hint(),
+        }
+    }
+}
+
+impl Proposer for PartitionGroup {
+    fn reserve(&self) -> Result<ProposalSlot> {
+        match self.replica.get() {
+            Some((_, proposer)) => proposer.reserve(),
+            None => Err(self.not_held()),
+        }
+    }
+
+    fn propose(&self, slot: ProposalSlot, body: EntryBody) -> ProposeFuture {
+        match self.replica.get() {
+            Some((_, proposer)) => proposer.propose(slot, body),
+            None => {
+                let refusal = self.not_held();
+                Box::pin(async move { Err(refusal) })
+            }
+        }
+    }
+}
