@@ -31,6 +31,10 @@ pub const GROUP_COMMIT_BYTES: &str = "wharf_group_commit_bytes";
 pub const FSYNC_SECONDS: &str = "wharf_fsync_seconds";
 /// Requests waiting in partition writer queues when a writer takes its next group.
 pub const WRITER_QUEUE_DEPTH: &str = "wharf_writer_queue_depth";
+/// In a cluster, time from proposing an entry on a partition's leader to its commit and
+/// apply there (a majority fsynced it): what replication adds to a produce, a lease or a
+/// settle.
+pub const RAFT_COMMIT_SECONDS: &str = "wharf_raft_commit_seconds";
 
 /// Registers the descriptions and units of every broker metric with the installed recorder.
 pub fn describe() {
@@ -88,6 +92,11 @@ pub fn describe() {
         FSYNC_SECONDS,
         Unit::Seconds,
         "Time one fsync of a segment took."
+    );
+    describe_histogram!(
+        RAFT_COMMIT_SECONDS,
+        Unit::Seconds,
+        "In a cluster: time from proposing an entry on a partition's leader to its commit."
     );
     describe_histogram!(
         WRITER_QUEUE_DEPTH,
@@ -213,4 +222,12 @@ pub fn group_commit(requests: usize, bytes: usize, queue_depth: usize) {
 /// Records one fsync.
 pub fn fsync(seconds: f64) {
     histogram!(FSYNC_SECONDS).record(seconds);
+}
+
+/// Records one committed proposal on a partition's leader.
+pub fn raft_commit(seconds: f64) {
+    static COMMITS: OnceLock<metrics::Histogram> = OnceLock::new();
+    COMMITS
+        .get_or_init(|| histogram!(RAFT_COMMIT_SECONDS))
+        .record(seconds);
 }

@@ -38,6 +38,9 @@ pub const HTTP_REQUEST_SECONDS: &str = "wharf_http_request_duration_seconds";
 pub const CONNECTIONS_REFUSED: &str = "wharf_connections_refused_total";
 /// Connections closed because the client read nothing of a response for `write_timeout_ms`.
 pub const WRITE_TIMEOUTS: &str = "wharf_write_timeouts_total";
+/// In a cluster, time of one Raft RPC to another node, answered or not, per `rpc` (append,
+/// vote, snapshot, ...): the network and the peer's share of a commit.
+pub const PEER_RPC_SECONDS: &str = "wharf_peer_rpc_seconds";
 
 /// The `route` label of requests no route matched (404s and the like): one value, so probing
 /// random paths cannot grow the label set.
@@ -104,6 +107,11 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
     PrometheusBuilder::new()
         .set_buckets_for_metric(full(HTTP_REQUEST_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(telemetry::FSYNC_SECONDS), LATENCY_BUCKETS_SECONDS)?
+        .set_buckets_for_metric(
+            full(telemetry::RAFT_COMMIT_SECONDS),
+            LATENCY_BUCKETS_SECONDS,
+        )?
+        .set_buckets_for_metric(full(PEER_RPC_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_REQUESTS), COUNT_BUCKETS)?
         .set_buckets_for_metric(full(telemetry::WRITER_QUEUE_DEPTH), COUNT_BUCKETS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_BYTES), BYTE_BUCKETS)
@@ -133,6 +141,11 @@ fn describe() {
         HTTP_REQUEST_SECONDS,
         Unit::Seconds,
         "Time to the response head, by method, route template and status."
+    );
+    describe_histogram!(
+        PEER_RPC_SECONDS,
+        Unit::Seconds,
+        "In a cluster: time of one Raft RPC to another node, by rpc."
     );
     describe_counter!(
         CONNECTIONS_REFUSED,

@@ -63,7 +63,10 @@ async fn a_single_node_without_faults_loses_nothing_and_is_valid() {
     // What the server controls, not the rate: a busy machine's client offers fewer than the
     // 600 sends planned (471 were seen), but every one it made must be acknowledged.
     assert!(stats.attempts >= 100, "the workload ran: {stats:?}");
-    assert_eq!(stats.acked, stats.attempts, "every produce acked: {stats:?}");
+    assert_eq!(
+        stats.acked, stats.attempts,
+        "every produce acked: {stats:?}"
+    );
     assert_eq!(report.findings.queue.acknowledged, stats.acked);
     assert!(
         stats.delivered >= stats.acked,

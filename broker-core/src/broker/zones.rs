@@ -13,7 +13,7 @@
 
 use super::{Broker, Topic};
 use crate::error::Result;
-use crate::raft::{GroupId, leader_in_zone_of};
+use crate::raft::leader_in_zone_of;
 
 /// A partition's leader as this node knows it, and whether it is in this node's zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +33,7 @@ impl Broker {
         if !led_here.is_empty() {
             return led_here;
         }
-        let name = topic.config().name;
-        self.partition_leaders_near_of(&name, topic.partitions.len() as u32)
+        self.leaders_near(topic)
             .into_iter()
             .zip(0u32..)
             .filter(|(leader, _)| leader.near)
@@ -52,34 +51,21 @@ impl Broker {
     /// leader is near (this node or its zone). All leaders `None` on a single node.
     pub fn partition_leaders_near(&self, topic: &str) -> Result<Vec<LeaderNear>> {
         let open = self.topic(topic)?;
-        Ok(self.partition_leaders_near_of(topic, open.partitions.len() as u32))
+        Ok(self.leaders_near(&open))
     }
 
-    fn partition_leaders_near_of(&self, topic: &str, partitions: u32) -> Vec<LeaderNear> {
-        let far = LeaderNear {
-            leader: None,
-            near: false,
-        };
-        let Some(replication) = &self.config.replication else {
-            return vec![far; partitions as usize];
-        };
-        (0..partitions)
-            .map(|partition| {
-                let group = GroupId::Partition {
-                    topic: topic.to_owned(),
-                    partition,
+    fn leaders_near(&self, topic: &Topic) -> Vec<LeaderNear> {
+        let me = self.config.replication.as_ref().map(|r| r.node_id);
+        topic
+            .groups
+            .iter()
+            .map(|seat| {
+                let leader = seat.leader();
+                let near = match (me, seat.raft()) {
+                    (Some(me), Some(raft)) => leader == Some(me) || leader_in_zone_of(raft, me),
+                    _ => false,
                 };
-                match replication.groups.get(&group) {
-                    None => far,
-                    Some(raft) => {
-                        let leader = raft.metrics().borrow().current_leader;
-                        LeaderNear {
-                            leader,
-                            near: leader == Some(replication.node_id)
-                                || leader_in_zone_of(&raft, replication.node_id),
-                        }
-                    }
-                }
+                LeaderNear { leader, near }
             })
             .collect()
     }

@@ -68,14 +68,18 @@ impl Proposer for RaftProposer {
         Box::pin(async move {
             let _slot = slot;
             let timeout = Duration::from_millis(PROPOSE_TIMEOUT_MS);
+            let proposed = std::time::Instant::now();
             let written = tokio::time::timeout(timeout, raft.client_write(body)).await;
             match written {
-                Ok(Ok(response)) => Ok(AppendResult {
-                    base_offset: response.data.base_offset,
-                    count: response.data.count,
-                    fsynced: true,
-                    replicated: true,
-                }),
+                Ok(Ok(response)) => {
+                    crate::telemetry::raft_commit(proposed.elapsed().as_secs_f64());
+                    Ok(AppendResult {
+                        base_offset: response.data.base_offset,
+                        count: response.data.count,
+                        fsynced: true,
+                        replicated: true,
+                    })
+                }
                 Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
                     Err(BrokerError::NotLeader {
                         what,

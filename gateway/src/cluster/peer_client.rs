@@ -69,7 +69,14 @@ impl PeerClient {
 impl Transport for PeerClient {
     fn call(&self, target: u64, call: RpcCall) -> TransportFuture {
         let client = self.clone();
-        Box::pin(async move { client.send(target, call).await })
+        Box::pin(async move {
+            let rpc = call.rpc.as_str();
+            let started = std::time::Instant::now();
+            let answer = client.send(target, call).await;
+            metrics::histogram!(crate::metrics::PEER_RPC_SECONDS, "rpc" => rpc)
+                .record(started.elapsed().as_secs_f64());
+            answer
+        })
     }
 }
 
