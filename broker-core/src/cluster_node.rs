@@ -46,6 +46,13 @@ pub const ADMIN_WAIT_MS: u64 = 10_000;
 const REGISTER_RETRY_MS: u64 = 250;
 /// How long one proposal relayed to the controller leader may take.
 const RELAY_TIMEOUT_MS: u64 = 6_000;
+/// Most voters the controller leader grows the controller group to as nodes join (later
+/// nodes stay learners, still following the metadata): a Raft group of more voters only
+/// slows every commit.
+pub const MAX_CONTROLLER_VOTERS: usize = 7;
+/// How often the controller's membership is checked when no command is applied: a leader
+/// elected after a node registered adds it within this.
+const MEMBERSHIP_CHECK_MS: u64 = 1_000;
 
 /// One node of a cluster: the controller replica, the node's record, the broker it steers.
 pub struct ClusterNode {
@@ -53,6 +60,11 @@ pub struct ClusterNode {
     broker: Arc<Broker>,
     replication: Replication,
     controller: ControllerReplica<ClusterState>,
+    /// The other nodes named at start: where a node that knows no controller leader (one
+    /// joining) relays its registration.
+    peers: Vec<u64>,
+    /// Held while the controller leader adds joined nodes to the controller's voters.
+    growing: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Where and who a node is.
@@ -65,11 +77,16 @@ pub struct NodeStart {
     pub controller_dir: PathBuf,
     /// The controller log's settings.
     pub log_config: LogConfig,
+    /// Whether this node joins a running cluster: it does not form the controller group with
+    /// `voters` (they name nodes to reach); the controller leader adds it as a learner once it
+    /// registers, then as a voter once it caught up.
+    pub join: bool,
 }
 
 impl ClusterNode {
     /// Opens this node's controller replica, forms the controller group with `start.voters`
-    /// if it is brand new, and starts registering the node and reconciling the broker.
+    /// if it is brand new (unless it joins a running cluster), and starts registering the
+    /// node and reconciling the broker.
     pub async fn start(broker: Arc<Broker>, start: NodeStart) -> Result<Arc<ClusterNode>> {
         let replication = broker
             .replication_settings()
@@ -93,7 +110,15 @@ impl ClusterNode {
         replication
             .groups
             .insert(GroupId::Controller, controller.raft.clone());
-        if let Err(e) = controller.raft.initialize(start.voters).await {
+        let peers = start
+            .voters
+            .keys()
+            .copied()
+            .filter(|id| *id != start.me.id)
+            .collect();
+        if !start.join
+            && let Err(e) = controller.raft.initialize(start.voters).await
+        {
             tracing::debug!(error = %e, "the controller group was formed before");
         }
         let node = Arc::new(ClusterNode {
@@ -101,9 +126,12 @@ impl ClusterNode {
             broker,
             replication,
             controller,
+            peers,
+            growing: Arc::new(tokio::sync::Mutex::new(())),
         });
         tokio::spawn(register(Arc::downgrade(&node)));
         tokio::spawn(reconcile_loop(Arc::downgrade(&node)));
+        tokio::spawn(membership_loop(Arc::downgrade(&node)));
         Ok(node)
     }
 
@@ -333,14 +361,33 @@ impl ClusterNode {
         Ok(())
     }
 
-    /// Proposes `command` at the controller leader, wherever it is.
+    /// Proposes `command` at the controller leader, wherever it is. A node that knows no
+    /// leader (an election, or a node joining that is no member yet) asks the peers it was
+    /// started with, following the leader one of them names.
     async fn propose_anywhere(&self, command: &Command) -> Result<()> {
-        let leader = self
-            .controller_leader()
-            .ok_or_else(|| self.not_controller_leader())?;
-        if leader == self.node_id() {
-            return self.propose(command).await;
+        match self.controller_leader() {
+            Some(leader) if leader == self.node_id() => self.propose(command).await,
+            Some(leader) => self.relay(leader, command).await,
+            None => {
+                for peer in &self.peers {
+                    match self.relay(*peer, command).await {
+                        Err(BrokerError::NotLeader {
+                            leader: Some(leader),
+                            ..
+                        }) if leader != *peer => return self.relay(leader, command).await,
+                        Ok(()) => return Ok(()),
+                        Err(error) => {
+                            tracing::debug!(peer, %error, "no controller leader there");
+                        }
+                    }
+                }
+                Err(self.not_controller_leader())
+            }
         }
+    }
+
+    /// Sends `command` to node `target`, to propose as the controller leader.
+    async fn relay(&self, target: u64, command: &Command) -> Result<()> {
         let call = RpcCall {
             group: GroupId::Controller,
             rpc: Rpc::Propose,
@@ -350,12 +397,65 @@ impl ClusterNode {
         let answer = self
             .replication
             .transport
-            .call(leader, call)
+            .call(target, call)
             .await
             .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
         let answer: ProposeAnswer = serde_json::from_slice(&answer)
             .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
         answer.map_err(refusal_error)
+    }
+
+    /// Tells the transport every node's cluster address in the metadata (a node that joined
+    /// after this one started), and on the controller leader makes every active node that is
+    /// not a voter of the controller group one (a learner first, then a voter), up to
+    /// [`MAX_CONTROLLER_VOTERS`], in the background, one round at a time.
+    fn follow_membership(self: &Arc<Self>) {
+        let voters = self.controller.voters();
+        let leads = self.controller_leader() == Some(self.node_id());
+        let room = MAX_CONTROLLER_VOTERS.saturating_sub(voters.len());
+        let joining: Vec<NodeRecord> = self.controller.machine.read(|state| {
+            for node in state.nodes().values() {
+                self.replication
+                    .transport
+                    .learn(node.id, &node.cluster_addr);
+            }
+            match leads {
+                false => Vec::new(),
+                true => state
+                    .active_nodes()
+                    .into_iter()
+                    .filter(|n| !voters.contains(&n.id))
+                    .take(room)
+                    .collect(),
+            }
+        });
+        if joining.is_empty() {
+            return;
+        }
+        let Ok(round) = Arc::clone(&self.growing).try_lock_owned() else {
+            return;
+        };
+        let node = Arc::clone(self);
+        tokio::spawn(async move {
+            let _round = round;
+            for joiner in joining {
+                let info = NodeInfo {
+                    cluster_addr: joiner.cluster_addr.clone(),
+                    zone: joiner.zone.clone(),
+                };
+                match node.controller.add_voter(joiner.id, info).await {
+                    Ok(()) => {
+                        tracing::info!(
+                            node = joiner.id,
+                            "a joined node votes on the cluster metadata"
+                        );
+                    }
+                    Err(error) => {
+                        tracing::warn!(node = joiner.id, %error, "a joined node is not a voter yet; will retry");
+                    }
+                }
+            }
+        });
     }
 
     /// Brings the broker in line with the metadata: opens the topics placed here, deletes
@@ -471,6 +571,27 @@ async fn register(node: Weak<ClusterNode>) {
         }
         drop(node);
         tokio::time::sleep(Duration::from_millis(REGISTER_RETRY_MS)).await;
+    }
+}
+
+/// [`ClusterNode::follow_membership`] after every applied command and every
+/// [`MEMBERSHIP_CHECK_MS`] (a leader elected later, a failed round retried), until the node is
+/// gone.
+async fn membership_loop(node: Weak<ClusterNode>) {
+    let mut version = match node.upgrade() {
+        Some(node) => node.controller.machine.version(),
+        None => return,
+    };
+    loop {
+        match node.upgrade() {
+            Some(node) => node.follow_membership(),
+            None => return,
+        }
+        let tick = tokio::time::sleep(Duration::from_millis(MEMBERSHIP_CHECK_MS));
+        tokio::select! {
+            changed = version.changed() => if changed.is_err() { return },
+            () = tick => {}
+        }
     }
 }
 

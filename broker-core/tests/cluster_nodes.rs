@@ -58,6 +58,7 @@ async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
         voters,
         controller_dir: dir.join("controller"),
         log_config,
+        join: false,
     };
     ClusterNode::start(broker, start).await.expect("starts")
 }

@@ -2,7 +2,7 @@
 //! registry that answers other nodes' RPCs for them (the [`RpcHandler`] behind the cluster
 //! port).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -20,7 +20,7 @@ use super::proposer::RaftProposer;
 use super::state_machine::PartitionMachine;
 use super::transfer::{Holds, TransferAnswer, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
-use super::types::TypeConfig;
+use super::types::{NodeInfo, TypeConfig};
 use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
 use crate::storage::{EntryBody, PartitionHandle};
@@ -228,35 +228,38 @@ impl<M: Metadata> ControllerReplica<M> {
     /// [`super::PROPOSE_TIMEOUT_MS`] for the change to commit. A node that is no voter is
     /// left as it is; the last voter is never removed.
     pub async fn remove_voter(&self, node: u64) -> Result<()> {
-        let voters: std::collections::BTreeSet<u64> = {
-            let metrics = self.raft.metrics();
-            let metrics = metrics.borrow();
-            metrics.membership_config.membership().voter_ids().collect()
-        };
+        let voters = self.voters();
         if !voters.contains(&node) {
             return Ok(());
         }
-        let staying: std::collections::BTreeSet<u64> =
-            voters.into_iter().filter(|v| *v != node).collect();
+        let staying: BTreeSet<u64> = voters.into_iter().filter(|v| *v != node).collect();
         if staying.is_empty() {
             return Err(crate::cluster::ClusterError::LastNode { node }.into());
         }
         let ms = super::PROPOSE_TIMEOUT_MS;
-        let change = self.raft.change_membership(staying, false);
-        match tokio::time::timeout(std::time::Duration::from_millis(ms), change).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
-                Err(BrokerError::NotLeader {
-                    what: "cluster metadata".into(),
-                    leader: forward.leader_id,
-                })
-            }
-            Ok(Err(e)) => Err(BrokerError::invalid("controller voters", e.to_string())),
-            Err(_) => Err(BrokerError::ReplicationTimeout {
-                what: "cluster metadata voters".into(),
-                ms,
-            }),
+        membership_change(ms, self.raft.change_membership(staying, false)).await
+    }
+
+    /// Makes `node` (reached at `info`) a voter of the group (this node must lead the group):
+    /// first a learner, which catches up with the log, then a voter, each step within
+    /// [`ADD_VOTER_STEP_MS`]. A voter already is left as it is.
+    pub async fn add_voter(&self, node: u64, info: NodeInfo) -> Result<()> {
+        let mut voters = self.voters();
+        if voters.contains(&node) {
+            return Ok(());
         }
+        let learner = self.raft.add_learner(node, info, true);
+        membership_change(ADD_VOTER_STEP_MS, learner).await?;
+        voters.insert(node);
+        let voter = self.raft.change_membership(voters, false);
+        membership_change(ADD_VOTER_STEP_MS, voter).await
+    }
+
+    /// The group's voters, as this node knows them.
+    pub fn voters(&self) -> BTreeSet<u64> {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics.membership_config.membership().voter_ids().collect()
     }
 
     /// Stops its Raft and its log's writer.
@@ -281,6 +284,34 @@ pub enum ProposeRefusal {
     Timeout,
     /// The group failed or is stopping.
     Failed(String),
+}
+
+/// How long each step of [`ControllerReplica::add_voter`] may take: the learner's catch-up
+/// replays the controller log, which is small (metadata commands only).
+pub const ADD_VOTER_STEP_MS: u64 = 10_000;
+
+/// What a membership change of the controller group answers.
+type MembershipAnswer<T> = std::result::Result<T, RaftError<u64, ClientWriteError<u64, NodeInfo>>>;
+
+/// Waits up to `ms` for a membership change of the controller group.
+async fn membership_change<T>(
+    ms: u64,
+    change: impl std::future::Future<Output = MembershipAnswer<T>>,
+) -> Result<()> {
+    match tokio::time::timeout(std::time::Duration::from_millis(ms), change).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+            Err(BrokerError::NotLeader {
+                what: "cluster metadata".into(),
+                leader: forward.leader_id,
+            })
+        }
+        Ok(Err(e)) => Err(BrokerError::invalid("controller voters", e.to_string())),
+        Err(_) => Err(BrokerError::ReplicationTimeout {
+            what: "cluster metadata voters".into(),
+            ms,
+        }),
+    }
 }
 
 /// Proposes one command (a control entry holding `command`) to `raft` here, as its leader.

@@ -165,6 +165,13 @@ pub type TransportFuture = Pin<Box<dyn Future<Output = Result<Bytes, TransportEr
 pub trait Transport: Send + Sync + 'static {
     /// Sends `call` to node `target` and returns its answer's bytes.
     fn call(&self, target: u64, call: RpcCall) -> TransportFuture;
+
+    /// Learns (or updates) the cluster address of `node` from the cluster metadata, so a
+    /// node that joined after this one started can be reached. A transport that routes by
+    /// node id alone ignores it.
+    fn learn(&self, node: u64, cluster_addr: &str) {
+        let _ = (node, cluster_addr);
+    }
 }
 
 /// Why this node could not answer an RPC.

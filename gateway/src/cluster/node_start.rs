@@ -114,6 +114,7 @@ pub async fn start_node(
         voters,
         controller_dir: settings.data_dir().join("controller"),
         log_config,
+        join: cluster.join,
     };
     let node = ClusterNode::start(Arc::clone(&broker), start)
         .await

@@ -78,6 +78,18 @@ impl Transport for PeerClient {
             answer
         })
     }
+
+    fn learn(&self, node: u64, cluster_addr: &str) {
+        match cluster_addr.parse::<SocketAddr>() {
+            Ok(address) if self.address(node) != Some(address) => self.set_address(node, address),
+            Ok(_) => {}
+            Err(_) => tracing::warn!(
+                node,
+                cluster_addr,
+                "a node's cluster address does not parse"
+            ),
+        }
+    }
 }
 
 impl PeerClient {

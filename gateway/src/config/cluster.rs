@@ -4,7 +4,8 @@
 //!
 //! `peers` lists every initial voter as `id=IP:port` (the cluster address), this node
 //! included: `1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003`, or a TOML table
-//! `peers = { 1 = "127.0.0.1:7001", … }`. The cluster port is never the public one.
+//! `peers = { 1 = "127.0.0.1:7001", … }`. The cluster port is never the public one. A node
+//! added later sets `join` and lists running nodes to reach, and itself.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,6 +43,11 @@ pub struct ClusterArgs {
     /// A file holding the cluster secret, instead of `--cluster-secret`.
     #[arg(long, env = "WHARF_CLUSTER_SECRET_FILE")]
     pub cluster_secret_file: Option<String>,
+    /// Join a running cluster (`--join` or `--join true`): `peers` names running nodes to
+    /// reach, and this one; the controller adds this node as a learner, then a voter. Without
+    /// it a brand-new node forms the cluster with `peers` as its initial voters.
+    #[arg(long, env = "WHARF_JOIN", num_args = 0..=1, default_missing_value = "true")]
+    pub join: Option<String>,
 }
 
 /// The cluster settings' file keys.
@@ -52,6 +58,7 @@ pub(super) const CLUSTER_KEYS: &[&str] = &[
     "peers",
     "cluster_secret",
     "cluster_secret_file",
+    "join",
 ];
 
 impl ClusterArgs {
@@ -67,6 +74,7 @@ impl ClusterArgs {
             cluster_secret_file: self
                 .cluster_secret_file
                 .or_else(|| take("cluster_secret_file")),
+            join: self.join.or_else(|| take("join")),
         }
     }
 
@@ -78,6 +86,7 @@ impl ClusterArgs {
             &self.peers,
             &self.cluster_secret,
             &self.cluster_secret_file,
+            &self.join,
         ]
         .iter()
         .any(|v| v.is_some())
@@ -126,6 +135,8 @@ pub struct ClusterSettings {
     pub peers: BTreeMap<u64, SocketAddr>,
     /// The shared secret.
     pub secret: ClusterSecret,
+    /// Whether this node joins a running cluster instead of forming it with `peers`.
+    pub join: bool,
 }
 
 /// Validates the cluster settings: `None` for a single node (no cluster setting given).
@@ -165,12 +176,25 @@ pub(super) fn freeze_cluster(
     let peers = peers(&required("peers", args.peers)?)?;
     check_self_in_peers(node_id, listen, &peers)?;
     let secret = secret(args.cluster_secret, args.cluster_secret_file)?;
+    let join = match args.join.as_deref().map(str::trim) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => return Err(invalid("join", other, "expected true or false")),
+    };
+    if join && peers.len() < 2 {
+        return Err(invalid(
+            "peers",
+            "",
+            "a joining node needs a running node to reach besides itself",
+        ));
+    }
     Ok(Some(ClusterSettings {
         node_id,
         zone,
         listen,
         peers,
         secret,
+        join,
     }))
 }
 

@@ -16,6 +16,7 @@ fn three_nodes() -> ClusterArgs {
         peers: Some("1=127.0.0.1:7001, 2=127.0.0.1:7002,3=127.0.0.1:7003".into()),
         cluster_secret: Some(SECRET.into()),
         cluster_secret_file: None,
+        join: None,
     }
 }
 
@@ -233,4 +234,34 @@ fn the_secret_can_come_from_a_file() {
         .expect("valid")
         .expect("cluster");
     assert_eq!(cluster.secret.expose(), SECRET.as_bytes());
+}
+
+#[test]
+fn a_joining_node_needs_a_running_node_to_reach_and_a_yes_or_no() {
+    let frozen = |join: Option<&str>, peers: &str| {
+        freeze_cluster(
+            ClusterArgs {
+                join: join.map(str::to_owned),
+                peers: Some(peers.into()),
+                ..three_nodes()
+            },
+            public(),
+        )
+    };
+    let three = "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003";
+    let joins = |join| frozen(join, three).expect("valid").expect("cluster").join;
+    assert!(!joins(None));
+    assert!(joins(Some("true")));
+    assert!(!joins(Some("false")));
+    refused(
+        ClusterArgs {
+            join: Some("yes please".into()),
+            ..three_nodes()
+        },
+        "join",
+    );
+    assert!(matches!(
+        frozen(Some("true"), "2=127.0.0.1:7002"),
+        Err(ConfigError::Invalid { setting, .. }) if setting == "peers"
+    ));
 }
