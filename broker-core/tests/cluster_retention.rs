@@ -109,9 +109,9 @@ fn receive(max_messages: usize, wait_ms: u64) -> ReceiveRequest {
     }
 }
 
-/// Three registered nodes serving the one-partition topic `jobs` (small retention) and its
-/// subscription `work` (leases of `lease_ms`), created at the controller leader.
-async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>, lease_ms: u64) -> Vec<Arc<ClusterNode>> {
+/// Three registered nodes serving the one-partition topic `jobs` (small retention), created
+/// at the controller leader.
+async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
     let mut nodes = Vec::new();
     for id in 1..=3 {
         nodes.push(start_node(id, root, net).await);
@@ -131,6 +131,25 @@ async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>, lease_ms: u64) -> Vec<
         ..TopicSpec::default()
     };
     admin.create_topic(topic).await.expect("topic");
+    until("every node serves the topic", async || {
+        nodes.iter().all(|n| n.broker().topic_uid("jobs").is_some())
+    })
+    .await;
+    nodes
+}
+
+/// Creates the subscription `work` of `jobs` (leases of `lease_ms`) at the controller leader
+/// among `nodes`, and waits until each of them has it.
+async fn subscribe(nodes: &[Arc<ClusterNode>], lease_ms: u64) {
+    let admin = || {
+        nodes[0]
+            .controller_leader()
+            .and_then(|id| nodes.iter().find(|n| n.node_id() == id).cloned())
+    };
+    until("a controller leader among the nodes", async || {
+        admin().is_some()
+    })
+    .await;
     let work = SubscriptionSpec {
         name: "work".into(),
         start: None,
@@ -141,7 +160,8 @@ async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>, lease_ms: u64) -> Vec<
         filter: None,
         ordering: None,
     };
-    admin
+    admin()
+        .expect("found above")
         .create_subscription("jobs", work)
         .await
         .expect("subscription");
@@ -151,7 +171,6 @@ async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>, lease_ms: u64) -> Vec<
             .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
     })
     .await;
-    nodes
 }
 
 /// The node leading partition 0 of `jobs`, as every node in `nodes` agrees.
@@ -209,7 +228,8 @@ async fn shutdown(nodes: &[Arc<ClusterNode>]) {
 async fn every_replica_deletes_old_segments_and_produce_and_consume_go_on() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let nodes = jobs_on_three_nodes(root.path(), &net, 30_000).await;
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    subscribe(&nodes, 30_000).await;
     let leader_id = leader_of(&nodes).await;
     let leader = nodes[(leader_id - 1) as usize].clone();
     produce(&leader, 0, 400).await;
@@ -277,6 +297,11 @@ async fn a_follower_stopped_behind_the_purge_restarts_installs_the_snapshot_and_
     follower_behind_the_purge(Behind::Stopped).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_stopped_before_the_subscription_existed_gets_its_table_from_the_snapshot() {
+    follower_behind_the_purge(Behind::StoppedBeforeSubscription).await;
+}
+
 /// How the follower falls behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Behind {
@@ -284,6 +309,9 @@ enum Behind {
     CutOff,
     /// Stopped, then started again from its files.
     Stopped,
+    /// Stopped before the subscription was created (so it opens the subscription only when
+    /// it is back, with its start in the purged log), then started again.
+    StoppedBeforeSubscription,
 }
 
 /// A follower falls behind while the leader delivers and acks messages and purges their
@@ -293,7 +321,10 @@ async fn follower_behind_the_purge(behind: Behind) {
     const LEASE_MS: u64 = 1_500;
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let mut nodes = jobs_on_three_nodes(root.path(), &net, LEASE_MS).await;
+    let mut nodes = jobs_on_three_nodes(root.path(), &net).await;
+    if behind != Behind::StoppedBeforeSubscription {
+        subscribe(&nodes, LEASE_MS).await;
+    }
     let leader_id = leader_of(&nodes).await;
     let leader = nodes[(leader_id - 1) as usize].clone();
     let lagging_id = nodes
@@ -306,32 +337,45 @@ async fn follower_behind_the_purge(behind: Behind) {
         Behind::CutOff => {
             net.cut.lock().expect("lock").insert(lagging_id);
         }
-        Behind::Stopped => {
+        Behind::Stopped | Behind::StoppedBeforeSubscription => {
             let stopped = nodes.remove(lagging_at);
             shutdown(std::slice::from_ref(&stopped)).await;
             net.nodes.lock().expect("lock").remove(&lagging_id);
         }
     }
-
-    // Everything of 0..300 is delivered; all but the last three are acked; 300..320 wait.
-    produce(&leader, 0, 300).await;
-    let mut delivered = Vec::new();
-    while delivered.len() < 300 {
-        let got = leader
-            .broker()
-            .receive("jobs", "work", receive(100, 1_000))
-            .await
-            .expect("received");
-        assert!(!got.is_empty(), "only {} delivered", delivered.len());
-        delivered.extend(got);
+    if behind == Behind::StoppedBeforeSubscription {
+        subscribe(&nodes, LEASE_MS).await;
     }
-    let receipts: Vec<String> = delivered[..297].iter().map(|d| d.receipt.clone()).collect();
-    let acked = leader
-        .broker()
-        .ack("jobs", "work", &receipts)
-        .await
-        .expect("acked");
-    assert_eq!(acked.succeeded, 297);
+
+    // Everything of 0..300 is delivered as it comes (retention deletes old segments whether
+    // their messages were read or not); all but the last three are acked; 300..320 wait.
+    let mut delivered = Vec::new();
+    for from in (0..300).step_by(10) {
+        produce(&leader, from, from + 10).await;
+        while delivered.len() < from as usize + 10 {
+            let got = leader
+                .broker()
+                .receive("jobs", "work", receive(100, 1_000))
+                .await
+                .expect("received");
+            assert!(!got.is_empty(), "only {} delivered", delivered.len());
+            // Acked at once, well within the lease.
+            let receipts: Vec<String> = got
+                .iter()
+                .filter(|d| d.message.offset < 297)
+                .map(|d| d.receipt.clone())
+                .collect();
+            let acked = leader
+                .broker()
+                .ack("jobs", "work", &receipts)
+                .await
+                .expect("acked");
+            assert_eq!(acked.succeeded, receipts.len());
+            delivered.extend(got);
+        }
+    }
+    let offsets: Vec<u64> = delivered.iter().map(|d| d.message.offset).collect();
+    assert_eq!(offsets, (0..300).collect::<Vec<u64>>());
     produce(&leader, 300, 320).await;
     until("the leader purged past the lagging follower", async || {
         read(&leader, 0).await.0 > 0
@@ -348,7 +392,7 @@ async fn follower_behind_the_purge(behind: Behind) {
             net.cut.lock().expect("lock").remove(&lagging_id);
             lagging
         }
-        Behind::Stopped => {
+        Behind::Stopped | Behind::StoppedBeforeSubscription => {
             let lagging = start_node(lagging_id, root.path(), &net).await;
             nodes.insert(lagging_at, Arc::clone(&lagging));
             lagging

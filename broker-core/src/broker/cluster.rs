@@ -107,7 +107,11 @@ impl Broker {
                 transport: Arc::clone(&replication.transport),
                 config: Arc::clone(&replication.raft),
                 on_commit: Arc::clone(&topic.on_commit),
-                derived: Arc::new(PartitionTables::new(topic, partition as usize)),
+                derived: Arc::new(PartitionTables::new(
+                    self.me.clone(),
+                    topic,
+                    partition as usize,
+                )),
             };
             let raft =
                 PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)

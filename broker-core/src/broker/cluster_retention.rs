@@ -41,14 +41,16 @@ struct CarriedTable {
 /// The state derived from one partition's log that its snapshots carry: its subscription
 /// tables.
 pub(super) struct PartitionTables {
+    broker: Weak<Broker>,
     topic: Weak<Topic>,
     partition: usize,
 }
 
 impl PartitionTables {
-    /// The tables of `topic`'s partition `partition`.
-    pub(super) fn new(topic: &Arc<Topic>, partition: usize) -> PartitionTables {
+    /// The tables of `topic`'s partition `partition` on `broker`.
+    pub(super) fn new(broker: Weak<Broker>, topic: &Arc<Topic>, partition: usize) -> Self {
         PartitionTables {
+            broker,
             topic: Arc::downgrade(topic),
             partition,
         }
@@ -118,13 +120,30 @@ impl DerivedState for PartitionTables {
             .apply(partition, &ScheduleChanges::default(), start)?;
         topic.dedup.apply(partition, &[], start)?;
         let subscriptions: Vec<_> = read(&topic.subscriptions).values().cloned().collect();
-        for sub in subscriptions {
+        for sub in &subscriptions {
             let image = carried
                 .tables
                 .iter()
                 .find(|t| t.subscription == sub.config.uid)
                 .map(|t| &t.table);
             sub.install_snapshot_table(self.partition, image, log)?;
+        }
+        // A subscription the controller created that this node has not opened yet gets its
+        // table as a checkpoint, which opening it starts from (its start is in the purged
+        // log, which opening it could not replay).
+        let Some(broker) = self.broker.upgrade() else {
+            return Ok(());
+        };
+        for carried in &carried.tables {
+            if subscriptions
+                .iter()
+                .all(|s| s.config.uid != carried.subscription)
+            {
+                broker
+                    .metadata
+                    .subscription_store(carried.subscription)?
+                    .replace(partition, Some(&carried.table), start)?;
+            }
         }
         Ok(())
     }
