@@ -2,14 +2,16 @@
 //!
 //! The entries are the partition log's frames ([`PartitionHandle`]'s Raft operations); the
 //! vote and the last purged id live in the partition's [`RaftState`] file. Every write goes
-//! through the partition's writer thread in call order (appends, cuts, purges, resets) or,
-//! for the vote, through one async lock, so writes never overtake each other, as openraft
-//! requires. Blocking file I/O runs on tokio's blocking pool.
+//! through the partition's writer thread in call order (appends, cuts, purges; the state
+//! machine's reset on a snapshot install goes the same way) or, for the vote, through one
+//! async lock, so writes never overtake each other, as openraft requires. Blocking file I/O
+//! runs on tokio's blocking pool.
 //!
 //! Contracts kept (openraft `RaftLogStorage`): an appended entry is readable when `append`
 //! returns and durable (per the fsync policy: `always` for Raft's promise) when its callback
 //! fires; a purge is durable in the state file before it returns; entries at or below the
-//! purged id are never returned, even while their segment still exists.
+//! purged id are never returned, even while their segment still exists (a purge deletes
+//! whole sealed segments only, so the active one stays even when all of it is purged).
 
 use std::fmt::Debug;
 use std::io;
