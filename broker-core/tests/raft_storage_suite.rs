@@ -1,10 +1,11 @@
 //! openraft's own storage conformance suite (`openraft::testing::Suite`) run against Wharf's
-//! Raft log storage on segment files ([`LogStore`]) and the partition state machine.
+//! Raft log storage on segment files ([`LogStore`]) and the partition state machine as a
+//! cluster node opens it (its snapshots kept in a file).
 
 use std::sync::Arc;
 
 use broker_core::config::{FsyncPolicy, LogConfig};
-use broker_core::raft::{LogStore, PartitionMachine, TypeConfig};
+use broker_core::raft::{LogStore, NoDerivedState, PartitionMachine, TypeConfig};
 use broker_core::storage::PartitionHandle;
 use openraft::StorageError;
 use openraft::testing::{StoreBuilder, Suite};
@@ -43,7 +44,8 @@ impl StoreBuilder<TypeConfig, LogStore, PartitionMachine, Guard> for SegmentStor
         )
         .expect("opens");
         let store = LogStore::open(log.clone(), dir).expect("state");
-        let machine = PartitionMachine::new(log, on_commit);
+        let machine =
+            PartitionMachine::open(log, on_commit, Arc::new(NoDerivedState)).expect("machine");
         Ok((
             Guard {
                 _root: root,

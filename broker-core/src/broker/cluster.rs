@@ -12,10 +12,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::cluster_retention::PartitionTables;
 use super::{Broker, Topic, blocking, metadata};
 use crate::config::Replication;
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
+use crate::raft::{GroupId, GroupParts, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
 
@@ -93,7 +94,7 @@ impl Broker {
     async fn start_groups(
         &self,
         replication: &Replication,
-        topic: &Topic,
+        topic: &Arc<Topic>,
         members: Option<&BTreeMap<u64, NodeInfo>>,
     ) -> Result<()> {
         let name = topic.config().name;
@@ -102,15 +103,19 @@ impl Broker {
                 topic: name.clone(),
                 partition,
             };
-            let raft = PartitionReplica::start(
-                replication.node_id,
-                group.clone(),
-                log.clone(),
-                Arc::clone(&replication.transport),
-                Arc::clone(&replication.raft),
-                Arc::clone(&topic.on_commit),
-            )
-            .await?;
+            let parts = GroupParts {
+                transport: Arc::clone(&replication.transport),
+                config: Arc::clone(&replication.raft),
+                on_commit: Arc::clone(&topic.on_commit),
+                derived: Arc::new(PartitionTables::new(
+                    self.me.clone(),
+                    topic,
+                    partition as usize,
+                )),
+            };
+            let raft =
+                PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)
+                    .await?;
             if !topic.groups[partition as usize].hold(replication.node_id, raft.clone()) {
                 // Started before: this second Raft over the same log must not run.
                 if let Err(e) = raft.shutdown().await {

@@ -9,6 +9,8 @@
 //!   cancelling and moving delayed messages.
 //! - `tables`: the applier that derives each topic's delay schedule and dedup index from its
 //!   logs; `checkpoint`: the same for subscription state.
+//! - `cluster_retention`: retention on a cluster node (a snapshot carrying the subscription
+//!   tables, then Raft's purge).
 //!
 //! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
 //! list) change only by single inserts, removes and assignments, so they are taken through
@@ -16,6 +18,7 @@
 
 mod checkpoint;
 mod cluster;
+mod cluster_retention;
 mod consume;
 mod dead_letters;
 mod delays;

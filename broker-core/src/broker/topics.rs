@@ -134,7 +134,7 @@ impl Topic {
     /// schedule's, the dedup index's and each subscription's checkpoint (the start of the log
     /// for any not yet written). Retention keeps the segments from there on, so a restart
     /// can replay every control entry after it. Blocking (sled reads).
-    fn reflected(&self, partition: u32) -> Result<LogPosition> {
+    pub(super) fn reflected(&self, partition: u32) -> Result<LogPosition> {
         let tables = [
             self.delays.position(partition)?,
             self.dedup.position(partition)?,
@@ -170,11 +170,13 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
         let topics: Vec<Arc<Topic>> = read(&broker.topics).values().cloned().collect();
         let gate = Arc::clone(&broker.background);
         // A replicated partition's segments are its Raft log: deleting them is Raft's purge
-        // after a snapshot, which retention in a cluster does not do yet (issue 9), so a
-        // cluster node keeps them rather than leave followers a hole.
-        let keeps_segments = broker.config.replication.is_some();
+        // after a snapshot (see `cluster_retention`).
+        let replicated: Vec<_> = topics
+            .iter()
+            .map(|t| broker.cluster_retention_work(t))
+            .collect();
         drop(broker);
-        for topic in topics {
+        for (topic, replicated) in topics.into_iter().zip(replicated) {
             let config = topic.config();
             let dedup = topic.dedup.clone();
             let window = config.dedup_window_ms;
@@ -182,8 +184,16 @@ pub(super) async fn retention_loop(broker: Weak<Broker>) {
             if let Err(error) = swept {
                 tracing::error!(%error, "sweeping expired message ids failed");
             }
-            if keeps_segments || (config.retention_ms.is_none() && config.retention_bytes.is_none())
-            {
+            if config.retention_ms.is_none() && config.retention_bytes.is_none() {
+                continue;
+            }
+            if let Some((leading, rafts)) = replicated {
+                let enforced =
+                    super::cluster_retention::enforce_in_cluster(&gate, &topic, leading, rafts);
+                match enforced.await {
+                    Ok(_) => {}
+                    Err(error) => tracing::error!(%error, "retention in the cluster failed"),
+                }
                 continue;
             }
             let held = Arc::clone(&topic);

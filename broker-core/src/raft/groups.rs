@@ -17,6 +17,7 @@ use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
 use super::proposer::RaftProposer;
+use super::snapshot::{DerivedState, NoDerivedState};
 use super::state_machine::PartitionMachine;
 use super::transfer::{Holds, TransferAnswer, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
@@ -44,8 +45,11 @@ pub fn raft_config() -> Result<Arc<Config>> {
         heartbeat_interval: HEARTBEAT_MS,
         election_timeout_min: ELECTION_TIMEOUT_MS.0,
         election_timeout_max: ELECTION_TIMEOUT_MS.1,
-        // Snapshots are taken when retention deletes old segments, not by entry count.
+        // Snapshots are taken when retention deletes old segments, not by entry count, and
+        // retention alone purges (`Raft::trigger().purge_log`): openraft's own purge after a
+        // snapshot would delete segments derived state still needs.
         snapshot_policy: openraft::SnapshotPolicy::Never,
+        max_in_snapshot_log_to_keep: u64::MAX,
         ..Config::default()
     };
     config
@@ -79,6 +83,20 @@ pub struct ReplicaSpec {
     pub on_commit: Arc<Notify>,
 }
 
+/// What a partition's group needs besides its log: its peers, its settings, what to wake as
+/// entries become visible, and the state the broker derives from its log (which its
+/// snapshots carry).
+pub struct GroupParts {
+    /// Reaches the other nodes.
+    pub transport: Arc<dyn Transport>,
+    /// openraft's settings.
+    pub config: Arc<Config>,
+    /// Woken when entries become visible.
+    pub on_commit: Arc<Notify>,
+    /// The broker's state derived from the log.
+    pub derived: Arc<dyn DerivedState>,
+}
+
 impl PartitionReplica {
     /// Opens the partition's log and state and starts its Raft, reaching peers over
     /// `transport`; the log's writes go to the Raft from then on (a [`RaftProposer`]).
@@ -104,30 +122,43 @@ impl PartitionReplica {
         .map_err(|e| BrokerError::Panicked {
             task: e.to_string(),
         })??;
+        let parts = GroupParts {
+            transport,
+            config,
+            on_commit,
+            derived: Arc::new(NoDerivedState),
+        };
         let what = group.to_string();
-        let raft = Self::start(node_id, group, log.clone(), transport, config, on_commit).await?;
+        let raft = Self::start(node_id, group, log.clone(), parts).await?;
         log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
         Ok(PartitionReplica { raft, log })
     }
 
     /// Starts the Raft of a partition whose log is open ([`PartitionHandle::open_replicated`]):
-    /// reads its Raft state and starts the group reaching peers over `transport`. The caller
+    /// reads its Raft state and kept snapshot and starts the group with `parts`. The caller
     /// routes the log's writes to it (the broker through its [`super::PartitionGroup`]).
     pub async fn start(
         node_id: u64,
         group: GroupId,
         log: PartitionHandle,
-        transport: Arc<dyn Transport>,
-        config: Arc<Config>,
-        on_commit: Arc<Notify>,
+        parts: GroupParts,
     ) -> Result<Raft<TypeConfig>> {
+        let GroupParts {
+            transport,
+            config,
+            on_commit,
+            derived,
+        } = parts;
         let (opened, dir) = (log.clone(), log.dir().to_path_buf());
-        let store = tokio::task::spawn_blocking(move || LogStore::open(opened, dir))
-            .await
-            .map_err(|e| BrokerError::Panicked {
-                task: e.to_string(),
-            })??;
-        let machine = PartitionMachine::new(log.clone(), on_commit);
+        let (store, machine) = tokio::task::spawn_blocking(move || {
+            let store = LogStore::open(opened.clone(), dir)?;
+            let machine = PartitionMachine::open(opened, on_commit, derived)?;
+            Ok::<_, BrokerError>((store, machine))
+        })
+        .await
+        .map_err(|e| BrokerError::Panicked {
+            task: e.to_string(),
+        })??;
         start_group(node_id, group, store, machine, transport, config).await
     }
 

@@ -2,14 +2,16 @@
 //!
 //! The entries are the partition log's frames ([`PartitionHandle`]'s Raft operations); the
 //! vote and the last purged id live in the partition's [`RaftState`] file. Every write goes
-//! through the partition's writer thread in call order (appends, cuts, purges, resets) or,
-//! for the vote, through one async lock, so writes never overtake each other, as openraft
-//! requires. Blocking file I/O runs on tokio's blocking pool.
+//! through the partition's writer thread in call order (appends, cuts, purges; the state
+//! machine's reset on a snapshot install goes the same way) or, for the vote, through one
+//! async lock, so writes never overtake each other, as openraft requires. Blocking file I/O
+//! runs on tokio's blocking pool.
 //!
 //! Contracts kept (openraft `RaftLogStorage`): an appended entry is readable when `append`
 //! returns and durable (per the fsync policy: `always` for Raft's promise) when its callback
 //! fires; a purge is durable in the state file before it returns; entries at or below the
-//! purged id are never returned, even while their segment still exists.
+//! purged id are never returned, even while their segment still exists (a purge deletes
+//! whole sealed segments only, so the active one stays even when all of it is purged).
 
 use std::fmt::Debug;
 use std::io;
@@ -232,20 +234,21 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         if self.purged().is_some_and(|p| p.index >= log_id.index) {
             return Ok(());
         }
-        let last = self.inner.log.last_entry();
         let bytes = encode(&log_id).map_err(|e| write_error(&e))?;
         self.save_state(|state| state.purged = Some(bytes))
             .await
             .map_err(|e| write_error(&e))?;
         *crate::sync::lock(&self.inner.purged) = Some(log_id);
-        let log = &self.inner.log;
-        let outcome = match last {
-            // Everything goes: the log restarts empty where its messages ended (a snapshot
-            // that replaced it says where its own ended first: see the state machine).
-            Some(last) if last.index <= log_id.index => log.reset_entries(last.next_offset).await,
-            None => Ok(()),
-            Some(_) => log.purge_entries(log_id.index).await.map(|_| ()),
-        };
-        outcome.map_err(|e| write_error(&e))
+        // Whole sealed segments go, in the writer's order; the active one stays even when
+        // every entry in it is purged (readers of entries skip them), so the next message
+        // offset is kept. A follower installing a snapshot has its log reset by the state
+        // machine (to the snapshot's next offset), which openraft may do before or after
+        // this purge: the purge deletes nothing of the new log.
+        self.inner
+            .log
+            .purge_entries(log_id.index)
+            .await
+            .map(|_| ())
+            .map_err(|e| write_error(&e))
     }
 }

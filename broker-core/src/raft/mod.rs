@@ -12,7 +12,11 @@
 //! - `log_store`: [`LogStore`], openraft's log storage on the partition's segment files (the
 //!   partition log is the Raft log), with the vote in the partition's Raft state file.
 //! - `state_machine`: [`PartitionMachine`]: applying publishes committed entries to readers;
-//!   a snapshot is where the log continues.
+//!   a snapshot is where the log continues and the state derived from the log before it.
+//! - `snapshot`: a snapshot's versioned bytes ([`SnapshotBody`]), the [`DerivedState`] it
+//!   carries, and the file a replica keeps its latest in.
+//! - `purge`: retention in a cluster: a snapshot, then openraft's purge of the log prefix
+//!   ([`purge_through_snapshot`]).
 //! - `codec`: RPCs as bytes (appends in a binary form that ships bodies as they are).
 //! - `network`: [`GroupNetwork`], openraft's network for one group over a [`Transport`].
 //! - `proposer`: [`RaftProposer`]: a replicated partition's writes (the broker's ordinary
@@ -40,6 +44,8 @@ mod log_store;
 mod network;
 mod partition_group;
 mod proposer;
+mod purge;
+mod snapshot;
 mod state_machine;
 mod status;
 mod transfer;
@@ -48,13 +54,21 @@ mod types;
 
 pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
-    ControllerReplica, ELECTION_TIMEOUT_MS, HEARTBEAT_MS, PartitionReplica, ProposeAnswer,
-    ProposeRefusal, RaftGroups, ReplicaSpec, propose_command, raft_config,
+    ControllerReplica, ELECTION_TIMEOUT_MS, GroupParts, HEARTBEAT_MS, PartitionReplica,
+    ProposeAnswer, ProposeRefusal, RaftGroups, ReplicaSpec, propose_command, raft_config,
 };
 pub use log_store::LogStore;
 pub use network::{GroupNetwork, PeerLink};
 pub use partition_group::PartitionGroup;
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
+pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
+
+/// The Raft of one group on this node.
+pub type GroupRaft = openraft::Raft<TypeConfig>;
+pub use snapshot::{
+    DerivedState, NoDerivedState, SNAPSHOT_FILE, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, SnapshotBody,
+    SnapshotError,
+};
 pub use state_machine::PartitionMachine;
 pub use status::{GroupStatus, LeaderView, leader_in_zone_of};
 pub use transfer::{

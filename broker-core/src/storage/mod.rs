@@ -51,6 +51,7 @@ pub use raft_handle::{EntriesWritten, RaftEntry};
 pub use raft_state::{MAX_RAFT_STATE_FIELD, RaftState};
 pub use raft_tail::EntryLocation;
 pub use reads::Replayed;
+pub(crate) use segment::sync_dir;
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;
 pub use writer::{

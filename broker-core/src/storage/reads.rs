@@ -272,9 +272,21 @@ impl LogView {
         &self,
         from: LogPosition,
         with_messages: bool,
+        visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
+    ) -> Result<LogPosition> {
+        self.replay_until(from, LogPosition::MAX, with_messages, visit)
+    }
+
+    /// [`LogView::replay`] that stops at `until` when it comes before the visible end;
+    /// returns the position it replayed to.
+    pub(crate) fn replay_until(
+        &self,
+        from: LogPosition,
+        until: LogPosition,
+        with_messages: bool,
         mut visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
     ) -> Result<LogPosition> {
-        let end = self.end_position();
+        let end = self.end_position().min(until);
         // Retention deletes oldest first: a deleted `from` segment leaves only later ones.
         let first = self
             .all_segments()

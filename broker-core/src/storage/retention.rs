@@ -12,6 +12,8 @@
 //! file and make that durable, move the start offset (readers below it jump to it), forget the
 //! segment, and only then drop its index entries (recovery drops leftovers below the first file).
 
+use std::sync::Arc;
+
 use super::segment::{Segment, sync_dir};
 use super::view::{LogPosition, LogView};
 use crate::error::{BrokerError, Result};
@@ -73,5 +75,47 @@ impl LogView {
             "retention deleted a segment"
         );
         Ok(())
+    }
+}
+
+impl LogView {
+    /// What [`LogView::enforce_retention`] would delete from a replicated log, without
+    /// deleting: the Raft index of the last entry in the segments that would go, or `None`
+    /// when none would. A replicated log's prefix goes through Raft (a snapshot, then a
+    /// purge up to this index), so every replica deletes the same whole segments it would
+    /// delete on a single node. Blocking (reads segment heads and the index).
+    pub(crate) fn retention_purge_index(
+        &self,
+        now_ms: u64,
+        retention_ms: Option<u64>,
+        retention_bytes: Option<u64>,
+        keep_from: LogPosition,
+    ) -> Result<Option<u64>> {
+        let segments = self.all_segments();
+        let mut size: u64 = segments.iter().map(|s| s.size()).sum();
+        let mut first_kept = None;
+        for pair in segments.windows(2) {
+            let [oldest, next] = pair else { break };
+            let next_base = next.base_offset();
+            if keep_from.segment_base < next_base || next_base > self.end_offset() {
+                break;
+            }
+            let expired = match retention_ms {
+                Some(ms) => self
+                    .segment_max_ts(oldest, next_base)?
+                    .is_none_or(|max_ts| now_ms.saturating_sub(max_ts) > ms),
+                None => false,
+            };
+            let oversized = retention_bytes.is_some_and(|limit| size > limit);
+            if !expired && !oversized {
+                break;
+            }
+            size = size.saturating_sub(oldest.size());
+            first_kept = Some(Arc::clone(next));
+        }
+        let Some(kept) = first_kept else {
+            return Ok(None);
+        };
+        Ok(kept.first_raft_index()?.and_then(|i| i.checked_sub(1)))
     }
 }

@@ -356,6 +356,20 @@ impl PartitionHandle {
         self.inner.view.replay(from, with_messages, visit)
     }
 
+    /// [`PartitionHandle::replay`] that stops at `until` when it comes before the visible
+    /// end. Blocking file I/O.
+    pub fn replay_until(
+        &self,
+        from: LogPosition,
+        until: LogPosition,
+        with_messages: bool,
+        visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
+    ) -> Result<LogPosition> {
+        self.inner
+            .view
+            .replay_until(from, until, with_messages, visit)
+    }
+
     /// The partition's directory.
     pub fn dir(&self) -> &std::path::Path {
         self.inner.view.dir()
@@ -454,6 +468,21 @@ impl PartitionHandle {
         self.inner
             .view
             .enforce_retention(now_ms, retention_ms, retention_bytes, keep_from)
+    }
+
+    /// For a replicated log: the index of the last Raft entry in the segments
+    /// [`PartitionHandle::enforce_retention`] would delete now, or `None` when it would delete
+    /// none. Raft purges up to it once a snapshot covers it. Blocking.
+    pub fn retention_purge_index(
+        &self,
+        now_ms: u64,
+        retention_ms: Option<u64>,
+        retention_bytes: Option<u64>,
+        keep_from: LogPosition,
+    ) -> Result<Option<u64>> {
+        self.inner
+            .view
+            .retention_purge_index(now_ms, retention_ms, retention_bytes, keep_from)
     }
 
     /// Stops taking appends, lets the writer finish what is queued, fsyncs, joins the thread.

@@ -30,7 +30,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub use ranges::OffsetRanges;
 pub use types::{
-    Candidate, Cursor, Entry, EntryState, Grant, Stale, TableChanges, TableCounts, TablePolicy,
+    Candidate, Cursor, Entry, EntryState, Grant, Stale, TableChanges, TableCounts, TableImage,
+    TablePolicy,
 };
 
 use crate::limits::MAX_UNACKED_PER_PARTITION;
@@ -102,6 +103,15 @@ impl LeaseTable {
         table.dirty_cursor = table.cursor != cursor;
         table.check_invariants();
         table
+    }
+
+    /// The whole table, as a checkpoint stores it ([`LeaseTable::restore`] takes it back).
+    pub fn image(&self) -> TableImage {
+        TableImage {
+            cursor: self.cursor,
+            entries: self.entries.iter().map(|(o, e)| (*o, *e)).collect(),
+            settled: self.settled.iter().collect(),
+        }
     }
 
     /// The persisted position and counters.

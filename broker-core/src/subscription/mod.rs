@@ -33,7 +33,7 @@ use events::SubscriptionEvent;
 pub use config::{
     Filter, Ordering, RetryPolicy, StartPosition, SubscriptionConfig, SubscriptionSpec,
 };
-pub use lease_table::{Candidate, Grant, LeaseTable, TablePolicy};
+pub use lease_table::{Candidate, Grant, LeaseTable, TableImage, TablePolicy};
 pub use receipt::{ReceiptCodec, ReceiptData};
 pub use store::SubscriptionStore;
 
@@ -224,6 +224,82 @@ impl Subscription {
         let changes = table.take_changes();
         drop(table);
         self.save(partition, changes, replica.position)
+    }
+
+    /// In a cluster, the table of `partition` as the committed log up to `until` makes it
+    /// (its checkpoint replayed up to there, the live table untouched), for a snapshot of the
+    /// log; `None` while it has no start there. Blocking.
+    pub fn snapshot_table(
+        &self,
+        partition: usize,
+        log: &PartitionHandle,
+        until: LogPosition,
+    ) -> Result<Option<TableImage>> {
+        let restored = restore::restore_partition_until(
+            &self.config,
+            &self.store,
+            partition_number(partition),
+            log.start_offset(),
+            log,
+            true,
+            until,
+        )?;
+        Ok(restored.started.then(|| restored.table.image()))
+    }
+
+    /// In a cluster, on a leader of `partition`: checkpoints the table the committed log
+    /// makes (not the live one, which may hold changes not committed yet), so retention can
+    /// delete the log before it. Blocking.
+    pub fn checkpoint_committed(&self, partition: usize, log: &PartitionHandle) -> Result<()> {
+        let mut restored = restore::restore_partition(
+            &self.config,
+            &self.store,
+            partition_number(partition),
+            log.start_offset(),
+            log,
+            true,
+        )?;
+        if !restored.started {
+            return Ok(());
+        }
+        self.save(partition, restored.table.take_changes(), restored.position)
+    }
+
+    /// In a cluster, after a snapshot replaced the log of `partition`: the table becomes
+    /// `image` (none: no start yet; it follows the new log from its start), checkpointed at
+    /// the new log's start, and follows the log from there. Blocking.
+    pub fn install_snapshot_table(
+        &self,
+        partition: usize,
+        image: Option<&TableImage>,
+        log: &PartitionHandle,
+    ) -> Result<()> {
+        let mut table = self.lock(partition);
+        let start = LogPosition::default();
+        self.store
+            .replace(partition_number(partition), image, start)?;
+        if let Some(image) = image {
+            *table = LeaseTable::restore(
+                image.cursor,
+                image.entries.clone(),
+                &image.settled,
+                self.config.table_policy(),
+            );
+        } else {
+            *table = LeaseTable::starting_at(log.start_offset(), self.config.table_policy());
+        }
+        table.take_changes();
+        self.set_replica(partition, |r| {
+            *r = ReplicaTable {
+                position: start,
+                started: image.is_some(),
+                live_term: None,
+            };
+        });
+        if let Some(slot) = crate::sync::lock(&self.checkpointed).get_mut(partition) {
+            *slot = image.map(|_| start);
+        }
+        self.replay_into(partition, &mut table, log)
     }
 
     /// Replaces a partition's table with its checkpoint replayed to the log's end.

@@ -42,10 +42,34 @@ pub(super) fn restore_partition(
     log: &PartitionHandle,
     replicated: bool,
 ) -> Result<Restored> {
+    restore_partition_until(
+        config,
+        store,
+        partition,
+        start,
+        log,
+        replicated,
+        LogPosition::MAX,
+    )
+}
+
+/// [`restore_partition`] that replays no further than `until` (a frame boundary). Blocking.
+pub(super) fn restore_partition_until(
+    config: &SubscriptionConfig,
+    store: &SubscriptionStore,
+    partition: u32,
+    start: u64,
+    log: &PartitionHandle,
+    replicated: bool,
+    until: LogPosition,
+) -> Result<Restored> {
     let policy = config.table_policy();
-    let end_position = log.end_position();
+    let end_position = log.end_position().min(until);
+    // The position before the table: a checkpoint written between the two reads leaves a
+    // table newer than the position, and replaying a stretch again changes nothing.
+    let position = store.position(partition)?;
     let (mut table, from, started) = match store.load(partition, policy)? {
-        Some(table) => (table, store.position(partition)?.unwrap_or_default(), true),
+        Some(table) => (table, position.unwrap_or_default(), true),
         None => {
             let mut table = LeaseTable::starting_at(start, policy);
             table.mark_cursor_dirty();
@@ -77,7 +101,7 @@ pub(super) fn restore_partition(
         position: from.min(end_position),
         started,
     };
-    replay_events(config, partition, log, &mut restored)?;
+    replay_events_until(config, partition, log, &mut restored, until)?;
     Ok(restored)
 }
 
@@ -90,7 +114,18 @@ pub(super) fn replay_events(
     log: &PartitionHandle,
     restored: &mut Restored,
 ) -> Result<()> {
-    let end = log.replay(restored.position, false, |at, item| {
+    replay_events_until(config, partition, log, restored, LogPosition::MAX)
+}
+
+/// [`replay_events`] that stops at `until` when it comes before the visible end. Blocking.
+fn replay_events_until(
+    config: &SubscriptionConfig,
+    partition: u32,
+    log: &PartitionHandle,
+    restored: &mut Restored,
+    until: LogPosition,
+) -> Result<()> {
+    let end = log.replay_until(restored.position, until, false, |at, item| {
         let Replayed::Control(entry) = item else {
             return Ok(());
         };

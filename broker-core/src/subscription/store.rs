@@ -10,7 +10,7 @@
 use crate::error::{BrokerError, Result};
 use crate::storage::LogPosition;
 use crate::subscription::lease_table::{
-    Cursor, Entry, EntryState, LeaseTable, TableChanges, TablePolicy,
+    Cursor, Entry, EntryState, LeaseTable, TableChanges, TableImage, TablePolicy,
 };
 
 const CURSOR_PREFIX: u8 = b'c';
@@ -150,6 +150,46 @@ impl SubscriptionStore {
             return Ok(());
         }
         self.tree.apply_batch(changes_batch(partition, changes))?;
+        Ok(())
+    }
+}
+
+impl SubscriptionStore {
+    /// Replaces everything stored of `partition`'s table by `image` (nothing: the partition
+    /// has no checkpoint) at log position `position`, as one atomic batch. A replica does this
+    /// when a snapshot replaced its log. Blocking.
+    pub fn replace(
+        &self,
+        partition: u32,
+        image: Option<&TableImage>,
+        position: LogPosition,
+    ) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for prefix in [entry_prefix(partition), settled_prefix(partition)] {
+            for item in self.tree.scan_prefix(prefix) {
+                let (key, _) = item?;
+                batch.remove(key);
+            }
+        }
+        batch.remove(&cursor_key(partition)[..]);
+        batch.remove(&position_key(partition)[..]);
+        if let Some(image) = image {
+            batch.insert(
+                &cursor_key(partition)[..],
+                &encode_cursor(&image.cursor)[..],
+            );
+            for (offset, entry) in &image.entries {
+                batch.insert(&entry_key(partition, *offset)[..], &encode_entry(entry)[..]);
+            }
+            for (start, end) in &image.settled {
+                batch.insert(&settled_key(partition, *start)[..], &end.to_be_bytes()[..]);
+            }
+            let mut at = [0; 16];
+            at[..8].copy_from_slice(&position.segment_base.to_be_bytes());
+            at[8..].copy_from_slice(&position.position.to_be_bytes());
+            batch.insert(&position_key(partition)[..], &at[..]);
+        }
+        self.tree.apply_batch(batch)?;
         Ok(())
     }
 }

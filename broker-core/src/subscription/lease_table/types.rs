@@ -165,3 +165,14 @@ impl TableChanges {
         self.cursor.is_none() && self.entries.is_empty() && self.settled.is_empty()
     }
 }
+
+/// A whole table as a snapshot of its partition's log carries it: what a checkpoint stores.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableImage {
+    /// The cursor.
+    pub cursor: Cursor,
+    /// Every unsettled offset's entry.
+    pub entries: Vec<(u64, Entry)>,
+    /// Every range of settled offsets at or above the floor, `(start, end)`.
+    pub settled: Vec<(u64, u64)>,
+}

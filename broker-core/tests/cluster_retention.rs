@@ -1,0 +1,475 @@
+//! Retention in a cluster (three nodes in one process over the in-memory transport, small
+//! segments, a short `retention_bytes`): every replica deletes old segments through a
+//! snapshot and Raft's purge, reads below the start answer from the start as on a single
+//! node, and a follower cut off while the leader purged installs the snapshot, serves the
+//! same messages at the same offsets, and keeps the subscription's position when it leads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
+use broker_core::cluster::{NodeRecord, NodeState};
+use broker_core::cluster_node::{ClusterNode, NodeStart};
+use broker_core::config::Replication;
+use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::subscription::SubscriptionSpec;
+use broker_core::topic::TopicSpec;
+use broker_core::{Broker, BrokerConfig};
+use bytes::Bytes;
+
+mod raft_support;
+use raft_support::{Net, NodeTransport};
+
+/// Segments roll at the smallest size the log takes, so a few hundred messages fill many.
+const SEGMENT_BYTES: u64 = 4 * 1024;
+/// Keeps about six segments: more than the lease and ack events of the second test take, so
+/// the messages after its acked ones stay.
+const RETENTION_BYTES: u64 = 24 * 1024;
+/// Retention looks often, so the test waits little for it.
+const RETENTION_CHECK_MS: u64 = 200;
+/// Value bytes of each message: about 25 messages a segment.
+const VALUE_BYTES: usize = 100;
+
+fn record(id: u64) -> NodeRecord {
+    NodeRecord {
+        id,
+        zone: format!("zone-{id}"),
+        cluster_addr: format!("127.0.0.1:{}", 7000 + id),
+        public_addr: format!("127.0.0.1:{}", 8000 + id),
+        state: NodeState::Active,
+        joined_ms: 0,
+    }
+}
+
+async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
+    let groups = Arc::new(RaftGroups::default());
+    net.nodes
+        .lock()
+        .expect("lock")
+        .insert(id, Arc::clone(&groups));
+    let dir = root.join(format!("node-{id}"));
+    let mut config = BrokerConfig::new(&dir);
+    config.log.segment_bytes = SEGMENT_BYTES;
+    config.retention_check_ms = RETENTION_CHECK_MS;
+    config.replication = Some(Replication {
+        node_id: id,
+        transport: Arc::new(NodeTransport {
+            me: id,
+            net: Arc::clone(net),
+        }),
+        groups,
+        receipt_key: [7; 32],
+        raft: raft_config().expect("config"),
+    });
+    let log_config = config.log.clone();
+    let broker = Broker::open(config).await.expect("opens");
+    let voters: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
+    let start = NodeStart {
+        me: record(id),
+        voters,
+        controller_dir: dir.join("controller"),
+        log_config,
+        join: false,
+    };
+    ClusterNode::start(broker, start).await.expect("starts")
+}
+
+async fn until(what: &str, done: impl AsyncFn() -> bool) {
+    for _ in 0..200 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 20 s");
+}
+
+fn message(n: u64) -> NewMessage {
+    let mut value = format!("message {n:06} ").into_bytes();
+    value.resize(VALUE_BYTES, b'.');
+    NewMessage {
+        key: None,
+        value: Bytes::from(value),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    }
+}
+
+fn receive(max_messages: usize, wait_ms: u64) -> ReceiveRequest {
+    ReceiveRequest {
+        max_messages,
+        wait_ms,
+        ack_timeout_ms: None,
+        attempt_id: None,
+        memory: None,
+    }
+}
+
+/// Three registered nodes serving the one-partition topic `jobs` (small retention), created
+/// at the controller leader.
+async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        nodes.push(start_node(id, root, net).await);
+    }
+    until("every node registered and ready", async || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == 3)
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    let admin = nodes[(controller - 1) as usize].clone();
+    let topic = TopicSpec {
+        name: "jobs".into(),
+        partitions: Some(1),
+        retention_bytes: Some(RETENTION_BYTES),
+        ..TopicSpec::default()
+    };
+    admin.create_topic(topic).await.expect("topic");
+    until("every node serves the topic", async || {
+        nodes.iter().all(|n| n.broker().topic_uid("jobs").is_some())
+    })
+    .await;
+    nodes
+}
+
+/// Creates the subscription `work` of `jobs` (leases of `lease_ms`) at the controller leader
+/// among `nodes`, and waits until each of them has it.
+async fn subscribe(nodes: &[Arc<ClusterNode>], lease_ms: u64) {
+    let admin = || {
+        nodes[0]
+            .controller_leader()
+            .and_then(|id| nodes.iter().find(|n| n.node_id() == id).cloned())
+    };
+    until("a controller leader among the nodes", async || {
+        admin().is_some()
+    })
+    .await;
+    let work = SubscriptionSpec {
+        name: "work".into(),
+        start: None,
+        ack_timeout_ms: Some(lease_ms),
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    };
+    admin()
+        .expect("found above")
+        .create_subscription("jobs", work)
+        .await
+        .expect("subscription");
+    until("every node has the subscription", async || {
+        nodes
+            .iter()
+            .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
+    })
+    .await;
+}
+
+/// The node leading partition 0 of `jobs`, as every node in `nodes` agrees.
+async fn leader_of(nodes: &[Arc<ClusterNode>]) -> u64 {
+    for _ in 0..200 {
+        let seen: Vec<Option<u64>> = nodes.iter().map(|n| n.broker_leader("jobs", 0)).collect();
+        if let Some(Some(leader)) = seen.first()
+            && seen.iter().all(|s| *s == Some(*leader))
+        {
+            return *leader;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("partition 0 has no leader every node agrees on");
+}
+
+/// Produces messages `from..to` at `leader`, ten a batch.
+async fn produce(leader: &ClusterNode, from: u64, to: u64) {
+    let mut n = from;
+    while n < to {
+        let batch: Vec<NewMessage> = (n..(n + 10).min(to)).map(message).collect();
+        let count = batch.len() as u64;
+        leader
+            .broker()
+            .produce("jobs", batch, AckMode::All)
+            .await
+            .expect("produced");
+        n += count;
+    }
+}
+
+/// `(start, end)` offsets of partition 0 on `node`, and the values from `offset`.
+async fn read(node: &ClusterNode, offset: u64) -> (u64, u64, Vec<(u64, Bytes)>) {
+    let read = node
+        .broker()
+        .read_partition("jobs", 0, offset, 1_000, 0, None)
+        .await
+        .expect("reads");
+    let values = read
+        .messages
+        .iter()
+        .map(|m| (m.offset, m.record.value.clone()))
+        .collect();
+    (read.start_offset, read.end_offset, values)
+}
+
+async fn shutdown(nodes: &[Arc<ClusterNode>]) {
+    for node in nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_deletes_old_segments_and_produce_and_consume_go_on() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    subscribe(&nodes, 30_000).await;
+    let leader_id = leader_of(&nodes).await;
+    let leader = nodes[(leader_id - 1) as usize].clone();
+    produce(&leader, 0, 400).await;
+    until("every replica deleted old segments", async || {
+        let mut all = true;
+        for node in &nodes {
+            let (start, end, _) = read(node, 0).await;
+            all &= start > 0 && end == 400;
+        }
+        all
+    })
+    .await;
+    for node in &nodes {
+        // As on a single node: a read below the start answers from the start (which
+        // retention may move on meanwhile).
+        let (known_start, _, _) = read(node, 0).await;
+        let (start, end, values) = read(node, 0).await;
+        eprintln!("node {}: offsets {start}..{end}", node.node_id());
+        let (first, value) = values.first().cloned().expect("messages");
+        assert!(first >= known_start && first > 0, "read from {first}");
+        assert_eq!(value, message(first).value);
+        assert_eq!(values.last().map(|(o, _)| *o), Some(399));
+        assert!(start < 400 - 50, "retention kept too little: {start}");
+    }
+    // Produce goes on after the purge, and the subscription reads from the log's start.
+    produce(&leader, 400, 410).await;
+    let start = read(&leader, 0).await.0;
+    let mut seen = BTreeSet::new();
+    let mut receipts = Vec::new();
+    while seen.len() < (410 - start) as usize {
+        let got = leader
+            .broker()
+            .receive("jobs", "work", receive(100, 1_000))
+            .await
+            .expect("received");
+        assert!(!got.is_empty(), "nothing more to receive after {seen:?}");
+        for delivery in got {
+            assert!(seen.insert(delivery.message.offset), "delivered twice");
+            assert_eq!(
+                delivery.message.record.value,
+                message(delivery.message.offset).value
+            );
+            receipts.push(delivery.receipt);
+        }
+    }
+    assert!(seen.first().is_some_and(|first| *first >= start));
+    assert_eq!(seen.last(), Some(&409));
+    let acked = leader
+        .broker()
+        .ack("jobs", "work", &receipts)
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, receipts.len());
+    shutdown(&nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_cut_off_behind_the_purge_installs_the_snapshot_and_keeps_the_subscription() {
+    follower_behind_the_purge(Behind::CutOff).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_stopped_behind_the_purge_restarts_installs_the_snapshot_and_keeps_the_subscription()
+ {
+    follower_behind_the_purge(Behind::Stopped).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_stopped_before_the_subscription_existed_gets_its_table_from_the_snapshot() {
+    follower_behind_the_purge(Behind::StoppedBeforeSubscription).await;
+}
+
+/// How the follower falls behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Behind {
+    /// Cut off from the others, running.
+    CutOff,
+    /// Stopped, then started again from its files.
+    Stopped,
+    /// Stopped before the subscription was created (so it opens the subscription only when
+    /// it is back, with its start in the purged log), then started again.
+    StoppedBeforeSubscription,
+}
+
+/// A follower falls behind while the leader delivers and acks messages and purges their
+/// segments; back, it installs the snapshot, holds the same messages at the same offsets,
+/// and once it leads the subscription goes on where it was.
+async fn follower_behind_the_purge(behind: Behind) {
+    const LEASE_MS: u64 = 1_500;
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut nodes = jobs_on_three_nodes(root.path(), &net).await;
+    if behind != Behind::StoppedBeforeSubscription {
+        subscribe(&nodes, LEASE_MS).await;
+    }
+    let leader_id = leader_of(&nodes).await;
+    let leader = nodes[(leader_id - 1) as usize].clone();
+    let lagging_id = nodes
+        .iter()
+        .map(|n| n.node_id())
+        .find(|id| *id != leader_id)
+        .expect("a follower");
+    let lagging_at = (lagging_id - 1) as usize;
+    match behind {
+        Behind::CutOff => {
+            net.cut.lock().expect("lock").insert(lagging_id);
+        }
+        Behind::Stopped | Behind::StoppedBeforeSubscription => {
+            let stopped = nodes.remove(lagging_at);
+            shutdown(std::slice::from_ref(&stopped)).await;
+            net.nodes.lock().expect("lock").remove(&lagging_id);
+        }
+    }
+    if behind == Behind::StoppedBeforeSubscription {
+        subscribe(&nodes, LEASE_MS).await;
+    }
+
+    // Everything of 0..300 is delivered as it comes (retention deletes old segments whether
+    // their messages were read or not); all but the last three are acked; 300..320 wait.
+    let mut delivered = Vec::new();
+    for from in (0..300).step_by(10) {
+        produce(&leader, from, from + 10).await;
+        while delivered.len() < from as usize + 10 {
+            let got = leader
+                .broker()
+                .receive("jobs", "work", receive(100, 1_000))
+                .await
+                .expect("received");
+            assert!(!got.is_empty(), "only {} delivered", delivered.len());
+            // Acked at once, well within the lease.
+            let receipts: Vec<String> = got
+                .iter()
+                .filter(|d| d.message.offset < 297)
+                .map(|d| d.receipt.clone())
+                .collect();
+            let acked = leader
+                .broker()
+                .ack("jobs", "work", &receipts)
+                .await
+                .expect("acked");
+            assert_eq!(acked.succeeded, receipts.len());
+            delivered.extend(got);
+        }
+    }
+    let offsets: Vec<u64> = delivered.iter().map(|d| d.message.offset).collect();
+    assert_eq!(offsets, (0..300).collect::<Vec<u64>>());
+    produce(&leader, 300, 320).await;
+    until("the leader purged past the lagging follower", async || {
+        read(&leader, 0).await.0 > 0
+    })
+    .await;
+    let lagging = match behind {
+        Behind::CutOff => {
+            let lagging = nodes[lagging_at].clone();
+            assert_eq!(
+                read(&lagging, 0).await.1,
+                0,
+                "the cut-off follower got messages"
+            );
+            net.cut.lock().expect("lock").remove(&lagging_id);
+            lagging
+        }
+        Behind::Stopped | Behind::StoppedBeforeSubscription => {
+            let lagging = start_node(lagging_id, root.path(), &net).await;
+            nodes.insert(lagging_at, Arc::clone(&lagging));
+            lagging
+        }
+    };
+    until("the lagging follower caught up", async || {
+        read(&lagging, 0).await.1 == 320
+    })
+    .await;
+    let (start, end, values) = read(&lagging, 0).await;
+    eprintln!("the lagging follower holds {start}..{end}");
+    assert!(
+        start > 0,
+        "the follower was given the whole log, not a snapshot"
+    );
+    let (_, _, at_leader) = read(&leader, start).await;
+    assert_eq!(values, at_leader, "the replicas differ");
+    for (offset, value) in &values {
+        assert_eq!(value, &message(*offset).value);
+    }
+
+    // The follower leads: acked messages never come back, the three leased ones do once their
+    // leases end, and 300..320 are delivered once each.
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    nodes[(controller - 1) as usize]
+        .move_leader("jobs", 0, lagging_id)
+        .await
+        .expect("moved");
+    assert_eq!(leader_of(&nodes).await, lagging_id);
+    // Each delivery is acked at once, so none comes back a second time.
+    let mut firsts = BTreeSet::new();
+    let mut again = BTreeSet::new();
+    let expected_again: BTreeSet<u64> = (start.max(297)..300).collect();
+    let deadline = std::time::Instant::now() + Duration::from_millis(LEASE_MS + 8_000);
+    while (firsts.len() < 20 || again.len() < expected_again.len())
+        && std::time::Instant::now() < deadline
+    {
+        let got = lagging
+            .broker()
+            .receive("jobs", "work", receive(100, 500))
+            .await
+            .expect("received");
+        for delivery in &got {
+            let offset = delivery.message.offset;
+            assert!(offset >= 297, "acked message {offset} delivered again");
+            let (attempt, fresh) = match offset {
+                300.. => (1, firsts.insert(offset)),
+                _ => (2, again.insert(offset)),
+            };
+            assert!(fresh, "{offset} delivered twice");
+            assert_eq!(delivery.delivery_attempt, attempt, "attempt of {offset}");
+            assert_eq!(delivery.message.record.value, message(offset).value);
+        }
+        let receipts: Vec<String> = got.iter().map(|d| d.receipt.clone()).collect();
+        if !receipts.is_empty() {
+            let acked = lagging
+                .broker()
+                .ack("jobs", "work", &receipts)
+                .await
+                .expect("acked");
+            assert_eq!(acked.succeeded, receipts.len());
+        }
+    }
+    assert!(start <= 300, "retention deleted unread messages: {start}");
+    assert_eq!(firsts, (300..320).collect::<BTreeSet<u64>>());
+    assert_eq!(again, expected_again);
+    let stats = lagging
+        .broker()
+        .describe_subscription("jobs", "work")
+        .await
+        .expect("described")
+        .stats;
+    assert_eq!(
+        stats.acked,
+        297 + 20 + expected_again.len() as u64,
+        "{stats:?}"
+    );
+    shutdown(&nodes).await;
+}
