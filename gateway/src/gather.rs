@@ -10,7 +10,8 @@
 //!   round waits, once every leader was asked since the last wait, for the next commit to
 //!   any of the topic's partitions (every node holds a replica of each and hears of them) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
-//!   nothing), until `wait_ms` has passed.
+//!   nothing), until `wait_ms` has passed. A stream (SSE) opened on a node that does not lead
+//!   every partition receives by the same rounds ([`gather_messages`]).
 //! - Settle: receipts are grouped by their partition's leader; this node settles its own
 //!   group, and each other group goes to its leader. A leader that cannot be reached makes the
 //!   answer 503 `not_leader` (the client retries; receipts settled meanwhile then report
@@ -72,6 +73,27 @@ pub fn leaders_to_gather(
     let leaders = state.broker.partition_leaders(topic)?;
     let first = leaders.first().copied().flatten();
     Ok((!leaders.iter().all(|l| *l == first)).then_some(leaders))
+}
+
+/// The leader of each of `topic`'s partitions when a stream opened with `headers` must
+/// gather its messages (see [`gather_messages`]); `None` when it receives here as on a single
+/// node: on a single node, for a forwarded request, and when this node leads every partition.
+/// Unlike [`leaders_to_gather`], a stream is never sent whole to another node (forwarding
+/// reads whole answers), so it gathers even when one other node leads everything.
+pub fn leaders_to_stream_from(
+    state: &AppState,
+    headers: &HeaderMap,
+    topic: &str,
+) -> Result<Option<Vec<Option<u64>>>, BrokerError> {
+    let Some(cluster) = state.cluster.as_ref() else {
+        return Ok(None);
+    };
+    if headers.contains_key(FORWARDED_HEADER) {
+        return Ok(None);
+    }
+    let me = Some(cluster.node_id());
+    let leaders = state.broker.partition_leaders(topic)?;
+    Ok((!leaders.iter().all(|l| *l == me)).then_some(leaders))
 }
 
 /// One message a gather took from a leader: its receipt and its JSON object, as a receive
@@ -365,6 +387,28 @@ where
     let Some(leaders) = leaders_to_gather(state, headers, &path.topic)? else {
         return local(receipts).await;
     };
+    settle_on_leaders(
+        state, headers, path, receipts, &leaders, action, body_for, local,
+    )
+    .await
+}
+
+/// [`scatter_settle`] over the partition leaders `leaders` names (one per partition): this
+/// node's share with `local`, each other leader's share by sending it `action`.
+#[allow(clippy::too_many_arguments)]
+pub async fn settle_on_leaders<Fut>(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &SubscriptionPath,
+    receipts: Vec<String>,
+    leaders: &[Option<u64>],
+    action: &str,
+    body_for: impl Fn(&[String]) -> serde_json::Value,
+    local: impl FnOnce(Vec<String>) -> Fut,
+) -> Result<SettleOutcome, BrokerError>
+where
+    Fut: Future<Output = Result<SettleOutcome, BrokerError>>,
+{
     let me = state.cluster.as_ref().map(|c| c.node_id());
     let mut mine = Vec::new();
     let mut theirs: BTreeMap<u64, Vec<String>> = BTreeMap::new();
