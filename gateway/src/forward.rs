@@ -10,8 +10,8 @@
 //! retries after `Retry-After`. Forwarding has a connect timeout and an overall timeout; a
 //! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
-//! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is not forwarded: its
-//! `not_leader` answer names the leader to connect to.
+//! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is never forwarded: it
+//! gathers from every partition's leader instead ([`crate::gather::leaders_to_stream_from`]).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -107,8 +107,8 @@ pub async fn forward(
     let Some(LeaderHint(Some(leader))) = response.extensions().get::<LeaderHint>().copied() else {
         return response;
     };
-    // A stream (SSE) never ends, and forwarding reads whole answers: its `not_leader`
-    // (naming the leader) goes back to the client, which connects to the leader itself.
+    // A stream (SSE) never ends, and forwarding reads whole answers: a stream gathers from
+    // the leaders itself, and one that was forwarded here (one hop) answers as it is.
     if leader == cluster.node_id() || uri.path().ends_with("/stream") {
         return response;
     }

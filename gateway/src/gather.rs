@@ -4,11 +4,14 @@
 //!
 //! - Receive: when one node leads every partition, the request goes there whole (a remote
 //!   one long-polls there; see [`crate::forward`]). Otherwise rounds take what each leader has
-//!   now (`wait_ms` 0), this node's own partitions first, the others over HTTP with the
-//!   client's credentials and `Wharf-Forwarded`; an empty round waits for the next commit to
+//!   now (`wait_ms` 0): this node's own partitions first, then the other leaders at once over
+//!   HTTP ([`crate::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for
+//!   its share of what is still wanted so that a round never takes more than asked. An empty
+//!   round waits, once every leader was asked since the last wait, for the next commit to
 //!   any of the topic's partitions (every node holds a replica of each and hears of them) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
-//!   nothing), until `wait_ms` has passed.
+//!   nothing), until `wait_ms` has passed. A stream (SSE) opened on a node that does not lead
+//!   every partition receives by the same rounds ([`gather_messages`]).
 //! - Settle: receipts are grouped by their partition's leader; this node settles its own
 //!   group, and each other group goes to its leader. A leader that cannot be reached makes the
 //!   answer 503 `not_leader` (the client retries; receipts settled meanwhile then report
@@ -19,19 +22,22 @@
 //!
 //! A request that was forwarded here is never gathered again (one hop).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode};
 use broker_core::BrokerError;
 use broker_core::broker::{ReceiptFailure, ReceiveRequest, SeekTarget, SettleOutcome};
+use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::app::AppState;
-use crate::forward::{FORWARDED_HEADER, call};
+use crate::forward::FORWARDED_HEADER;
 use crate::message_json::{self, DeliveryParts};
+use crate::peer::{PeerAnswer, call_peer};
 use crate::routes::SubscriptionPath;
 
 /// Longest an empty gathering round waits before asking the other leaders again: the lag a
@@ -69,10 +75,46 @@ pub fn leaders_to_gather(
     Ok((!leaders.iter().all(|l| *l == first)).then_some(leaders))
 }
 
+/// The leader of each of `topic`'s partitions when a stream opened with `headers` must
+/// gather its messages (see [`gather_messages`]); `None` when it receives here as on a single
+/// node: on a single node, for a forwarded request, and when this node leads every partition.
+/// Unlike [`leaders_to_gather`], a stream is never sent whole to another node (forwarding
+/// reads whole answers), so it gathers even when one other node leads everything.
+pub fn leaders_to_stream_from(
+    state: &AppState,
+    headers: &HeaderMap,
+    topic: &str,
+) -> Result<Option<Vec<Option<u64>>>, BrokerError> {
+    let Some(cluster) = state.cluster.as_ref() else {
+        return Ok(None);
+    };
+    if headers.contains_key(FORWARDED_HEADER) {
+        return Ok(None);
+    }
+    let me = Some(cluster.node_id());
+    let leaders = state.broker.partition_leaders(topic)?;
+    Ok((!leaders.iter().all(|l| *l == me)).then_some(leaders))
+}
+
+/// One message a gather took from a leader: its receipt and its JSON object, as a receive
+/// reply lists it (and an SSE `message` event carries it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatheredMessage {
+    /// The receipt that settles it.
+    pub receipt: String,
+    /// The message's JSON text.
+    pub json: Vec<u8>,
+}
+
 #[derive(Deserialize)]
 struct Gathered<'a> {
     #[serde(borrow)]
     messages: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct GatheredReceipt {
+    receipt: String,
 }
 
 /// Gathers a receive from the nodes `leaders` names (see [`leaders_to_gather`]); returns the
@@ -83,84 +125,182 @@ pub async fn gather_receive(
     path: &SubscriptionPath,
     ask: &ReceiveAsk,
     memory: Option<broker_core::memory::AnswerMemory>,
-    mut leaders: Vec<Option<u64>>,
+    leaders: Vec<Option<u64>>,
 ) -> Result<Vec<u8>, BrokerError> {
+    let messages = gather_messages(state, headers, path, ask, memory, leaders).await?;
+    let size: usize = messages.iter().map(|m| m.json.len() + 1).sum();
+    let mut reply = Vec::with_capacity(size + b"{\"messages\":[]}".len());
+    reply.extend_from_slice(b"{\"messages\":[");
+    for (index, message) in messages.iter().enumerate() {
+        if index > 0 {
+            reply.push(b',');
+        }
+        reply.extend_from_slice(&message.json);
+    }
+    reply.extend_from_slice(b"]}");
+    Ok(reply)
+}
+
+/// Where each gather on this node starts its turns (see [`shares`]): when a round wants fewer
+/// messages than there are leaders to ask, a different leader goes first each round, and
+/// each gather starts with another.
+static SHARE_TURN: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes what the nodes `leaders` names hold for the subscription now, in rounds (see the
+/// module's map), until some message is taken or `ask.wait_ms` has passed. This node's own
+/// partitions are received first; the others' leaders are asked at once, each for its share
+/// of what is still wanted ([`shares`]), so the round never takes more than
+/// `ask.max_messages`. An empty round waits only once every leader was asked since the last
+/// wait.
+pub async fn gather_messages(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &SubscriptionPath,
+    ask: &ReceiveAsk,
+    memory: Option<broker_core::memory::AnswerMemory>,
+    mut leaders: Vec<Option<u64>>,
+) -> Result<Vec<GatheredMessage>, BrokerError> {
     let me = state.cluster.as_ref().map(|c| c.node_id());
     let signal = state.broker.commit_signal(&path.topic)?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(ask.wait_ms);
+    let mut asked = BTreeSet::new();
+    let mut turn = SHARE_TURN.fetch_add(1, Ordering::Relaxed);
     loop {
         let committed = signal.notified();
         tokio::pin!(committed);
         committed.as_mut().enable();
-        let mut reply = message_json::receive_reply(std::iter::empty::<DeliveryParts<'_>>());
-        reply.truncate(reply.len() - 2); // `]}`
-        let mut count = 0usize;
+        let mut messages = Vec::new();
         if leaders.contains(&me) {
-            let request = ReceiveRequest {
-                max_messages: ask.max_messages,
-                wait_ms: 0,
-                ack_timeout_ms: ask.ack_timeout_ms,
-                attempt_id: ask.attempt_id.clone(),
-                memory: memory.clone(),
-            };
-            match state.broker.receive(&path.topic, &path.sub, request).await {
-                Ok(deliveries) => {
-                    let local =
-                        message_json::receive_reply(deliveries.iter().map(DeliveryParts::from));
-                    let items = &local[b"{\"messages\":[".len()..local.len() - 2];
-                    if !items.is_empty() {
-                        reply.extend_from_slice(items);
-                        count += deliveries.len();
-                    }
-                }
-                Err(BrokerError::NotLeader { .. }) => {}
-                Err(error) => return Err(error),
-            }
+            messages = receive_here(state, path, ask, memory.clone()).await?;
         }
-        let remotes: std::collections::BTreeSet<u64> = leaders
+        let remotes: Vec<u64> = leaders
             .iter()
             .flatten()
             .copied()
             .filter(|l| Some(*l) != me)
+            .collect::<BTreeSet<u64>>()
+            .into_iter()
             .collect();
-        for node in remotes {
-            let wanted = ask.max_messages.saturating_sub(count);
-            if wanted == 0 {
-                break;
-            }
-            let body = serde_json::json!({
-                "max_messages": wanted,
-                "wait_ms": 0,
-                "ack_timeout_ms": ask.ack_timeout_ms,
-                "attempt_id": ask.attempt_id,
-            });
-            let Some(bytes) = ask_peer(state, headers, node, path, "receive", &body).await else {
-                continue;
-            };
-            let Ok(gathered) = serde_json::from_slice::<Gathered<'_>>(&bytes) else {
-                tracing::debug!(node, "a leader's receive answer did not parse");
-                continue;
-            };
-            for message in gathered.messages {
-                if count > 0 {
-                    reply.push(b',');
-                }
-                reply.extend_from_slice(message.get().as_bytes());
-                count += 1;
-            }
+        let wanted = ask.max_messages.saturating_sub(messages.len());
+        let round = shares(wanted, &remotes, turn);
+        turn = turn.wrapping_add(1);
+        let answers = join_all(
+            round
+                .iter()
+                .map(|(node, share)| receive_there(state, headers, *node, path, ask, *share)),
+        )
+        .await;
+        for ((node, _), answer) in round.iter().zip(answers) {
+            asked.insert(*node);
+            messages.extend(answer);
         }
         let now = tokio::time::Instant::now();
-        if count > 0 || now >= deadline || state.is_draining() {
-            reply.extend_from_slice(b"]}");
-            return Ok(reply);
+        if !messages.is_empty() || now >= deadline || state.is_draining() {
+            return Ok(messages);
         }
-        let wake = deadline.min(now + Duration::from_millis(GATHER_POLL_MS));
-        tokio::select! {
-            () = &mut committed => {}
-            () = tokio::time::sleep_until(wake) => {}
+        if remotes.iter().all(|node| asked.contains(node)) {
+            asked.clear();
+            let wake = deadline.min(now + Duration::from_millis(GATHER_POLL_MS));
+            tokio::select! {
+                () = &mut committed => {}
+                () = tokio::time::sleep_until(wake) => {}
+            }
         }
         leaders = state.broker.partition_leaders(&path.topic)?;
     }
+}
+
+/// How many of `wanted` messages to ask each of `nodes` for: as evenly as they divide, the
+/// remainder to the nodes from position `turn` on (wrapping); nodes with a share of none are
+/// left out.
+pub fn shares(wanted: usize, nodes: &[u64], turn: usize) -> Vec<(u64, usize)> {
+    let count = nodes.len();
+    if count == 0 {
+        return Vec::new();
+    }
+    let (base, extra) = (wanted / count, wanted % count);
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(index, node)| {
+            let rank = (index + count - turn % count) % count;
+            (*node, base + usize::from(rank < extra))
+        })
+        .filter(|(_, share)| *share > 0)
+        .collect()
+}
+
+/// What this node's own partitions hold now (`wait_ms` 0).
+async fn receive_here(
+    state: &AppState,
+    path: &SubscriptionPath,
+    ask: &ReceiveAsk,
+    memory: Option<broker_core::memory::AnswerMemory>,
+) -> Result<Vec<GatheredMessage>, BrokerError> {
+    let request = ReceiveRequest {
+        max_messages: ask.max_messages,
+        wait_ms: 0,
+        ack_timeout_ms: ask.ack_timeout_ms,
+        attempt_id: ask.attempt_id.clone(),
+        memory,
+    };
+    match state.broker.receive(&path.topic, &path.sub, request).await {
+        Ok(deliveries) => Ok(deliveries
+            .into_iter()
+            .map(|delivery| {
+                let json = message_json::received_message(DeliveryParts::from(&delivery));
+                GatheredMessage {
+                    receipt: delivery.receipt,
+                    json,
+                }
+            })
+            .collect()),
+        Err(BrokerError::NotLeader { .. }) => Ok(Vec::new()),
+        Err(error) => Err(error),
+    }
+}
+
+/// What node `node` holds now (`wait_ms` 0), at most `share` messages; nothing (logged) when
+/// it cannot be asked or refuses.
+async fn receive_there(
+    state: &AppState,
+    headers: &HeaderMap,
+    node: u64,
+    path: &SubscriptionPath,
+    ask: &ReceiveAsk,
+    share: usize,
+) -> Vec<GatheredMessage> {
+    let body = serde_json::json!({
+        "max_messages": share,
+        "wait_ms": 0,
+        "ack_timeout_ms": ask.ack_timeout_ms,
+        "attempt_id": ask.attempt_id,
+    });
+    let Some(bytes) = ask_peer(state, headers, node, path, "receive", &body).await else {
+        return Vec::new();
+    };
+    let Ok(gathered) = serde_json::from_slice::<Gathered<'_>>(&bytes) else {
+        tracing::debug!(node, "a leader's receive answer did not parse");
+        return Vec::new();
+    };
+    gathered
+        .messages
+        .into_iter()
+        .filter_map(|message| {
+            let text = message.get();
+            match serde_json::from_str::<GatheredReceipt>(text) {
+                Ok(parsed) => Some(GatheredMessage {
+                    receipt: parsed.receipt,
+                    json: text.as_bytes().to_vec(),
+                }),
+                // Its lease ends on its own and the message comes back.
+                Err(error) => {
+                    tracing::warn!(node, %error, "a leader's message had no receipt");
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// Asks node `node` for `action` on the subscription with the client's `headers`; the body
@@ -173,26 +313,24 @@ async fn ask_peer(
     action: &str,
     body: &serde_json::Value,
 ) -> Option<Bytes> {
-    let cluster = state.cluster.as_ref()?;
-    let address = cluster.public_addr(node)?;
     let url = format!(
-        "http://{address}/v1/topics/{}/subscriptions/{}/{action}",
+        "/v1/topics/{}/subscriptions/{}/{action}",
         path.topic, path.sub
     );
-    let mut headers = headers.clone();
-    headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
     let body = Bytes::from(serde_json::to_vec(body).ok()?);
-    match call(&url, Method::POST, &headers, body, cluster.node_id()).await {
-        Ok((StatusCode::OK, _, bytes)) => Some(bytes),
-        Ok((status, _, _)) => {
+    match call_peer(state, headers, node, Method::POST, &url, body).await {
+        Ok(PeerAnswer {
+            status: StatusCode::OK,
+            body,
+            ..
+        }) => Some(body),
+        Ok(answer) => {
+            let status = answer.status;
             tracing::debug!(node, %status, action, "a leader refused a gathered request");
             None
         }
         Err(error) => {
-            tracing::debug!(node, %error, action, "a leader could not be asked");
+            tracing::debug!(%error, action, "a leader could not be asked");
             None
         }
     }
@@ -249,6 +387,28 @@ where
     let Some(leaders) = leaders_to_gather(state, headers, &path.topic)? else {
         return local(receipts).await;
     };
+    settle_on_leaders(
+        state, headers, path, receipts, &leaders, action, body_for, local,
+    )
+    .await
+}
+
+/// [`scatter_settle`] over the partition leaders `leaders` names (one per partition): this
+/// node's share with `local`, each other leader's share by sending it `action`.
+#[allow(clippy::too_many_arguments)]
+pub async fn settle_on_leaders<Fut>(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &SubscriptionPath,
+    receipts: Vec<String>,
+    leaders: &[Option<u64>],
+    action: &str,
+    body_for: impl Fn(&[String]) -> serde_json::Value,
+    local: impl FnOnce(Vec<String>) -> Fut,
+) -> Result<SettleOutcome, BrokerError>
+where
+    Fut: Future<Output = Result<SettleOutcome, BrokerError>>,
+{
     let me = state.cluster.as_ref().map(|c| c.node_id());
     let mut mine = Vec::new();
     let mut theirs: BTreeMap<u64, Vec<String>> = BTreeMap::new();
@@ -384,4 +544,37 @@ pub async fn scatter_seek(
         }
     }
     Ok(positions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shares;
+
+    #[test]
+    fn shares_divide_what_is_wanted_evenly_and_never_ask_for_more() {
+        let nodes = [1, 2, 3];
+        for wanted in 0..10 {
+            for turn in 0..4 {
+                let round = shares(wanted, &nodes, turn);
+                let total: usize = round.iter().map(|(_, share)| share).sum();
+                assert_eq!(total, wanted, "wanted {wanted}, turn {turn}: {round:?}");
+                let (least, most) = round
+                    .iter()
+                    .fold((usize::MAX, 0), |(l, m), (_, s)| (l.min(*s), m.max(*s)));
+                assert!(round.is_empty() || most - least <= 1, "{round:?}");
+            }
+        }
+        assert_eq!(shares(5, &[], 0), vec![]);
+    }
+
+    #[test]
+    fn when_fewer_are_wanted_than_there_are_nodes_each_turn_asks_the_next_node_first() {
+        let nodes = [4, 7, 9];
+        assert_eq!(shares(1, &nodes, 0), vec![(4, 1)]);
+        assert_eq!(shares(1, &nodes, 1), vec![(7, 1)]);
+        assert_eq!(shares(1, &nodes, 2), vec![(9, 1)]);
+        assert_eq!(shares(1, &nodes, 3), vec![(4, 1)]);
+        assert_eq!(shares(2, &nodes, 2), vec![(4, 1), (9, 1)]);
+        assert_eq!(shares(4, &nodes, 1), vec![(4, 1), (7, 2), (9, 1)]);
+    }
 }

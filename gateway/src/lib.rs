@@ -69,6 +69,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod openapi_edge;
 pub mod payload;
+pub mod peer;
 pub mod problem;
 pub mod rate_limit;
 pub mod routes;

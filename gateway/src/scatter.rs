@@ -34,7 +34,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::app::AppState;
-use crate::forward::{FORWARD_TIMEOUT, LeaderHint, call};
+use crate::forward::{FORWARD_TIMEOUT, LeaderHint};
+use crate::peer::{PeerAnswer, PeerFailure, call_peer};
 use crate::problem::ApiError;
 use crate::routes::produce::{DURABILITY_HEADER, ProducedMessage};
 
@@ -170,29 +171,31 @@ impl Scatter<'_> {
 
     /// Sends `share` to `node`: its entries, or the answer to give the client.
     async fn send(&self, node: u64, share: Bytes) -> Result<(u64, Part), Response> {
-        let cluster = self.state.cluster.as_ref();
-        let me = cluster.map_or(0, |c| c.node_id());
         let no_leader = |what: String| {
             let error = BrokerError::NotLeader { what, leader: None };
             unforwarded(ApiError::from(error).into_response())
         };
-        let Some(address) = cluster.and_then(|c| c.public_addr(node)) else {
-            return Err(no_leader(format!("node {node}'s address")));
-        };
         let query = self.query.map(|q| format!("?{q}")).unwrap_or_default();
-        let url = format!("http://{address}/v1/topics/{}/messages{query}", self.topic);
-        let answer = call(&url, Method::POST, self.headers, share, me).await;
-        let (status, headers, bytes) = match answer {
+        let path = format!("/v1/topics/{}/messages{query}", self.topic);
+        let answer = call_peer(self.state, self.headers, node, Method::POST, &path, share).await;
+        let PeerAnswer {
+            status,
+            headers,
+            body: bytes,
+        } = match answer {
             Ok(answer) => answer,
-            Err(error) if error.is_connect() => {
-                tracing::debug!(%error, node, "a leader could not be reached");
+            Err(PeerFailure::NoAddress { .. }) => {
+                return Err(no_leader(format!("node {node}'s address")));
+            }
+            Err(error @ PeerFailure::Unreachable { .. }) => {
+                tracing::debug!(%error, "a leader could not be reached");
                 return Err(no_leader(format!(
                     "node {node}, leading a partition of topic '{}'",
                     self.topic
                 )));
             }
-            Err(error) => {
-                tracing::debug!(%error, node, "a leader did not answer its share of a batch");
+            Err(error @ PeerFailure::NoAnswer { .. }) => {
+                tracing::debug!(%error, "a leader did not answer its share of a batch");
                 let error = BrokerError::ReplicationTimeout {
                     what: format!("the share of the batch sent to node {node}"),
                     ms: u64::try_from(FORWARD_TIMEOUT.as_millis()).unwrap_or(u64::MAX),

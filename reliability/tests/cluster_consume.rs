@@ -10,10 +10,17 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
+use wharf_reliability::harness::{Cluster, ClusterSpec, Endpoint, wharf_binary};
 
 const TOPIC: &str = "spread";
 const MESSAGES: usize = 60;
+/// A stream's lease: long enough for an ack to reach its leader on a busy machine, short
+/// enough that a message whose ack did not settle it comes back while the test watches.
+const STREAM_LEASE_MS: u64 = 6_000;
+
+/// The tests of this file one at a time: two three-node clusters at once on a small machine
+/// starve their elections.
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
     let reply = http.post(url).json(&body).send().await.expect("an answer");
@@ -65,72 +72,107 @@ async fn produce_batch(http: &reqwest::Client, url: &str, batch: &[Value]) -> (S
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_leaders() {
-    let cluster = tokio::task::block_in_place(|| {
-        let mut spec = ClusterSpec::new(wharf_binary(), 3);
-        spec.zones = vec!["a".into(), "b".into(), "c".into()];
-        Cluster::start(spec).expect("three nodes start")
-    });
-    let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("a client");
+/// A three-node cluster with topic [`TOPIC`] (three partitions, not all led by one node) and
+/// its subscription `all` from the earliest message.
+struct Spread {
+    cluster: Cluster,
+    /// Node ids and base URLs.
+    nodes: Vec<Endpoint>,
+    http: reqwest::Client,
+}
 
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics", urls[0]),
-        json!({"name": TOPIC, "partitions": 3}),
-    )
-    .await;
-    assert_eq!(status, 201, "create topic: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{TOPIC}/subscriptions", urls[1]),
-        json!({"name": "all", "start": "earliest", "ack_timeout_ms": 30000}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
+impl Spread {
+    async fn start() -> Self {
+        let cluster = tokio::task::block_in_place(|| {
+            let mut spec = ClusterSpec::new(wharf_binary(), 3);
+            spec.zones = vec!["a".into(), "b".into(), "c".into()];
+            Cluster::start(spec).expect("three nodes start")
+        });
+        let nodes = cluster.endpoints();
+        let urls: Vec<String> = nodes.iter().map(|e| e.url.clone()).collect();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("a client");
 
-    // The gather is what this test is about: once every partition has a leader, if one node
-    // leads all three (elections are independent), move partition 1's leadership away.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let leaders = loop {
-        let view: Value = http
-            .get(format!("{}/v1/cluster", urls[2]))
-            .send()
-            .await
-            .expect("cluster view")
-            .json()
-            .await
-            .expect("json");
-        let leaders: Vec<u64> = view["partitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["topic"] == TOPIC)
-            .filter_map(|p| p["leader"].as_u64())
-            .collect();
-        if leaders.len() == 3 {
-            break leaders;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "partitions without a leader: {view}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    if leaders.iter().all(|l| *l == leaders[0]) {
-        let other = if leaders[0] == 1 { 2 } else { 1 };
         let (status, body) = post_when_ready(
             &http,
-            format!("{}/v1/cluster/partitions/{TOPIC}/1/leader", urls[0]),
-            json!({ "node": other }),
+            format!("{}/v1/topics", urls[0]),
+            json!({"name": TOPIC, "partitions": 3}),
         )
         .await;
-        assert_eq!(status, 200, "move partition 1's leader: {body}");
+        assert_eq!(status, 201, "create topic: {body}");
+        let (status, body) = post_when_ready(
+            &http,
+            format!("{}/v1/topics/{TOPIC}/subscriptions", urls[1]),
+            json!({"name": "all", "start": "earliest", "ack_timeout_ms": 30000}),
+        )
+        .await;
+        assert_eq!(status, 201, "create subscription: {body}");
+        let spread = Spread {
+            cluster,
+            nodes,
+            http,
+        };
+        // Gathering is what these tests are about: once every partition has a leader, if one
+        // node leads all three (elections are independent), move partition 1's leadership
+        // away.
+        let leaders = spread.leaders().await;
+        if leaders.iter().all(|l| *l == leaders[0]) {
+            let other = if leaders[0] == 1 { 2 } else { 1 };
+            let (status, body) = post_when_ready(
+                &spread.http,
+                format!("{}/v1/cluster/partitions/{TOPIC}/1/leader", urls[0]),
+                json!({ "node": other }),
+            )
+            .await;
+            assert_eq!(status, 200, "move partition 1's leader: {body}");
+        }
+        spread
     }
+
+    fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|e| e.url.clone()).collect()
+    }
+
+    /// Each partition's leader, once every partition has one (up to 15 s).
+    async fn leaders(&self) -> Vec<u64> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let view: Value = self
+                .http
+                .get(format!("{}/v1/cluster", self.nodes[2].url))
+                .send()
+                .await
+                .expect("cluster view")
+                .json()
+                .await
+                .expect("json");
+            let mut leaders: Vec<(u64, u64)> = view["partitions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["topic"] == TOPIC)
+                .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64()?)))
+                .collect();
+            leaders.sort_unstable();
+            if leaders.len() == 3 {
+                return leaders.into_iter().map(|(_, leader)| leader).collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "partitions without a leader: {view}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_leaders() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let spread = Spread::start().await;
+    let (urls, http) = (spread.urls(), spread.http.clone());
 
     // One batch whose keys span every partition, to one node: it splits the batch by leader
     // and answers in request order.
@@ -189,14 +231,19 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
     let mut receives = 0;
     while seen.len() < MESSAGES && receives < 20 {
         receives += 1;
+        // The first receive asks for fewer than there are leaders' messages: the leaders
+        // asked at once share it, and never hand out more.
+        let max = if receives == 1 { 2 } else { 100 };
         let (status, body) = post(
             &http,
             format!("{}/v1/topics/{TOPIC}/subscriptions/all/receive", urls[2]),
-            json!({"max_messages": 100, "wait_ms": 2000}),
+            json!({"max_messages": max, "wait_ms": 2000}),
         )
         .await;
         assert_eq!(status, 200, "receive: {body}");
-        for message in body["messages"].as_array().expect("messages") {
+        let messages = body["messages"].as_array().expect("messages");
+        assert!(messages.len() <= max, "asked for {max}: {body}");
+        for message in messages {
             let value = message["value"].as_str().expect("value").to_owned();
             eprintln!(
                 "receive {receives}: {value} partition {} offset {} attempt {}",
@@ -277,7 +324,162 @@ async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_lead
         }
     }
     assert_eq!(again, seen, "replayed after the seek");
-    drop(cluster);
+    drop(spread.cluster);
+}
+
+/// One SSE `message` event's data: the message's value and receipt, and its partition.
+#[derive(Debug)]
+struct Streamed {
+    value: String,
+    receipt: String,
+    partition: u64,
+}
+
+/// Reads `stream` for up to `wait` (or until the stream ends): the `message` events whose
+/// ends arrived, in order. `buffer` holds a part of an event that has not ended yet.
+async fn read_events(
+    stream: &mut reqwest::Response,
+    buffer: &mut String,
+    wait: Duration,
+) -> Vec<Streamed> {
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    while let Ok(chunk) = tokio::time::timeout_at(deadline, stream.chunk()).await {
+        let Some(chunk) = chunk.expect("the stream reads") else {
+            break;
+        };
+        buffer.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            let mut kind = "message";
+            let mut data = String::new();
+            for line in event.lines() {
+                if let Some(name) = line.strip_prefix("event:") {
+                    kind = name.trim_start();
+                } else if let Some(text) = line.strip_prefix("data:") {
+                    data.push_str(text.trim_start());
+                }
+            }
+            assert_ne!(kind, "error", "the stream failed: {data}");
+            if kind != "message" || data.is_empty() {
+                continue;
+            }
+            let message: Value = serde_json::from_str(&data).expect("a JSON message");
+            events.push(Streamed {
+                value: message["value"].as_str().expect("value").to_owned(),
+                receipt: message["receipt"].as_str().expect("receipt").to_owned(),
+                partition: message["partition"].as_u64().expect("partition"),
+            });
+        }
+        if !events.is_empty() {
+            break;
+        }
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_on_any_node_delivers_every_partition_and_acks_on_another_node_settle_it() {
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let spread = Spread::start().await;
+    let (urls, http) = (spread.urls(), spread.http.clone());
+    let leaders = spread.leaders().await;
+    // The stream's node leads the fewest partitions: at least one is led elsewhere.
+    let (index, streamer) = spread
+        .nodes
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, e)| leaders.iter().filter(|l| **l == e.node).count())
+        .expect("three nodes");
+    let led_elsewhere: BTreeSet<u64> = (0..3u64)
+        .filter(|p| leaders[*p as usize] != streamer.node)
+        .collect();
+    assert!(!led_elsewhere.is_empty(), "leaders {leaders:?}");
+    let (produce_on, ack_on) = (&urls[(index + 1) % 3], &urls[(index + 2) % 3]);
+
+    // A short lease: a receipt whose ack did not reach its leader comes back while we watch.
+    let stream_url = format!(
+        "{}/v1/topics/{TOPIC}/subscriptions/all/stream?max_in_flight=10&ack_timeout_ms={STREAM_LEASE_MS}&heartbeat_ms=500",
+        streamer.url
+    );
+    let mut stream = http
+        .get(stream_url)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .expect("the stream opens");
+    assert_eq!(stream.status().as_u16(), 200, "stream");
+
+    let batch: Vec<Value> = (0..MESSAGES)
+        .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}"), "id": format!("id-{i}")}))
+        .collect();
+    produce_batch(
+        &http,
+        &format!("{produce_on}/v1/topics/{TOPIC}/messages"),
+        &batch,
+    )
+    .await;
+
+    let mut seen = BTreeSet::new();
+    let mut from = BTreeSet::new();
+    let mut buffer = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.len() < MESSAGES && Instant::now() < deadline {
+        let events = read_events(&mut stream, &mut buffer, Duration::from_secs(2)).await;
+        let mut receipts = Vec::new();
+        let read_at = Instant::now();
+        for event in events {
+            assert!(
+                seen.insert(event.value.clone()),
+                "{} delivered twice",
+                event.value
+            );
+            from.insert(event.partition);
+            receipts.push(event.receipt);
+        }
+        if receipts.is_empty() {
+            continue;
+        }
+        let (status, body) = post(
+            &http,
+            format!("{ack_on}/v1/topics/{TOPIC}/subscriptions/all/ack"),
+            json!({ "receipts": receipts }),
+        )
+        .await;
+        assert_eq!(status, 200, "ack: {body}");
+        assert_eq!(
+            body["acked"],
+            receipts.len(),
+            "{body} (ack answered {:?} after the events were read)",
+            read_at.elapsed()
+        );
+    }
+    assert_eq!(seen.len(), MESSAGES, "streamed within 30 s");
+    let expected: BTreeSet<String> = (0..MESSAGES).map(|i| format!("m{i}")).collect();
+    assert_eq!(seen, expected);
+    assert!(
+        from.is_superset(&led_elsewhere),
+        "partitions led elsewhere {led_elsewhere:?}, streamed from {from:?}"
+    );
+
+    // Past the lease: an ack that had not settled its message would see it again.
+    let watch = Duration::from_millis(STREAM_LEASE_MS + 1_000);
+    let late = read_events(&mut stream, &mut buffer, watch).await;
+    let late: Vec<&str> = late.iter().map(|e| e.value.as_str()).collect();
+    assert!(late.is_empty(), "acked messages came back: {late:?}");
+    drop(stream);
+    let (status, body) = post(
+        &http,
+        format!(
+            "{}/v1/topics/{TOPIC}/subscriptions/all/receive",
+            urls[index]
+        ),
+        json!({"max_messages": 100, "wait_ms": 1000}),
+    )
+    .await;
+    assert_eq!(status, 200, "receive: {body}");
+    assert_eq!(body["messages"], json!([]), "acked messages came back");
+    drop(spread.cluster);
 }
 
 /// The leader of each partition of `topic` as node `url` knows it, once all have one.
@@ -320,6 +522,7 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     const ZONED: &str = "zoned";
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
     let cluster = tokio::task::block_in_place(|| {
         let mut spec = ClusterSpec::new(wharf_binary(), 3);
         spec.zones = vec!["a".into(), "a".into(), "b".into()];

@@ -9,6 +9,14 @@
 //! reading fills the channel: the loop's send blocks, so it leases nothing more, and after
 //! [`SEND_TIMEOUT_MS`] it ends the stream. The stream's slot (`max_streams`) is taken and held
 //! by the [`edge`](crate::edge) for the life of the response.
+//!
+//! In a cluster, a stream on a node that does not lead every partition of the topic receives
+//! by the gather's rounds ([`gather::gather_messages`]: this node's partitions, then every
+//! other leader over HTTP with the client's credentials), and releases unsent messages on
+//! their leaders ([`gather::settle_on_leaders`]); receipts ack through `POST …/ack` on any
+//! node. Its room counts a message another leader leased from when it is sent until this
+//! node's replica shows the lease ended (or, never shown leased, for
+//! [`REPLICA_APPLY_GRACE_MS`]).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -28,6 +36,7 @@ use utoipa::IntoParams;
 
 use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
+use crate::gather;
 use crate::long_poll::LONG_POLL_SLICE_MS;
 use crate::memory::{AnswerMemory, answer_memory};
 use crate::message_json::{self, DeliveryParts};
@@ -56,6 +65,12 @@ pub const SEND_TIMEOUT_MS: u64 = 30_000;
 /// Pause between checks of which in-flight messages were settled while the stream is full:
 /// acks show up within this long, and a full stream costs ten cheap lease lookups a second.
 pub const FULL_STREAM_POLL_MS: u64 = 100;
+/// In a cluster, how long a message another leader leased for the stream counts as in flight
+/// before this node's replica of its partition shows the lease: the leader answered once
+/// the lease was committed, and a replica applies a committed entry within a heartbeat or
+/// two; a second covers a busy node without holding back a stream whose consumer acked at
+/// once (and so was never seen leased here) for long.
+pub const REPLICA_APPLY_GRACE_MS: u64 = 1_000;
 
 /// Query parameters of a stream.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -169,11 +184,12 @@ pub async fn stream(
     let (sender, receiver) = mpsc::channel(STREAM_BUFFER_EVENTS);
     let stream_loop = StreamLoop {
         state,
-        topic: path.topic,
-        sub: path.sub,
+        path,
+        headers,
         settings,
         sender,
         in_flight,
+        unconfirmed: Vec::new(),
         last_sent: Instant::now(),
     };
     tokio::spawn(stream_loop.run());
@@ -182,6 +198,14 @@ pub async fn stream(
         Some((Ok(event), receiver))
     });
     Ok(Sse::new(events))
+}
+
+/// What one receive step took.
+enum Received {
+    /// This node's own deliveries (it leads every partition, or runs alone).
+    Here(Vec<Delivery>),
+    /// Messages gathered from every partition's leader ([`gather::gather_messages`]).
+    Gathered(Vec<gather::GatheredMessage>),
 }
 
 /// Why a stream ends.
@@ -195,12 +219,16 @@ enum End {
 /// The task behind one stream: leases, sends, and keeps count of what is unacked.
 struct StreamLoop {
     state: AppState,
-    topic: String,
-    sub: String,
+    path: SubscriptionPath,
+    /// The client's headers: its credentials for the other leaders, in a cluster.
+    headers: HeaderMap,
     settings: StreamSettings,
     sender: mpsc::Sender<Event>,
     /// Receipts sent and maybe not yet settled.
     in_flight: Vec<String>,
+    /// In a cluster, receipts other leaders leased and this node's replica has not shown
+    /// leased yet, with when they were sent (see [`REPLICA_APPLY_GRACE_MS`]).
+    unconfirmed: Vec<(String, Instant)>,
     /// When the last event (message or heartbeat) was queued.
     last_sent: Instant,
 }
@@ -253,18 +281,42 @@ impl StreamLoop {
     /// Forgets in-flight receipts that were settled or expired; returns the room left.
     fn room(&mut self) -> Result<usize, End> {
         if !self.in_flight.is_empty() {
-            let leased = self
-                .state
-                .broker
-                .still_leased(&self.topic, &self.sub, &self.in_flight)
-                .map_err(|error| End::Failed(error.into()))?;
+            let leased = self.still_leased(&self.in_flight)?;
             let mut leased = leased.into_iter();
             self.in_flight.retain(|_| leased.next().unwrap_or_default());
+        }
+        if !self.unconfirmed.is_empty() {
+            self.confirm()?;
         }
         Ok(self
             .settings
             .max_in_flight
-            .saturating_sub(self.in_flight.len()))
+            .saturating_sub(self.in_flight.len() + self.unconfirmed.len()))
+    }
+
+    /// Moves the unconfirmed receipts this node's replica now shows leased to `in_flight`, and
+    /// forgets those past [`REPLICA_APPLY_GRACE_MS`].
+    fn confirm(&mut self) -> Result<(), End> {
+        let receipts: Vec<String> = self.unconfirmed.iter().map(|(r, _)| r.clone()).collect();
+        let leased = self.still_leased(&receipts)?;
+        let grace = Duration::from_millis(REPLICA_APPLY_GRACE_MS);
+        let mut waiting = Vec::new();
+        for ((receipt, sent), leased) in self.unconfirmed.drain(..).zip(leased) {
+            match leased {
+                true => self.in_flight.push(receipt),
+                false if sent.elapsed() < grace => waiting.push((receipt, sent)),
+                false => {}
+            }
+        }
+        self.unconfirmed = waiting;
+        Ok(())
+    }
+
+    fn still_leased(&self, receipts: &[String]) -> Result<Vec<bool>, End> {
+        self.state
+            .broker
+            .still_leased(&self.path.topic, &self.path.sub, receipts)
+            .map_err(|error| End::Failed(error.into()))
     }
 
     async fn receive(
@@ -272,27 +324,65 @@ impl StreamLoop {
         room: usize,
         wait: Duration,
         memory: &AnswerMemory,
-    ) -> Result<Vec<Delivery>, End> {
+    ) -> Result<Received, End> {
+        let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(LONG_POLL_SLICE_MS);
+        let failed = |error: BrokerError| End::Failed(error.into());
+        let leaders = gather::leaders_to_stream_from(&self.state, &self.headers, &self.path.topic)
+            .map_err(failed)?;
+        if let Some(leaders) = leaders {
+            let ask = gather::ReceiveAsk {
+                max_messages: room,
+                wait_ms,
+                ack_timeout_ms: self.settings.ack_timeout_ms,
+                attempt_id: None,
+            };
+            let memory = Some(memory.clone());
+            let (state, headers, path) = (&self.state, &self.headers, &self.path);
+            let gathered = gather::gather_messages(state, headers, path, &ask, memory, leaders);
+            return gathered.await.map(Received::Gathered).map_err(failed);
+        }
         let request = ReceiveRequest {
             max_messages: room,
-            wait_ms: u64::try_from(wait.as_millis()).unwrap_or(LONG_POLL_SLICE_MS),
+            wait_ms,
             ack_timeout_ms: self.settings.ack_timeout_ms,
             attempt_id: None,
             memory: Some(memory.clone()),
         };
         self.state
             .broker
-            .receive(&self.topic, &self.sub, request)
+            .receive(&self.path.topic, &self.path.sub, request)
             .await
-            .map_err(|error| End::Failed(error.into()))
+            .map(Received::Here)
+            .map_err(failed)
     }
 
-    /// Sends each delivery as an event; if the client is gone, hands the unsent ones back.
-    async fn deliver(&mut self, deliveries: Vec<Delivery>) -> Result<(), End> {
-        let mut pending = deliveries.into_iter();
-        while let Some(delivery) = pending.next() {
-            let message = message_json::received_message(DeliveryParts::from(&delivery));
-            let receipt = delivery.receipt;
+    /// Sends each message received as an event; if the client is gone, hands the unsent ones
+    /// back.
+    async fn deliver(&mut self, received: Received) -> Result<(), End> {
+        match received {
+            Received::Here(deliveries) => {
+                let messages = deliveries.into_iter().map(|delivery| {
+                    let json = message_json::received_message(DeliveryParts::from(&delivery));
+                    (delivery.receipt, json)
+                });
+                self.send_messages(messages, false).await
+            }
+            Received::Gathered(gathered) => {
+                let messages = gathered.into_iter().map(|m| (m.receipt, m.json));
+                self.send_messages(messages, true).await
+            }
+        }
+    }
+
+    /// Sends `messages` (receipt and JSON) as events; `gathered` ones count as in flight from
+    /// [`REPLICA_APPLY_GRACE_MS`]'s start until this node's replica shows their leases.
+    async fn send_messages(
+        &mut self,
+        messages: impl Iterator<Item = (String, Vec<u8>)>,
+        gathered: bool,
+    ) -> Result<(), End> {
+        let mut pending = messages;
+        while let Some((receipt, message)) = pending.next() {
             let event = String::from_utf8(message)
                 .map(|data| Event::default().event("message").id(&receipt).data(data));
             let sent = match event {
@@ -304,12 +394,15 @@ impl StreamLoop {
             };
             if let Err(end) = sent {
                 let unsent = std::iter::once(receipt)
-                    .chain(pending.map(|delivery| delivery.receipt))
+                    .chain(pending.map(|(receipt, _)| receipt))
                     .collect();
                 self.release(unsent).await;
                 return Err(end);
             }
-            self.in_flight.push(receipt);
+            match gathered {
+                true => self.unconfirmed.push((receipt, Instant::now())),
+                false => self.in_flight.push(receipt),
+            }
         }
         Ok(())
     }
@@ -330,11 +423,25 @@ impl StreamLoop {
     /// Ends the leases of messages that were leased but never sent, so they come back at once
     /// instead of after their lease.
     async fn release(&self, receipts: Vec<String>) {
-        let nacked = self
-            .state
-            .broker
-            .nack(&self.topic, &self.sub, &receipts, Some(0), None)
-            .await;
+        let (broker, path) = (&self.state.broker, &self.path);
+        let here = |receipts: Vec<String>| async move {
+            broker
+                .nack(&path.topic, &path.sub, &receipts, Some(0), None)
+                .await
+        };
+        let leaders = gather::leaders_to_stream_from(&self.state, &self.headers, &path.topic);
+        let nacked = match leaders {
+            Ok(Some(leaders)) => {
+                let body = |share: &[String]| serde_json::json!({"receipts": share, "delay_ms": 0});
+                let (state, headers) = (&self.state, &self.headers);
+                gather::settle_on_leaders(
+                    state, headers, path, receipts, &leaders, "nack", body, here,
+                )
+                .await
+            }
+            Ok(None) => here(receipts).await,
+            Err(error) => Err(error),
+        };
         if let Err(error) = nacked {
             tracing::warn!(%error, "could not release the unsent messages of a closed stream");
         }
