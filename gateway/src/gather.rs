@@ -4,9 +4,11 @@
 //!
 //! - Receive: when one node leads every partition, the request goes there whole (a remote
 //!   one long-polls there; see [`crate::forward`]). Otherwise rounds take what each leader has
-//!   now (`wait_ms` 0): this node's own partitions first, then the other leaders at once over
-//!   HTTP ([`crate::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for
-//!   its share of what is still wanted so that a round never takes more than asked. An empty
+//!   now (`wait_ms` 0): this node's own partitions first, then the other leaders in this
+//!   node's zone at once, then, for what is still wanted, the leaders in other zones at once
+//!   (nearby consume: a zone that is down or empty is fallen back from), all over HTTP
+//!   ([`crate::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for its
+//!   share of what is still wanted so that a round never takes more than asked. An empty
 //!   round waits, once every leader was asked since the last wait, for the next commit to
 //!   any of the topic's partitions (every node holds a replica of each and hears of them) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
@@ -181,19 +183,28 @@ pub async fn gather_messages(
             .collect::<BTreeSet<u64>>()
             .into_iter()
             .collect();
-        let wanted = ask.max_messages.saturating_sub(messages.len());
-        let round = shares(wanted, &remotes, turn);
-        turn = turn.wrapping_add(1);
-        let answers = join_all(
-            round
-                .iter()
-                .map(|(node, share)| receive_there(state, headers, *node, path, ask, *share)),
-        )
-        .await;
-        for ((node, _), answer) in round.iter().zip(answers) {
-            asked.insert(*node);
-            messages.extend(answer);
+        // Leaders in this node's zone first; the others only for what those did not have
+        // (nothing there, or their zone is down).
+        let near = near_leaders(state, &path.topic);
+        let (close, far): (Vec<u64>, Vec<u64>) = remotes
+            .iter()
+            .copied()
+            .partition(|node| near.contains(node));
+        for wave in [close, far] {
+            let wanted = ask.max_messages.saturating_sub(messages.len());
+            let round = shares(wanted, &wave, turn);
+            let answers = join_all(
+                round
+                    .iter()
+                    .map(|(node, share)| receive_there(state, headers, *node, path, ask, *share)),
+            )
+            .await;
+            for ((node, _), answer) in round.iter().zip(answers) {
+                asked.insert(*node);
+                messages.extend(answer);
+            }
         }
+        turn = turn.wrapping_add(1);
         let now = tokio::time::Instant::now();
         if !messages.is_empty() || now >= deadline || state.is_draining() {
             return Ok(messages);
@@ -208,6 +219,19 @@ pub async fn gather_messages(
         }
         leaders = state.broker.partition_leaders(&path.topic)?;
     }
+}
+
+/// The nodes leading a partition of `topic` in this node's zone (see
+/// [`broker_core::broker::LeaderNear`]); none when the topic is unknown here.
+fn near_leaders(state: &AppState, topic: &str) -> BTreeSet<u64> {
+    state
+        .broker
+        .partition_leaders_near(topic)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.near)
+        .filter_map(|l| l.leader)
+        .collect()
 }
 
 /// How many of `wanted` messages to ask each of `nodes` for: as evenly as they divide, the

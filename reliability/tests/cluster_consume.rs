@@ -518,7 +518,8 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
 /// Zones a, a, b. Partition 0 is led by node 3 (zone b), partition 1 by node 1 (zone a), so
 /// node 2 (zone a) leads nothing: its unkeyed messages, raw and batched, go to partition 1
 /// (led in its zone, not partition 0 as when zones were ignored), node 3's to partition 0
-/// (led there), and a keyed message still goes to its key's partition.
+/// (led there), a receive on node 2 takes partition 1's first and partition 0's once
+/// partition 1 has no more, and a keyed message still goes to its key's partition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     const ZONED: &str = "zoned";
@@ -540,6 +541,13 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     )
     .await;
     assert_eq!(status, 201, "create topic: {body}");
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics/{ZONED}/subscriptions", urls[0]),
+        json!({"name": "near", "start": "earliest"}),
+    )
+    .await;
+    assert_eq!(status, 201, "create subscription: {body}");
     leaders_seen(&http, &urls[0], ZONED).await;
     for (partition, node) in [(0, 3), (1, 1)] {
         let (status, body) = post_when_ready(
@@ -592,6 +600,36 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
         let (_, reply) = produce_batch(&http, &url, &batch).await;
         assert_eq!(partitions_of(&reply), [expected; 6], "node {node}: {reply}");
     }
+    // A receive on node 2 takes from the leader in its zone (node 1, partition 1) first, and
+    // from the other zone's only for what that one did not have.
+    let receive_url = format!("{}/v1/topics/{ZONED}/subscriptions/near/receive", urls[1]);
+    let (status, body) = post(
+        &http,
+        receive_url.clone(),
+        json!({"max_messages": 10, "wait_ms": 2000}),
+    )
+    .await;
+    assert_eq!(status, 200, "receive: {body}");
+    assert_eq!(partitions_of(&body), [1; 10], "nearby first: {body}");
+    let mut from_far = 0;
+    for _ in 0..10 {
+        let (status, body) = post(
+            &http,
+            receive_url.clone(),
+            json!({"max_messages": 100, "wait_ms": 1000}),
+        )
+        .await;
+        assert_eq!(status, 200, "receive: {body}");
+        from_far += partitions_of(&body).iter().filter(|p| **p == 0).count();
+        if from_far >= 10 {
+            break;
+        }
+    }
+    assert!(
+        from_far >= 10,
+        "the other zone's partition is fallen back to once nearby is empty"
+    );
+
     // A keyed message goes to its key's partition whatever the zone: find a key of each.
     let keyed: Vec<Value> = (0..8)
         .map(|i| json!({"key": format!("k{i}"), "value": "keyed"}))
