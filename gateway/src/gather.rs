@@ -6,7 +6,7 @@
 //!   one long-polls there; see [`crate::forward`]). Otherwise rounds take what each leader has
 //!   now (`wait_ms` 0), this node's own partitions first, the others over HTTP with the
 //!   client's credentials and `Wharf-Forwarded`; an empty round waits for the next commit to
-//!   any of the topic's partitions (every node holds a replica of each and hears of them) or
+//!   any of the topic's partitions held here (a node hears of those only) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
 //!   nothing), until `wait_ms` has passed.
 //! - Settle: receipts are grouped by their partition's leader; this node settles its own

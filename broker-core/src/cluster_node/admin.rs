@@ -4,9 +4,8 @@
 //! Every operation runs on the controller leader (any other node answers
 //! [`BrokerError::NotLeader`] naming it, and the gateway forwards there), checks its input
 //! against the metadata first (a dry run of the command on a copy of the state), and changes
-//! nothing when it refuses. Replicas do not move yet: every partition is placed on every node
-//! (the replication factor is the node count), so a drained node keeps its follower replicas
-//! and a node a placement names cannot be removed.
+//! nothing when it refuses. Replicas do not move yet, so a drained node keeps its follower
+//! replicas and a node a placement names cannot be removed.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,8 +16,7 @@ use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, TransferCoordinator};
 
 /// Why a node a placement names cannot be removed, in words for the caller.
-pub const REPLICAS_CANNOT_MOVE: &str = "replicas cannot move yet while the replication factor \
-                                        equals the node count (every node holds every partition)";
+pub const REPLICAS_CANNOT_MOVE: &str = "replicas cannot move yet (issue 9 continues)";
 
 /// A partition's leadership after a move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,7 +227,11 @@ impl ClusterNode {
         target: u64,
     ) -> Result<LeaderMoved> {
         let status = self.broker.partition_status(topic, partition);
-        let from = status.as_ref().and_then(|s| s.leader);
+        let from = match &status {
+            Some(status) => status.leader,
+            // Held elsewhere: the leader the metadata records.
+            None => self.broker.partition_leader(topic, partition),
+        };
         let moved = |leader, term, took: Duration| LeaderMoved {
             topic: topic.to_owned(),
             partition,
