@@ -389,7 +389,11 @@ impl ClusterNode {
         for (name, record) in state.topics() {
             if let Err(error) = self
                 .broker
-                .materialize_placed_topic(record.config.clone(), replicas_of(&state, record))
+                .materialize_placed_topic(
+                    record.config.clone(),
+                    replicas_of(&state, record),
+                    &state.moved_partitions(name),
+                )
                 .await
             {
                 tracing::warn!(topic = %name, %error, "could not open a topic");

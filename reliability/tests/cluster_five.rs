@@ -8,6 +8,7 @@
 //! judges the history, each partition drained from its own replicas).
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -130,18 +131,21 @@ async fn wait_replicas_agree(cluster: &Cluster, replicas: &BTreeMap<Partition, V
     }
 }
 
-#[test]
-fn five_nodes_with_three_replicas_serve_everything_anywhere_and_survive_a_leader_kill() {
+/// Taken by every test, so only one five-node cluster runs at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs `test` on its own two-thread runtime while holding [`SERIAL`].
+fn serially(test: impl Future<Output = ()>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime")
-        .block_on(run());
+        .block_on(test);
 }
 
-async fn run() {
-    let started = Instant::now();
+fn five_nodes() -> Cluster {
     let mut spec = ClusterSpec::new(wharf_binary(), 5);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
     let mut cluster = Cluster::start(spec).expect("five nodes start");
@@ -149,11 +153,15 @@ async fn run() {
         eprintln!("keeping {}", cluster.root().display());
         cluster.keep_artifacts();
     }
-    let all = cluster.node_ids();
-    eprintln!("five nodes ready after {:.1?}", started.elapsed());
+    cluster
+}
 
-    // The topic, three replicas of each partition (retried while the controller leader has
-    // not seen every node register: it answers 503 then).
+/// Creates the topic at node `at` (retried while the controller leader has not seen every
+/// node register: it answers 503 then), and waits until every node reports its leaders.
+async fn create_topic(
+    cluster: &Cluster,
+    all: &[NodeId],
+) -> BTreeMap<Partition, (Vec<NodeId>, Option<NodeId>)> {
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     loop {
         let create = http()
@@ -174,7 +182,34 @@ async fn run() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let view = settled(&cluster, &all, None).await;
+    settled(cluster, all, None).await
+}
+
+fn workload_spec(replicas: &BTreeMap<Partition, Vec<NodeId>>) -> WorkloadSpec {
+    let mut work = WorkloadSpec::new(RATE, PRODUCE_FOR);
+    work.topic = TOPIC.into();
+    work.partitions = PARTITIONS;
+    work.subscription = SUBSCRIPTION.into();
+    work.consumers = 2;
+    work.receive_max = 50;
+    work.ack_timeout_ms = Some(ACK_TIMEOUT_MS);
+    work.consume_grace = Duration::from_secs(12);
+    work.seed = 5;
+    work.replicas = Some(replicas.clone());
+    work
+}
+
+#[test]
+fn five_nodes_with_three_replicas_serve_everything_anywhere_and_survive_a_leader_kill() {
+    serially(run());
+}
+
+async fn run() {
+    let started = Instant::now();
+    let mut cluster = five_nodes();
+    let all = cluster.node_ids();
+    eprintln!("five nodes ready after {:.1?}", started.elapsed());
+    let view = create_topic(&cluster, &all).await;
     let replicas: BTreeMap<Partition, Vec<NodeId>> = view
         .iter()
         .map(|(p, (replicas, _))| (*p, replicas.clone()))
@@ -187,17 +222,7 @@ async fn run() {
             "partition {partition}"
         );
     }
-
-    let mut work = WorkloadSpec::new(RATE, PRODUCE_FOR);
-    work.topic = TOPIC.into();
-    work.partitions = PARTITIONS;
-    work.subscription = SUBSCRIPTION.into();
-    work.consumers = 2;
-    work.receive_max = 50;
-    work.ack_timeout_ms = Some(ACK_TIMEOUT_MS);
-    work.consume_grace = Duration::from_secs(12);
-    work.seed = 5;
-    work.replicas = Some(replicas.clone());
+    let work = workload_spec(&replicas);
     let run = Run {
         id: "R5".into(),
         name: "five-nodes-rf3-kill-leader".into(),
@@ -286,5 +311,130 @@ async fn run() {
     assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
     // 219 of 432 attempts were acknowledged in the first run (elections under the load of
     // five debug processes on two shared cores refuse some before the kill too).
+    assert!(stats.acked >= 150, "too few writes to judge: {stats:?}");
+}
+
+#[test]
+fn a_node_drained_under_produce_hands_its_replicas_over_and_is_removed() {
+    serially(drain_and_remove());
+}
+
+async fn drain_and_remove() {
+    let started = Instant::now();
+    let mut cluster = five_nodes();
+    let all = cluster.node_ids();
+    let view = create_topic(&cluster, &all).await;
+    let before: BTreeMap<Partition, Vec<NodeId>> =
+        view.iter().map(|(p, (r, _))| (*p, r.clone())).collect();
+    let controller = get(format!("{}/v1/cluster", cluster.url(all[0]).expect("url")))
+        .await
+        .and_then(|v| v["controller"]["leader"].as_u64())
+        .expect("a controller leader");
+    // A node holding a replica, other than the controller leader (which cannot remove
+    // itself): the leader of a partition if one fits.
+    let drained = view
+        .values()
+        .filter_map(|(_, leader)| *leader)
+        .chain(before.values().flatten().copied())
+        .find(|n| *n != controller)
+        .expect("a node to drain");
+    eprintln!("placement {view:?}; draining node {drained} (controller {controller})");
+
+    // Each partition is read back (drained) from its replicas after the move, below.
+    let work = workload_spec(&before);
+    let run = Run {
+        id: "R6".into(),
+        name: "five-nodes-rf3-drain-remove".into(),
+        seed: 5,
+        faults: vec!["drain_node".into()],
+        require_leader_change: false,
+        partitions: PARTITIONS,
+        nodes: all.clone(),
+        consumed_through: vec![SUBSCRIPTION.into()],
+        replicas: Vec::new(),
+    };
+    let history = cluster.root().join("history.jsonl");
+    let recorder =
+        wharf_reliability::workload::Recorder::create(&history, run.clone()).expect("history");
+    let workload = Workload::new(work, cluster.endpoints(), recorder.clone()).expect("workload");
+    workload.setup().await.expect("subscription");
+    let running = workload.start();
+    assert!(
+        running.wait_acked(100, SETTLE_TIMEOUT).await,
+        "100 writes not acknowledged before the drain: {:?}",
+        running.stats()
+    );
+    let drain = http()
+        .post(format!(
+            "{}/v1/cluster/nodes/{drained}/drain",
+            cluster.url(controller).expect("url")
+        ))
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("the drain answers");
+    let status = drain.status().as_u16();
+    let body: Value = drain.json().await.unwrap_or(Value::Null);
+    recorder.record_fault("drain_node", Some(drained), Phase::Start, status == 200);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["replicas_kept"], 0, "{body}");
+    eprintln!("drained after {:.1?}: {body}", started.elapsed());
+    let removed = http()
+        .delete(format!(
+            "{}/v1/cluster/nodes/{drained}",
+            cluster.url(controller).expect("url")
+        ))
+        .send()
+        .await
+        .expect("the removal answers");
+    assert_eq!(removed.status().as_u16(), 204, "{:?}", removed.text().await);
+    recorder.record_fault("drain_node", Some(drained), Phase::End, true);
+    // The removed node serves nothing any more; requests sent there now fail at once.
+    tokio::task::block_in_place(|| cluster.kill9(drained)).expect("stops");
+    let alive: Vec<NodeId> = all.iter().copied().filter(|n| *n != drained).collect();
+    let after = settled(&cluster, &alive, Some(drained)).await;
+    for (partition, (replicas, _)) in &after {
+        assert!(
+            !replicas.contains(&drained),
+            "partition {partition}: {replicas:?}"
+        );
+        assert_eq!(replicas.len(), REPLICATION_FACTOR as usize);
+    }
+    let replicas: BTreeMap<Partition, Vec<NodeId>> =
+        after.iter().map(|(p, (r, _))| (*p, r.clone())).collect();
+
+    let stats = running.finish().await.expect("workload ran");
+    wait_replicas_agree(&cluster, &replicas).await;
+    // Drained from the replicas after the move (the new replica copied the whole log).
+    let mut work = workload_spec(&replicas);
+    work.replicas = Some(replicas.clone());
+    let endpoints = cluster
+        .endpoints()
+        .into_iter()
+        .filter(|e| e.node != drained)
+        .collect();
+    let reader = Workload::new(work, endpoints, recorder.clone()).expect("reader");
+    reader.drain().await.expect("drain");
+    let path = recorder.finish().expect("history written");
+    let mut history = read_file(&path).expect("history reads back");
+    if let Some(run) = history.run.as_mut() {
+        run.replicas = replicas.values().cloned().collect();
+    }
+    let report = check(&history);
+    eprintln!("{}", report.line());
+    eprintln!("{stats:?}; wall time {:.1?}", started.elapsed());
+    let findings = &report.findings;
+    assert_eq!(findings.queue.lost.count, 0, "{:?}", report.reasons);
+    assert_eq!(
+        findings.queue.per_node_lost.count, 0,
+        "{:?}",
+        report.reasons
+    );
+    assert_eq!(
+        findings.consumption.undelivered.count, 0,
+        "acknowledged, never delivered: {:?}",
+        findings.consumption.undelivered.first
+    );
+    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
     assert!(stats.acked >= 150, "too few writes to judge: {stats:?}");
 }

@@ -25,7 +25,7 @@
 //! lost the leadership (or died) costs the client one retry. Subscriptions are opened on
 //! every node, but only a replica's tables follow a log, and only the leader's is live.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::{Broker, Topic, blocking, metadata};
@@ -34,6 +34,10 @@ use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
+
+/// A topic's placement as [`Broker::materialize_placed_topic`] takes it: each partition's
+/// replicas, and the partitions moved since the topic was created.
+type Placed<'a> = (&'a [BTreeMap<u64, NodeInfo>], &'a BTreeSet<u32>);
 
 impl Broker {
     /// This node's replication settings: [`BrokerError::InvalidArgument`] on a single node.
@@ -52,19 +56,23 @@ impl Broker {
         members: BTreeMap<u64, NodeInfo>,
     ) -> Result<()> {
         let replicas = vec![members; config.partitions as usize];
-        self.materialize_placed_topic(config, replicas).await
+        self.materialize_placed_topic(config, replicas, &BTreeSet::new())
+            .await
     }
 
     /// Opens topic `config` as the controller placed it unless it is open already, and
     /// starts the groups of the partitions placed here: `replicas[p]` holds partition `p`'s
     /// replicas. A brand-new partition's group is formed with its replicas (every replica
-    /// does this; forming twice with the same members is safe). Every node opens every
+    /// does this; forming twice with the same members is safe), unless it is in `moved` (its
+    /// replicas changed since the topic was created): a replica placed here by a move joins
+    /// the group its leader adds it to; forming one would fork the group. Every node opens every
     /// topic, holding a replica or not: a partition held elsewhere keeps an empty log here,
     /// and its seat refuses its requests naming its leader (see the module docs).
     pub async fn materialize_placed_topic(
         &self,
         config: TopicConfig,
         replicas: Vec<BTreeMap<u64, NodeInfo>>,
+        moved: &BTreeSet<u32>,
     ) -> Result<()> {
         self.check_running()?;
         let replication = self.replication()?.clone();
@@ -87,7 +95,7 @@ impl Broker {
         if let Some(open) = open {
             // Open already: start the groups of partitions placed here since.
             return self
-                .start_groups(&replication, &open, Some(&replicas))
+                .start_groups(&replication, &open, Some((&replicas, moved)))
                 .await;
         }
         let dir = self.metadata.topic_dir(&config);
@@ -103,7 +111,7 @@ impl Broker {
         self.metadata.save_topic(&config)?;
         self.persist().await?;
         let topic = Arc::new(topic);
-        self.start_groups(&replication, &topic, Some(&replicas))
+        self.start_groups(&replication, &topic, Some((&replicas, moved)))
             .await?;
         write(&self.topics).insert(config.name.clone(), Arc::clone(&topic));
         self.spawn_topic_tasks(&topic);
@@ -113,9 +121,9 @@ impl Broker {
     }
 
     /// Starts the groups of every topic opened from this node's files (a restart in a
-    /// cluster): their members are in their logs. Only a partition whose log has entries
-    /// held a replica here (forming a group writes its first entry); the reconciler starts
-    /// the others placed here once the metadata is back.
+    /// cluster): their members are in their logs. Only a partition whose log has entries or
+    /// whose Raft state has a vote held a replica here; the reconciler starts the others
+    /// placed here once the metadata is back.
     pub(super) async fn start_replication(&self) -> Result<()> {
         let Some(replication) = self.config.replication.clone() else {
             return Ok(());
@@ -128,22 +136,24 @@ impl Broker {
     }
 
     /// Starts a Raft for each partition of `topic` placed here that has none yet, seats it
-    /// on the topic, registers it, and forms brand-new groups: with `replicas` (the
-    /// placement: a partition whose replicas do not name this node is left alone), or, at a
-    /// restart (`None`), the partitions whose logs have entries, with the members in them.
+    /// on the topic and registers it: the partitions the placement names this node in, or,
+    /// at a restart (`None`), those whose logs have entries, with the members in them. A
+    /// placed partition not `moved` is formed with its placement's replicas (refused, and
+    /// harmless, when it was formed before); a moved one waits for its leader to add it.
     async fn start_groups(
         &self,
         replication: &Replication,
         topic: &Topic,
-        replicas: Option<&[BTreeMap<u64, NodeInfo>]>,
+        placement: Option<Placed<'_>>,
     ) -> Result<()> {
+        let replicas = placement.map(|(r, _)| r);
         let name = topic.config().name;
         for (partition, log) in (0u32..).zip(&topic.partitions) {
             let seat = &topic.groups[partition as usize];
             let members = replicas.and_then(|r| r.get(partition as usize));
             let placed_here = match replicas {
                 Some(_) => members.is_some_and(|m| m.contains_key(&replication.node_id)),
-                None => log.last_entry().is_some(),
+                None => held_before(log).await?,
             };
             if seat.held() || !placed_here {
                 continue;
@@ -169,7 +179,8 @@ impl Broker {
                 continue;
             }
             replication.groups.insert(group, raft.clone());
-            if let Some(members) = members
+            let form = placement.is_some_and(|(_, moved)| !moved.contains(&partition));
+            if let Some(members) = members.filter(|_| form)
                 && let Err(e) = raft.initialize(members.clone()).await
             {
                 // NotAllowed: the group was formed before (its log is not empty).
@@ -331,4 +342,16 @@ impl Broker {
             _ => Ok(()),
         }
     }
+}
+
+/// Whether this node held a replica of the partition of `log` before a restart: its log has
+/// entries (forming a group writes the first), or it voted in the group's elections (the
+/// log's tail may not be loaded yet). Blocking file I/O on the blocking pool.
+async fn held_before(log: &crate::storage::PartitionHandle) -> Result<bool> {
+    if log.last_entry().is_some() {
+        return Ok(true);
+    }
+    let dir = log.dir().to_path_buf();
+    let state = blocking(move || crate::storage::RaftState::load(&dir)).await?;
+    Ok(state.vote.is_some() || state.committed.is_some())
 }

@@ -181,6 +181,7 @@ impl ClusterState {
         self.topics.remove(name);
         self.subscriptions.remove(name);
         self.leaders.remove(name);
+        self.moved.remove(name);
         Ok(())
     }
 
@@ -273,6 +274,12 @@ impl ClusterState {
             .get_mut(topic)
             .and_then(|t| t.placement.get_mut(partition as usize))
         {
+            if slot.replicas != replicas {
+                self.moved
+                    .entry(topic.to_owned())
+                    .or_default()
+                    .insert(partition);
+            }
             *slot = PartitionPlacement {
                 replicas: replicas.to_vec(),
             };

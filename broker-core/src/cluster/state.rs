@@ -46,6 +46,10 @@ pub struct ClusterState {
     /// leader since deposed (or dead) until the next one reports.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) leaders: BTreeMap<String, BTreeMap<u32, PartitionLeader>>,
+    /// Per topic, the partitions whose replicas changed since the topic was created: a node
+    /// placed on one joins its existing group (its leader adds it), never forms one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) moved: BTreeMap<String, BTreeSet<u32>>,
 }
 
 impl ClusterState {
@@ -94,6 +98,11 @@ impl ClusterState {
     /// One subscription.
     pub fn subscription(&self, topic: &str, name: &str) -> Option<&SubscriptionConfig> {
         self.subscriptions.get(topic)?.get(name)
+    }
+
+    /// The partitions of `topic` whose replicas changed since it was created.
+    pub fn moved_partitions(&self, topic: &str) -> BTreeSet<u32> {
+        self.moved.get(topic).cloned().unwrap_or_default()
     }
 
     /// The leader a partition's leader last reported, if any did.

@@ -22,9 +22,11 @@ use crate::extract::{JsonBody, PathParams};
 use crate::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
 
-/// What a drain answer says about the replicas the node keeps.
-const REPLICAS_STAY: &str = "replicas cannot move yet while the replication factor equals the \
-                             node count: the node keeps its replicas as a follower";
+/// What a drain answer says when every replica moved off the node.
+const REPLICAS_MOVED: &str = "every replica moved to another node: the node can be removed";
+/// What a drain answer says when some replicas stay on the node.
+const REPLICAS_STAY: &str = "some replica moves failed (see leaders.failed, reasons starting \
+                             with 'replica move'): the node keeps those replicas; drain again";
 
 /// Path of a node.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -133,7 +135,10 @@ impl From<DrainReport> for DrainView {
             node: report.node,
             leaders: report.leaders.into(),
             replicas_kept: report.replicas_kept,
-            note: REPLICAS_STAY,
+            note: match report.replicas_kept {
+                0 => REPLICAS_MOVED,
+                _ => REPLICAS_STAY,
+            },
         }
     }
 }
