@@ -123,9 +123,9 @@ pub struct DrainView {
     pub node: u64,
     /// The leaderships moved off it.
     pub leaders: RebalanceView,
-    /// Partitions whose replicas stay on it.
+    /// Partitions whose replicas stay on it (their moves failed).
     pub replicas_kept: u32,
-    /// Why they stay.
+    /// What became of its replicas.
     pub note: &'static str,
 }
 
@@ -210,9 +210,11 @@ pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceVi
 
 /// Drain a node.
 ///
-/// Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-/// it holds to other replicas. Its replicas stay: they cannot move yet while the
-/// replication factor equals the node count, so the node keeps them as a follower.
+/// Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+/// holds to other replicas, then moves each of its replicas to another active node (the new
+/// node joins the partition's group, catches up, and replaces it among the voters). A move
+/// that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+/// node keeps that replica (`replicas_kept`); draining again retries it.
 #[utoipa::path(post, path = "/v1/cluster/nodes/{node}/drain", tag = "cluster",
     params(NodePath),
     responses(
@@ -240,8 +242,8 @@ pub async fn drain_node(
 /// Remove a node.
 ///
 /// Takes the node out of the controller's voters and the cluster metadata. Only a node no
-/// partition's placement names can go, and replicas cannot move yet while the replication
-/// factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+/// partition's placement names can go: drain it first, which moves its replicas away;
+/// otherwise the answer is 409 `node_holds_replicas`.
 #[utoipa::path(delete, path = "/v1/cluster/nodes/{node}", tag = "cluster", params(NodePath),
     responses(
         (status = 204, description = "Removed"),
