@@ -14,8 +14,9 @@
 //! Cluster administration (`admin`): moving a partition's leadership, rebalancing leaders,
 //! draining and removing nodes, all run at the controller leader.
 //!
-//! Limits of this stage (issue 9 continues): every partition of a topic is placed on every
-//! node (the replication factor is the node count).
+//! Every node opens every topic and starts the groups of the partitions placed on it; each
+//! partition's leader reports itself to the controller ([`Command::SetPartitionLeader`]),
+//! so that the nodes outside its group know where to forward (see `broker::cluster`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -44,6 +45,10 @@ pub use admin::{DrainReport, FailedMove, LeaderMoved, RebalanceReport};
 pub const ADMIN_WAIT_MS: u64 = 10_000;
 /// Pause between attempts to register this node while the controller has no leader.
 const REGISTER_RETRY_MS: u64 = 250;
+/// How often a node looks for leaderships of its own the metadata does not record yet: a
+/// couple of heartbeats, a small part of the outage a new leader's election already costs
+/// the nodes that forward to it.
+const LEADER_REPORT_MS: u64 = 100;
 /// How long one proposal relayed to the controller leader may take.
 const RELAY_TIMEOUT_MS: u64 = 6_000;
 /// Most voters the controller leader grows the controller group to as nodes join (later
@@ -132,6 +137,7 @@ impl ClusterNode {
         tokio::spawn(register(Arc::downgrade(&node)));
         tokio::spawn(reconcile_loop(Arc::downgrade(&node)));
         tokio::spawn(membership_loop(Arc::downgrade(&node)));
+        tokio::spawn(report_leaders_loop(Arc::downgrade(&node)));
         Ok(node)
     }
 
@@ -478,19 +484,62 @@ impl ClusterNode {
                 tracing::warn!(topic = %name, %error, "could not delete a topic");
             }
         }
+        // Every topic, placed here or not: a node holding none of a topic's partitions still
+        // answers for it (forwarding to each partition's leader).
         for (name, record) in state.topics() {
-            let members = members_of(&state, record);
-            if !members.contains_key(&self.node_id()) {
-                continue;
-            }
             if let Err(error) = self
                 .broker
-                .materialize_topic(record.config.clone(), members)
+                .materialize_placed_topic(
+                    record.config.clone(),
+                    replicas_of(&state, record),
+                    &state.moved_partitions(name),
+                )
                 .await
             {
-                tracing::warn!(topic = %name, %error, "could not open a topic placed here");
+                tracing::warn!(topic = %name, %error, "could not open a topic");
             }
+            let leaders: Vec<Option<u64>> = (0..record.config.partitions)
+                .map(|p| state.partition_leader(name, p).map(|l| l.node))
+                .collect();
+            self.broker
+                .set_leader_hints(name, record.config.uid, &leaders);
             self.reconcile_subscriptions(&state, name, caught_up).await;
+        }
+    }
+
+    /// Reports to the controller each partition this node leads in a term the metadata
+    /// does not record yet (see `broker::cluster`: the other nodes forward there).
+    async fn report_leaders(&self) {
+        let topics: Vec<(String, u64)> = self.controller.machine.read(|state| {
+            state
+                .topics()
+                .iter()
+                .map(|(name, record)| (name.clone(), record.config.uid))
+                .collect()
+        });
+        let mut reports = Vec::new();
+        for (name, uid) in topics {
+            for (partition, term) in self.broker.led_partitions(&name, uid) {
+                let recorded = self
+                    .controller
+                    .machine
+                    .read(|state| state.partition_leader(&name, partition));
+                if recorded.is_some_and(|l| l.node == self.node_id() && l.term >= term) {
+                    continue;
+                }
+                reports.push(Command::SetPartitionLeader {
+                    topic: name.clone(),
+                    uid,
+                    partition,
+                    node: self.node_id(),
+                    term,
+                });
+            }
+        }
+        for report in reports {
+            if let Err(error) = self.propose_anywhere(&report).await {
+                tracing::debug!(%error, "reporting a partition's leader; will retry");
+            }
         }
     }
 
@@ -522,18 +571,24 @@ impl ClusterNode {
     }
 }
 
-/// Every replica of a topic's partitions, with what the metadata knows of each.
-fn members_of(state: &ClusterState, record: &TopicRecord) -> BTreeMap<u64, NodeInfo> {
+/// Each partition's replicas, in partition order, with what the metadata knows of each.
+fn replicas_of(state: &ClusterState, record: &TopicRecord) -> Vec<BTreeMap<u64, NodeInfo>> {
     record
         .placement
         .iter()
-        .flat_map(|p| p.replicas.iter().copied())
-        .map(|id| {
-            let info = state.node(id).map_or_else(NodeInfo::default, |n| NodeInfo {
-                cluster_addr: n.cluster_addr.clone(),
-                zone: n.zone.clone(),
-            });
-            (id, info)
+        .map(|p| {
+            p.replicas
+                .iter()
+                .map(|id| {
+                    let info = state
+                        .node(*id)
+                        .map_or_else(NodeInfo::default, |n| NodeInfo {
+                            cluster_addr: n.cluster_addr.clone(),
+                            zone: n.zone.clone(),
+                        });
+                    (*id, info)
+                })
+                .collect()
         })
         .collect()
 }
@@ -609,5 +664,16 @@ async fn reconcile_loop(node: Weak<ClusterNode>) {
         if version.changed().await.is_err() {
             return;
         }
+    }
+}
+
+/// Reports the partitions this node leads every [`LEADER_REPORT_MS`], until the node is gone.
+async fn report_leaders_loop(node: Weak<ClusterNode>) {
+    loop {
+        {
+            let Some(node) = node.upgrade() else { return };
+            node.report_leaders().await;
+        }
+        tokio::time::sleep(Duration::from_millis(LEADER_REPORT_MS)).await;
     }
 }

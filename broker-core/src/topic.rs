@@ -68,7 +68,8 @@ pub struct TopicSpec {
     pub retention_bytes: Option<u64>,
     /// See [`TopicConfig::max_message_bytes`] (default 1 MiB, at most 16 MiB).
     pub max_message_bytes: Option<usize>,
-    /// See [`TopicConfig::replication_factor`] (default 1; a single node accepts only 1).
+    /// See [`TopicConfig::replication_factor`] (a single node accepts only 1; a cluster
+    /// defaults to 3, or its node count if fewer, and accepts 1 to its node count).
     pub replication_factor: Option<u32>,
     /// See [`TopicConfig::rate_limit`].
     pub rate_limit: Option<RateLimit>,
@@ -100,14 +101,15 @@ impl TopicSpec {
         self.into_config_keeping(created_ms, uid, 1)
     }
 
-    /// [`TopicSpec::into_config`] where the deployment keeps `copies` copies of every
-    /// partition: 1 on a single node; in a cluster at this stage, one on every node. The
-    /// replication factor defaults to it and must equal it.
+    /// [`TopicSpec::into_config`] where `nodes` nodes may hold copies of a partition: 1 on a
+    /// single node, which keeps one copy; in a cluster the Active nodes. The replication
+    /// factor defaults to [`crate::cluster::default_replication_factor`] (3, or `nodes` if
+    /// fewer) and must be 1 to `nodes`.
     pub fn into_config_keeping(
         self,
         created_ms: u64,
         uid: u64,
-        copies: u32,
+        nodes: u32,
     ) -> Result<TopicConfig, BrokerError> {
         names::validate("name", &self.name)?;
         let partitions = check_range(
@@ -116,13 +118,14 @@ impl TopicSpec {
             1,
             MAX_PARTITIONS,
         )?;
-        let replication_factor = self.replication_factor.unwrap_or(copies);
-        if replication_factor != copies {
-            let reason = match copies {
-                1 => format!("a single node keeps 1 copy, got {replication_factor}"),
+        let default = crate::cluster::default_replication_factor(nodes as usize);
+        let replication_factor = self.replication_factor.unwrap_or(default);
+        if !(1..=nodes.max(1)).contains(&replication_factor) {
+            let reason = match nodes {
+                0 | 1 => format!("a single node keeps 1 copy, got {replication_factor}"),
                 n => format!(
-                    "this stage of the cluster places every partition on every node: {n} \
-                     here, got {replication_factor}"
+                    "each partition keeps 1 to {n} copies (one per active node), got \
+                     {replication_factor}"
                 ),
             };
             return Err(BrokerError::invalid("replication_factor", reason));

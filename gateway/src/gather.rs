@@ -10,7 +10,7 @@
 //!   ([`crate::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for its
 //!   share of what is still wanted so that a round never takes more than asked. An empty
 //!   round waits, once every leader was asked since the last wait, for the next commit to
-//!   any of the topic's partitions (every node holds a replica of each and hears of them) or
+//!   any of the topic's partitions held here (a node hears of those only) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
 //!   nothing), until `wait_ms` has passed. A stream (SSE) opened on a node that does not lead
 //!   every partition receives by the same rounds ([`gather_messages`]).

@@ -21,7 +21,8 @@
 //! - [`forward`]: in a cluster, a request answered `not_leader` here goes on to the leader the
 //!   cluster metadata names (one hop), and its answer back; [`gather`]: a receive gathered
 //!   from several partition leaders, and acks scattered to them; [`scatter`]: a produce batch
-//!   split over its partitions' leaders, answered as one reply.
+//!   split over its partitions' leaders, answered as one reply; [`topic_stats`]: a topic's
+//!   stats of the partitions held on other nodes, asked of their leaders.
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -75,6 +76,7 @@ pub mod rate_limit;
 pub mod routes;
 pub mod scatter;
 pub mod server;
+pub mod topic_stats;
 
 pub use app::{AppState, app};
 pub use config::{ConfigError, ServeArgs, Settings};

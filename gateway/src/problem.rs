@@ -288,6 +288,7 @@ fn cluster_status_and_code(refusal: &ClusterError) -> (StatusCode, Code) {
         | ClusterError::ImmutableTopicField { .. }
         | ClusterError::ImmutableSubscriptionField { .. }
         | ClusterError::KeyMismatch { .. }
+        | ClusterError::StaleLeaderReport { .. }
         | ClusterError::EmptySubscriptionMap { .. } => {
             (StatusCode::CONFLICT, codes::CLUSTER_CONFLICT)
         }

@@ -57,13 +57,18 @@ pub struct Run {
     pub require_leader_change: bool,
     /// How many partitions the topic under test has; they are numbered from 0.
     pub partitions: Partition,
-    /// The cluster's nodes; each must be drained for every partition.
+    /// The cluster's nodes; each must be drained for every partition it holds.
     pub nodes: Vec<NodeId>,
     /// The subscriptions whose consumers ran until everything acknowledged was consumed (or
     /// their bound ran out): every acknowledged value must have been delivered through each.
     /// Empty when consumers did not run to the end (or at all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub consumed_through: Vec<String>,
+    /// In partition order, the nodes holding a replica of each partition when the replication
+    /// factor is below the node count: each partition must be drained from these only.
+    /// Empty: every node holds every partition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<Vec<NodeId>>,
 }
 
 /// What a client learnt about an operation.

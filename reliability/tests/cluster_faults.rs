@@ -187,6 +187,7 @@ fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &
         partitions: PARTITIONS,
         nodes: cluster.node_ids(),
         consumed_through: vec![SUBSCRIPTION.into()],
+        replicas: Default::default(),
     }
 }
 

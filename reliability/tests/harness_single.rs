@@ -22,6 +22,7 @@ fn header(id: &str, name: &str, faults: &[&str], partitions: u32, nodes: Vec<Nod
         partitions,
         nodes,
         consumed_through: vec![],
+        replicas: Default::default(),
     }
 }
 

@@ -2,14 +2,30 @@
 //! whose log is the partition log (see [`crate::raft`]).
 //!
 //! The controller decides which topics exist and where their partitions live; each node's
-//! reconciler then calls [`Broker::materialize_topic`] (open this node's replicas and start
-//! their groups, joining them to the placement) or [`Broker::delete_topic`]. A restarted
-//! node reopens its replicas from its own files and restarts their groups
-//! ([`Broker::start_replication`]). Writes to a partition this node does not lead are refused
-//! with [`BrokerError::NotLeader`] naming the leader it knows; reads serve what the
-//! partition's Raft applied here.
+//! reconciler then calls [`Broker::materialize_placed_topic`] (open the topic and start the
+//! groups of the partitions placed here, each formed with that partition's replicas) or
+//! [`Broker::delete_topic`]. A restarted node reopens its replicas from its own files and
+//! restarts their groups ([`Broker::start_replication`]). Writes to a partition this node
+//! does not lead are refused with [`BrokerError::NotLeader`] naming the leader it knows;
+//! reads serve what the partition's Raft applied here.
+//!
+//! # Partitions held elsewhere (replication factor below the node count)
+//!
+//! Every node opens every topic the metadata has, whether it holds replicas of it or not,
+//! so any node knows every topic and answers for it. Each partition has a seat on the topic
+//! ([`PartitionGroup`]): a partition placed here has its Raft there; a partition held only
+//! by other nodes has an empty log here that nothing writes (its seat refuses its writes)
+//! and a leader *hint*: the leader the cluster metadata records for it. Each partition's
+//! leader reports itself to the controller when it gains the leadership
+//! ([`crate::cluster::Command::SetPartitionLeader`], with its term so an older report never
+//! overwrites a newer one), and every node's reconciler copies the reports onto the seats
+//! ([`Broker::set_leader_hints`]). Every request on a partition held elsewhere (produce,
+//! receive, settle, seek, offset reads) is refused with [`BrokerError::NotLeader`] naming
+//! the hint, and the gateway forwards it there (one hop); a hint naming a node that since
+//! lost the leadership (or died) costs the client one retry. Subscriptions are opened on
+//! every node, but only a replica's tables follow a log, and only the leader's is live.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::cluster_retention::PartitionTables;
@@ -20,6 +36,10 @@ use crate::raft::{GroupId, GroupParts, GroupStatus, NodeInfo, PartitionGroup, Pa
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
 
+/// A topic's placement as [`Broker::materialize_placed_topic`] takes it: each partition's
+/// replicas, and the partitions moved since the topic was created.
+type Placed<'a> = (&'a [BTreeMap<u64, NodeInfo>], &'a BTreeSet<u32>);
+
 impl Broker {
     /// This node's replication settings: [`BrokerError::InvalidArgument`] on a single node.
     fn replication(&self) -> Result<&Replication> {
@@ -29,31 +49,55 @@ impl Broker {
             .ok_or_else(|| BrokerError::invalid("cluster", "this node is not part of a cluster"))
     }
 
-    /// Opens topic `config` as the controller placed it (`members`: every partition's
-    /// replicas, each on this node for now) unless it is open already, and starts its
-    /// partitions' groups. A brand-new partition's group is formed with `members` (every
-    /// replica does this; forming twice with the same members is safe).
+    /// Opens topic `config` with every partition placed on `members` (tests of clusters
+    /// whose replication factor is the node count): [`Broker::materialize_placed_topic`].
     pub async fn materialize_topic(
         &self,
         config: TopicConfig,
         members: BTreeMap<u64, NodeInfo>,
     ) -> Result<()> {
+        let replicas = vec![members; config.partitions as usize];
+        self.materialize_placed_topic(config, replicas, &BTreeSet::new())
+            .await
+    }
+
+    /// Opens topic `config` as the controller placed it unless it is open already, and
+    /// starts the groups of the partitions placed here: `replicas[p]` holds partition `p`'s
+    /// replicas. A brand-new partition's group is formed with its replicas (every replica
+    /// does this; forming twice with the same members is safe), unless it is in `moved` (its
+    /// replicas changed since the topic was created): a replica placed here by a move joins
+    /// the group its leader adds it to; forming one would fork the group. Every node opens every
+    /// topic, holding a replica or not: a partition held elsewhere keeps an empty log here,
+    /// and its seat refuses its requests naming its leader (see the module docs).
+    pub async fn materialize_placed_topic(
+        &self,
+        config: TopicConfig,
+        replicas: Vec<BTreeMap<u64, NodeInfo>>,
+        moved: &BTreeSet<u32>,
+    ) -> Result<()> {
         self.check_running()?;
         let replication = self.replication()?.clone();
-        if !members.contains_key(&replication.node_id) {
+        if replicas.len() != config.partitions as usize {
             return Err(BrokerError::invalid(
                 "placement",
                 format!(
-                    "node {} holds no replica of '{}'",
-                    replication.node_id, config.name
+                    "{} placements for the {} partitions of '{}'",
+                    replicas.len(),
+                    config.partitions,
+                    config.name
                 ),
             ));
         }
         let _admin = self.admin.lock().await;
-        if let Some(open) = read(&self.topics).get(&config.name)
-            && open.config().uid == config.uid
-        {
-            return Ok(());
+        let open = read(&self.topics)
+            .get(&config.name)
+            .filter(|open| open.config().uid == config.uid)
+            .cloned();
+        if let Some(open) = open {
+            // Open already: start the groups of partitions placed here since.
+            return self
+                .start_groups(&replication, &open, Some((&replicas, moved)))
+                .await;
         }
         let dir = self.metadata.topic_dir(&config);
         let indexes = (0..config.partitions)
@@ -68,16 +112,19 @@ impl Broker {
         self.metadata.save_topic(&config)?;
         self.persist().await?;
         let topic = Arc::new(topic);
-        self.start_groups(&replication, &topic, Some(&members))
+        self.start_groups(&replication, &topic, Some((&replicas, moved)))
             .await?;
         write(&self.topics).insert(config.name.clone(), Arc::clone(&topic));
         self.spawn_topic_tasks(&topic);
-        tracing::info!(topic = %config.name, partitions = config.partitions, "materialized topic");
+        let held = topic.groups.iter().filter(|g| g.held()).count();
+        tracing::info!(topic = %config.name, partitions = config.partitions, held, "materialized topic");
         Ok(())
     }
 
     /// Starts the groups of every topic opened from this node's files (a restart in a
-    /// cluster): their members are in their logs.
+    /// cluster): their members are in their logs. Only a partition whose log has entries or
+    /// whose Raft state has a vote held a replica here; the reconciler starts the others
+    /// placed here once the metadata is back.
     pub(super) async fn start_replication(&self) -> Result<()> {
         let Some(replication) = self.config.replication.clone() else {
             return Ok(());
@@ -89,16 +136,29 @@ impl Broker {
         Ok(())
     }
 
-    /// Starts a Raft for each partition of `topic`, seats it on the topic, registers it, and
-    /// forms brand-new groups with `members`.
+    /// Starts a Raft for each partition of `topic` placed here that has none yet, seats it
+    /// on the topic and registers it: the partitions the placement names this node in, or,
+    /// at a restart (`None`), those whose logs have entries, with the members in them. A
+    /// placed partition not `moved` is formed with its placement's replicas (refused, and
+    /// harmless, when it was formed before); a moved one waits for its leader to add it.
     async fn start_groups(
         &self,
         replication: &Replication,
         topic: &Arc<Topic>,
-        members: Option<&BTreeMap<u64, NodeInfo>>,
+        placement: Option<Placed<'_>>,
     ) -> Result<()> {
+        let replicas = placement.map(|(r, _)| r);
         let name = topic.config().name;
         for (partition, log) in (0u32..).zip(&topic.partitions) {
+            let seat = &topic.groups[partition as usize];
+            let members = replicas.and_then(|r| r.get(partition as usize));
+            let placed_here = match replicas {
+                Some(_) => members.is_some_and(|m| m.contains_key(&replication.node_id)),
+                None => held_before(log).await?,
+            };
+            if seat.held() || !placed_here {
+                continue;
+            }
             let group = GroupId::Partition {
                 topic: name.clone(),
                 partition,
@@ -116,15 +176,16 @@ impl Broker {
             let raft =
                 PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)
                     .await?;
-            if !topic.groups[partition as usize].hold(replication.node_id, raft.clone()) {
-                // Started before: this second Raft over the same log must not run.
+            if !seat.hold(replication.node_id, raft.clone()) {
+                // Started meanwhile: this second Raft over the same log must not run.
                 if let Err(e) = raft.shutdown().await {
                     tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");
                 }
                 continue;
             }
             replication.groups.insert(group, raft.clone());
-            if let Some(members) = members
+            let form = placement.is_some_and(|(_, moved)| !moved.contains(&partition));
+            if let Some(members) = members.filter(|_| form)
                 && let Err(e) = raft.initialize(members.clone()).await
             {
                 // NotAllowed: the group was formed before (its log is not empty).
@@ -217,9 +278,85 @@ impl Broker {
         self.seat(topic, partition)?.raft().map(GroupStatus::of)
     }
 
-    /// The node leading partition `partition` of `topic`, as this node knows it (`None` on a
-    /// single node, or during an election).
+    /// The node leading partition `partition` of `topic`, as this node knows it: its own
+    /// replica's view, or the leader the metadata records for a partition held elsewhere
+    /// (`None` on a single node, during an election, or before any leader reported).
     pub fn partition_leader(&self, topic: &str, partition: u32) -> Option<u64> {
         self.seat(topic, partition)?.leader()
     }
+
+    /// Whether this node holds a replica of `topic`'s partition `partition` (always on a
+    /// single node).
+    pub fn holds_partition(&self, topic: &str, partition: u32) -> bool {
+        match &self.config.replication {
+            None => true,
+            Some(_) => self.seat(topic, partition).is_some_and(|s| s.held()),
+        }
+    }
+
+    /// The partitions of topic `name` (incarnation `uid`) this node leads now, each with
+    /// its term, for the leaders the metadata records.
+    pub fn led_partitions(&self, name: &str, uid: u64) -> Vec<(u32, u64)> {
+        let Some(replication) = &self.config.replication else {
+            return Vec::new();
+        };
+        let Some(topic) = read(&self.topics).get(name).cloned() else {
+            return Vec::new();
+        };
+        if topic.config().uid != uid {
+            return Vec::new();
+        }
+        (0u32..)
+            .zip(&topic.groups)
+            .filter_map(|(p, seat)| {
+                let view = seat.view()?;
+                (view.leader == Some(replication.node_id)).then_some((p, view.term))
+            })
+            .collect()
+    }
+
+    /// Records the leaders the metadata names for the partitions of topic `name`
+    /// (incarnation `uid`): `leaders[p]` for partition `p`. The leader of a partition held
+    /// here is what its replica knows; the others' requests are refused naming these.
+    pub fn set_leader_hints(&self, name: &str, uid: u64, leaders: &[Option<u64>]) {
+        let Some(topic) = read(&self.topics).get(name).cloned() else {
+            return;
+        };
+        if topic.config().uid != uid {
+            return;
+        }
+        for (seat, leader) in topic.groups.iter().zip(leaders) {
+            seat.set_hint(*leader);
+        }
+    }
+
+    /// [`BrokerError::NotLeader`] naming the leader the metadata records, unless this node
+    /// holds a replica of `topic`'s partition `partition` (or is a single node).
+    pub(super) fn require_held(&self, topic: &Topic, partition: u32) -> Result<()> {
+        if self.config.replication.is_none() {
+            return Ok(());
+        }
+        match topic.groups.get(partition as usize) {
+            Some(seat) if !seat.held() => Err(BrokerError::NotLeader {
+                what: format!(
+                    "partition {partition} of topic '{}' (held on other nodes)",
+                    topic.config().name
+                ),
+                leader: seat.hint(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether this node held a replica of the partition of `log` before a restart: its log has
+/// entries (forming a group writes the first), or it voted in the group's elections (the
+/// log's tail may not be loaded yet). Blocking file I/O on the blocking pool.
+async fn held_before(log: &crate::storage::PartitionHandle) -> Result<bool> {
+    if log.last_entry().is_some() {
+        return Ok(true);
+    }
+    let dir = log.dir().to_path_buf();
+    let state = blocking(move || crate::storage::RaftState::load(&dir)).await?;
+    Ok(state.vote.is_some() || state.committed.is_some())
 }

@@ -1,5 +1,7 @@
 //! Subscriptions in a cluster. The controller decides which subscriptions exist (with their
-//! uids); every replica of a topic's partitions opens them ([`Broker::materialize_subscription`]).
+//! uids); every node opens them ([`Broker::materialize_subscription`]), but only the tables of
+//! the partitions it holds a replica of follow a log (a partition held elsewhere is served
+//! by its leader, see `broker::cluster`).
 //! A partition's lease table is live only on the partition's leader: receives, settles and
 //! seeks of that partition are served there, and its changes reach the other replicas as
 //! events of the partition's Raft log (acks, nacks, attempts, dead letters, seeks, and each
@@ -63,6 +65,11 @@ impl Broker {
             }
             other => Lead::Other(other),
         }
+    }
+
+    /// Whether this node holds a replica of `topic`'s `partition` (always on a single node).
+    fn held(&self, topic: &Topic, partition: usize) -> bool {
+        self.config.replication.is_none() || topic.groups.get(partition).is_some_and(|g| g.held())
     }
 
     /// Whether this node serves `sub` on `partition` now; on a leader, makes its table live
@@ -160,6 +167,9 @@ impl Broker {
         for topic in topics {
             for sub in read(&topic.subscriptions).values() {
                 for (partition, log) in topic.partitions.iter().enumerate() {
+                    if !self.held(&topic, partition) {
+                        continue;
+                    }
                     let live = sub.live_term(partition);
                     let leading = match self.lead(&topic, partition) {
                         Lead::Leader(term) => live == Some(term),
@@ -229,9 +239,9 @@ impl Broker {
             .collect()
     }
 
-    /// Whether subscription `name` (incarnation `uid`) has its start on every partition as
-    /// this node's logs show: its tables follow the logs first. The partitions led here are
-    /// given their start.
+    /// Whether subscription `name` (incarnation `uid`) has its start on every partition held
+    /// here as this node's logs show: its tables follow the logs first. The partitions led
+    /// here are given their start.
     pub async fn subscription_started(&self, topic: &str, name: &str, uid: u64) -> Result<bool> {
         let open = self.topic(topic)?;
         let Ok(sub) = open.subscription(name) else {
@@ -241,6 +251,10 @@ impl Broker {
             return Ok(false);
         }
         for partition in 0..open.partitions.len() {
+            // A partition held elsewhere gets its start from its own leader.
+            if !self.held(&open, partition) {
+                continue;
+            }
             if self.serve_partition(&open, &sub, partition).await? {
                 continue;
             }

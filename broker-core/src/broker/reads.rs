@@ -56,6 +56,8 @@ impl Broker {
                 partition,
                 partitions,
             })?;
+        // A partition held elsewhere has an empty log here: its reads go to its leader.
+        self.require_held(&open, partition)?;
         if offset > log.end_offset() {
             return Err(BrokerError::OffsetOutOfRange {
                 partition,

@@ -4,7 +4,7 @@ use super::command::Command;
 use super::error::ClusterError;
 use super::node::{NodeRecord, NodeState};
 use super::placement::PartitionPlacement;
-use super::state::{ClusterState, TopicRecord};
+use super::state::{ClusterState, PartitionLeader, TopicRecord};
 use crate::subscription::SubscriptionConfig;
 use crate::topic::TopicConfig;
 
@@ -31,6 +31,13 @@ impl ClusterState {
                 partition,
                 replicas,
             } => self.set_placement(topic, *partition, replicas)?,
+            Command::SetPartitionLeader {
+                topic,
+                uid,
+                partition,
+                node,
+                term,
+            } => self.set_partition_leader(topic, *uid, *partition, *node, *term)?,
         }
         debug_assert_eq!(self.validate(), Ok(()), "after {command:?}");
         Ok(())
@@ -173,6 +180,8 @@ impl ClusterState {
         self.known_topic(name)?;
         self.topics.remove(name);
         self.subscriptions.remove(name);
+        self.leaders.remove(name);
+        self.moved.remove(name);
         Ok(())
     }
 
@@ -265,10 +274,54 @@ impl ClusterState {
             .get_mut(topic)
             .and_then(|t| t.placement.get_mut(partition as usize))
         {
+            if slot.replicas != replicas {
+                self.moved
+                    .entry(topic.to_owned())
+                    .or_default()
+                    .insert(partition);
+            }
             *slot = PartitionPlacement {
                 replicas: replicas.to_vec(),
             };
         }
+        Ok(())
+    }
+
+    fn set_partition_leader(
+        &mut self,
+        topic: &str,
+        uid: u64,
+        partition: u32,
+        node: u64,
+        term: u64,
+    ) -> Result<(), ClusterError> {
+        let record = self.known_topic(topic)?;
+        let stale = ClusterError::StaleLeaderReport {
+            topic: topic.to_owned(),
+            partition,
+            term,
+        };
+        if record.config.uid != uid {
+            return Err(stale);
+        }
+        if partition >= record.config.partitions {
+            return Err(ClusterError::PartitionNotFound {
+                topic: topic.to_owned(),
+                partition,
+                partitions: record.config.partitions,
+            });
+        }
+        self.known_node(node)?;
+        if self
+            .partition_leader(topic, partition)
+            .is_some_and(|l| l.term > term)
+        {
+            return Err(stale);
+        }
+        self.leaders
+            .entry(topic.to_owned())
+            .or_default()
+            .insert(partition, PartitionLeader { node, term });
         Ok(())
     }
 }

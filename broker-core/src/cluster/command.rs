@@ -62,4 +62,18 @@ pub enum Command {
         /// already in the list must be Active.
         replicas: Vec<u64>,
     },
+    /// Records the node leading a partition, as that node reports it: the other nodes
+    /// (those holding no replica of it among them) forward the partition's requests there.
+    SetPartitionLeader {
+        /// The topic.
+        topic: String,
+        /// The topic's uid: a report about an earlier topic of the same name is refused.
+        uid: u64,
+        /// The partition.
+        partition: u32,
+        /// The leader.
+        node: u64,
+        /// Its term: a report of an older term than the one recorded is refused.
+        term: u64,
+    },
 }

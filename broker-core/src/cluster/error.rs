@@ -172,6 +172,17 @@ pub enum ClusterError {
         /// The name or id inside the record.
         inner: String,
     },
+    /// A leadership report about an earlier topic of the same name, or of an older term
+    /// than the one recorded.
+    #[error("stale leader report for {topic:?} partition {partition} (term {term})")]
+    StaleLeaderReport {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: u32,
+        /// The term reported.
+        term: u64,
+    },
     /// A topic's subscription map is present but empty (only `validate` finds this: the
     /// state keeps one form so that equal states serialize to equal bytes).
     #[error("topic {topic:?} has an empty subscription map")]

@@ -8,8 +8,8 @@
 //!
 //! # Layout
 //! - `node`: [`NodeRecord`] and its [`NodeState`].
-//! - `state`: [`ClusterState`] (nodes, topics with their placements, subscriptions; the
-//!   controller's snapshot) and its invariants ([`ClusterState::validate`]).
+//! - `state`: [`ClusterState`] (nodes, topics with their placements, subscriptions, the
+//!   leaders partitions reported; the controller's snapshot) and its invariants ([`ClusterState::validate`]).
 //! - `command`: [`Command`], the controller log's entries; `apply`: the rules that accept or
 //!   refuse each.
 //! - `placement`: [`place`], where a new topic's replicas and preferred leaders go, and
@@ -38,7 +38,7 @@ pub use placement::{
 };
 pub use planner::{LeaderMove, plan_drain, plan_leader_balance};
 pub use replicated::encode_command;
-pub use state::{ClusterState, TopicRecord};
+pub use state::{ClusterState, PartitionLeader, TopicRecord};
 
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,17 @@ pub struct TopicRecord {
     pub placement: Vec<PartitionPlacement>,
 }
 
-/// The controller's state: nodes, topics with their placements, and subscriptions.
+/// The node leading a partition, as it reported (see [`super::Command::SetPartitionLeader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionLeader {
+    /// The leader.
+    pub node: u64,
+    /// Its term.
+    pub term: u64,
+}
+
+/// The controller's state: nodes, topics with their placements, subscriptions, and the
+/// leaders the partitions' leaders reported.
 ///
 /// Changed only by [`ClusterState::apply`]; serialized whole as the controller's snapshot.
 /// Maps are ordered so that equal states serialize to equal bytes.
@@ -31,6 +41,15 @@ pub struct ClusterState {
     pub(super) topics: BTreeMap<String, TopicRecord>,
     /// Per topic, its subscriptions by name; a topic without subscriptions has no entry.
     pub(super) subscriptions: BTreeMap<String, BTreeMap<String, SubscriptionConfig>>,
+    /// Per topic, the last leader each partition's leader reported; a topic none reported
+    /// for has no entry. A hint for the nodes outside a partition's group: it may name a
+    /// leader since deposed (or dead) until the next one reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) leaders: BTreeMap<String, BTreeMap<u32, PartitionLeader>>,
+    /// Per topic, the partitions whose replicas changed since the topic was created: a node
+    /// placed on one joins its existing group (its leader adds it), never forms one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) moved: BTreeMap<String, BTreeSet<u32>>,
 }
 
 impl ClusterState {
@@ -81,6 +100,16 @@ impl ClusterState {
         self.subscriptions.get(topic)?.get(name)
     }
 
+    /// The partitions of `topic` whose replicas changed since it was created.
+    pub fn moved_partitions(&self, topic: &str) -> BTreeSet<u32> {
+        self.moved.get(topic).cloned().unwrap_or_default()
+    }
+
+    /// The leader a partition's leader last reported, if any did.
+    pub fn partition_leader(&self, topic: &str, partition: u32) -> Option<PartitionLeader> {
+        self.leaders.get(topic)?.get(&partition).copied()
+    }
+
     /// The first partition (topic, partition) whose placement names the node, if any.
     pub fn first_replica_on(&self, node: u64) -> Option<(&str, u32)> {
         self.topics.iter().find_map(|(name, topic)| {
@@ -96,14 +125,34 @@ impl ClusterState {
     /// are nodes at least one is Active and there are at least as many Active nodes as any
     /// topic's replication factor; every topic has 1 to [`MAX_PARTITIONS`] partitions, a
     /// replication factor of at least 1 and one placement per partition of that many
-    /// distinct known nodes; every subscription's topic exists.
+    /// distinct known nodes; every reported leader's partition and every subscription's
+    /// topic exist.
     pub fn validate(&self) -> Result<(), ClusterError> {
         self.validate_nodes()?;
         for (name, topic) in &self.topics {
             check_key(name, &topic.config.name)?;
             self.check_topic(topic, false)?;
         }
+        self.validate_leaders()?;
         self.validate_subscriptions()
+    }
+
+    fn validate_leaders(&self) -> Result<(), ClusterError> {
+        for (topic, leaders) in &self.leaders {
+            let Some(record) = self.topics.get(topic) else {
+                return Err(ClusterError::TopicNotFound {
+                    topic: topic.clone(),
+                });
+            };
+            if let Some((&partition, _)) = leaders.range(record.config.partitions..).next() {
+                return Err(ClusterError::PartitionNotFound {
+                    topic: topic.clone(),
+                    partition,
+                    partitions: record.config.partitions,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn validate_nodes(&self) -> Result<(), ClusterError> {

@@ -4,21 +4,31 @@
 //! Every operation runs on the controller leader (any other node answers
 //! [`BrokerError::NotLeader`] naming it, and the gateway forwards there), checks its input
 //! against the metadata first (a dry run of the command on a copy of the state), and changes
-//! nothing when it refuses. Replicas do not move yet: every partition is placed on every node
-//! (the replication factor is the node count), so a drained node keeps its follower replicas
-//! and a node a placement names cannot be removed.
+//! nothing when it refuses. Draining a node moves its leaderships, then its replicas (see
+//! `raft::membership`); a node a placement still names cannot be removed.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use futures_util::future::join_all;
+
 use super::{ADMIN_WAIT_MS, ClusterNode};
-use crate::cluster::{ClusterError, ClusterState, Command, LeaderMove, plan_leader_balance};
+use crate::cluster::{
+    ClusterError, ClusterState, Command, LeaderMove, plan_drain, plan_leader_balance,
+};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, TransferCoordinator};
+use crate::raft::{GroupId, MembershipStep, NodeInfo, TransferCoordinator, change_members};
 
 /// Why a node a placement names cannot be removed, in words for the caller.
-pub const REPLICAS_CANNOT_MOVE: &str = "replicas cannot move yet while the replication factor \
-                                        equals the node count (every node holds every partition)";
+pub const REPLICAS_CANNOT_MOVE: &str =
+    "replicas cannot move yet without a drain: drain the node first (POST .../drain)";
+
+/// How long a replica move waits for the partition's new leader to be known here after its
+/// leadership moved off the drained node (the new leader reports itself within about a
+/// tenth of a second), before the drained node, if it still leads, does the move itself.
+const LEADER_SETTLE_MS: u64 = 2_000;
+/// Replica moves a drain runs at once (each waits for a learner to catch up).
+const REPLICA_MOVES_AT_ONCE: usize = 8;
 
 /// A partition's leadership after a move.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,9 +133,11 @@ impl ClusterNode {
         Ok(self.run_moves(&state, plan).await)
     }
 
-    /// Marks node `id` Draining (it takes no new replicas) through the controller and moves
-    /// the partition leaderships it holds to other replicas. Its replicas stay: they cannot
-    /// move yet.
+    /// Marks node `id` Draining (it takes no new replicas) through the controller, moves the
+    /// partition leaderships it holds to other replicas, then moves each of its replicas to
+    /// another Active node ([`plan_drain`]): the new node joins the partition's group as a
+    /// learner, catches up, and the voters become the new replica set. A move that fails is
+    /// reported among the failed moves (its reason says so) and the node keeps that replica.
     pub async fn drain_node(&self, id: u64) -> Result<DrainReport> {
         self.lead_controller()?;
         let command = Command::DrainNode { id };
@@ -136,7 +148,9 @@ impl ClusterNode {
         let state = self.state();
         let led_there = self.current_leaders(&state, |leader| leader == id);
         let plan = plan_leader_balance(&state, &led_there);
-        let leaders = self.run_moves(&state, plan).await;
+        let mut leaders = self.run_moves(&state, plan).await;
+        leaders.failed.extend(self.move_replicas_off(id).await);
+        let state = self.state();
         let replicas_kept = state
             .topics()
             .values()
@@ -175,6 +189,127 @@ impl ClusterNode {
         self.propose(&command).await?;
         self.wait_for(ADMIN_WAIT_MS, || self.state().node(id).is_none())
             .await
+    }
+
+    /// Moves every replica of node `id` to another Active node (see [`Self::drain_node`]);
+    /// returns the moves that failed.
+    async fn move_replicas_off(&self, id: u64) -> Vec<FailedMove> {
+        let state = self.state();
+        let commands = plan_drain(&state, id);
+        let mut failed = Vec::new();
+        // Moves of different partitions are independent: a few at once, so draining a node
+        // with many replicas answers within a request's time limit.
+        for batch in commands.chunks(REPLICA_MOVES_AT_ONCE) {
+            let moves = batch.iter().filter_map(|command| {
+                let Command::SetPlacement {
+                    topic,
+                    partition,
+                    replicas,
+                } = command
+                else {
+                    return None;
+                };
+                let old = state
+                    .topic(topic)
+                    .and_then(|t| t.placement.get(*partition as usize))
+                    .map(|p| p.replicas.clone())
+                    .unwrap_or_default();
+                let to = replicas
+                    .iter()
+                    .copied()
+                    .find(|r| !old.contains(r))
+                    .unwrap_or(id);
+                Some(async move {
+                    self.move_replica(id, command, topic, *partition, replicas)
+                        .await
+                        .err()
+                        .map(|error| FailedMove {
+                            topic: topic.clone(),
+                            partition: *partition,
+                            to,
+                            reason: format!("replica move: {error}"),
+                        })
+                })
+            });
+            failed.extend(join_all(moves).await.into_iter().flatten());
+        }
+        failed
+    }
+
+    /// Replaces node `from` by the new node of `replicas` in the group of `topic`'s
+    /// partition `partition`, then records `command` (its new placement).
+    async fn move_replica(
+        &self,
+        from: u64,
+        command: &Command,
+        topic: &str,
+        partition: u32,
+        replicas: &[u64],
+    ) -> Result<()> {
+        let state = self.state();
+        let old = state
+            .topic(topic)
+            .and_then(|t| t.placement.get(partition as usize))
+            .map(|p| p.replicas.clone())
+            .unwrap_or_default();
+        let Some(target) = replicas.iter().copied().find(|r| !old.contains(r)) else {
+            return Ok(());
+        };
+        let info = state
+            .node(target)
+            .map(|n| NodeInfo {
+                cluster_addr: n.cluster_addr.clone(),
+                zone: n.zone.clone(),
+            })
+            .unwrap_or_default();
+        state.clone().apply(command)?;
+        // The group's leader does the membership steps: the node that leads after the
+        // leadership moves off `from` (this node knows it from the leader's report when it
+        // holds no replica), or `from` itself if that move failed (a leader may take itself
+        // out of the voters: it steps down once the new voters commit).
+        let moved_off = || {
+            self.broker
+                .partition_leader(topic, partition)
+                .is_some_and(|l| l != from)
+        };
+        if self.wait_for(LEADER_SETTLE_MS, moved_off).await.is_err() {
+            let known = || self.broker.partition_leader(topic, partition).is_some();
+            self.wait_for(ADMIN_WAIT_MS, known).await?;
+        }
+        let leader = self
+            .broker
+            .partition_leader(topic, partition)
+            .ok_or_else(|| BrokerError::NotLeader {
+                what: format!("partition {partition} of topic '{topic}'"),
+                leader: None,
+            })?;
+        let group = GroupId::Partition {
+            topic: topic.to_owned(),
+            partition,
+        };
+        let step = |step: MembershipStep| {
+            let group = group.clone();
+            async move {
+                change_members(
+                    self.node_id(),
+                    &self.replication.groups,
+                    self.replication.transport.as_ref(),
+                    leader,
+                    &group,
+                    &step,
+                )
+                .await
+            }
+        };
+        step(MembershipStep::AddLearner { node: target, info }).await?;
+        // The new placement makes the target start its replica (a learner: it joins, never
+        // forms), and the nodes outside the group forward to the new set.
+        self.propose(command).await?;
+        step(MembershipStep::CatchUp { node: target }).await?;
+        let voters = replicas.iter().copied().collect();
+        step(MembershipStep::SetVoters { voters }).await?;
+        tracing::info!(%group, from, to = target, "moved a replica");
+        Ok(())
     }
 
     /// Each partition's leader as this node knows it, kept when `keep(leader)`.
@@ -229,7 +364,11 @@ impl ClusterNode {
         target: u64,
     ) -> Result<LeaderMoved> {
         let status = self.broker.partition_status(topic, partition);
-        let from = status.as_ref().and_then(|s| s.leader);
+        let from = match &status {
+            Some(status) => status.leader,
+            // Held elsewhere: the leader the metadata records.
+            None => self.broker.partition_leader(topic, partition),
+        };
         let moved = |leader, term, took: Duration| LeaderMoved {
             topic: topic.to_owned(),
             partition,

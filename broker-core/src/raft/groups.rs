@@ -411,6 +411,11 @@ impl RpcHandler for RaftGroups {
                     let answer: TransferAnswer = answer_step(&holds, group, raft, step).await;
                     encode_json(&answer)
                 }
+                Rpc::Membership => {
+                    let step = decode_json(&body)?;
+                    let answer = super::membership::answer_membership(&raft, step).await;
+                    encode_json(&answer)
+                }
                 Rpc::Snapshot => {
                     let request = decode_json(&body)?;
                     let answer: std::result::Result<

@@ -30,6 +30,8 @@
 //! - `partition_group`: [`PartitionGroup`], this node's seat in one partition's group (its
 //!   Raft when it holds a replica, else the leader the metadata names), where the broker's
 //!   topic keeps it and where the partition's writes go.
+//! - `membership`: changing a partition group's members at its leader (a learner added,
+//!   caught up, then the voters replaced): how a replica moves ([`MembershipStep`]).
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -41,6 +43,7 @@ mod codec;
 mod controller;
 mod groups;
 mod log_store;
+mod membership;
 mod network;
 mod partition_group;
 mod proposer;
@@ -58,6 +61,10 @@ pub use groups::{
     ProposeAnswer, ProposeRefusal, RaftGroups, ReplicaSpec, propose_command, raft_config,
 };
 pub use log_store::LogStore;
+pub use membership::{
+    MEMBERSHIP_STEP_MS, MembershipAnswer, MembershipRefusal, MembershipStep, answer_membership,
+    change_members,
+};
 pub use network::{GroupNetwork, PeerLink};
 pub use partition_group::PartitionGroup;
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};

@@ -84,6 +84,8 @@ pub enum Rpc {
     Propose,
     /// One step of moving the group's leadership to a chosen voter (see `transfer`).
     Transfer,
+    /// One step of changing the group's members, at its leader (see `membership`).
+    Membership,
 }
 
 impl Rpc {
@@ -95,6 +97,7 @@ impl Rpc {
             Rpc::Snapshot => "snapshot",
             Rpc::Propose => "propose",
             Rpc::Transfer => "transfer",
+            Rpc::Membership => "membership",
         }
     }
 
@@ -106,6 +109,7 @@ impl Rpc {
             "snapshot" => Some(Rpc::Snapshot),
             "propose" => Some(Rpc::Propose),
             "transfer" => Some(Rpc::Transfer),
+            "membership" => Some(Rpc::Membership),
             _ => None,
         }
     }

@@ -152,7 +152,11 @@ fn partitions(state: &AppState, metadata: &ClusterState) -> Vec<PartitionView> {
             out.push(PartitionView {
                 topic: name.clone(),
                 partition,
-                leader: status.as_ref().and_then(|s| s.leader),
+                // A partition held elsewhere: the leader the metadata records.
+                leader: match &status {
+                    Some(status) => status.leader,
+                    None => state.broker.partition_leader(name, partition),
+                },
                 term: status.as_ref().map(|s| s.term),
                 replicas,
             });

@@ -22,9 +22,11 @@ use crate::extract::{JsonBody, PathParams};
 use crate::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
 
-/// What a drain answer says about the replicas the node keeps.
-const REPLICAS_STAY: &str = "replicas cannot move yet while the replication factor equals the \
-                             node count: the node keeps its replicas as a follower";
+/// What a drain answer says when every replica moved off the node.
+const REPLICAS_MOVED: &str = "every replica moved to another node: the node can be removed";
+/// What a drain answer says when some replicas stay on the node.
+const REPLICAS_STAY: &str = "some replica moves failed (see leaders.failed, reasons starting \
+                             with 'replica move'): the node keeps those replicas; drain again";
 
 /// Path of a node.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -121,9 +123,9 @@ pub struct DrainView {
     pub node: u64,
     /// The leaderships moved off it.
     pub leaders: RebalanceView,
-    /// Partitions whose replicas stay on it.
+    /// Partitions whose replicas stay on it (their moves failed).
     pub replicas_kept: u32,
-    /// Why they stay.
+    /// What became of its replicas.
     pub note: &'static str,
 }
 
@@ -133,7 +135,10 @@ impl From<DrainReport> for DrainView {
             node: report.node,
             leaders: report.leaders.into(),
             replicas_kept: report.replicas_kept,
-            note: REPLICAS_STAY,
+            note: match report.replicas_kept {
+                0 => REPLICAS_MOVED,
+                _ => REPLICAS_STAY,
+            },
         }
     }
 }
@@ -205,9 +210,11 @@ pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceVi
 
 /// Drain a node.
 ///
-/// Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-/// it holds to other replicas. Its replicas stay: they cannot move yet while the
-/// replication factor equals the node count, so the node keeps them as a follower.
+/// Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+/// holds to other replicas, then moves each of its replicas to another active node (the new
+/// node joins the partition's group, catches up, and replaces it among the voters). A move
+/// that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+/// node keeps that replica (`replicas_kept`); draining again retries it.
 #[utoipa::path(post, path = "/v1/cluster/nodes/{node}/drain", tag = "cluster",
     params(NodePath),
     responses(
@@ -235,8 +242,8 @@ pub async fn drain_node(
 /// Remove a node.
 ///
 /// Takes the node out of the controller's voters and the cluster metadata. Only a node no
-/// partition's placement names can go, and replicas cannot move yet while the replication
-/// factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+/// partition's placement names can go: drain it first, which moves its replicas away;
+/// otherwise the answer is 409 `node_holds_replicas`.
 #[utoipa::path(delete, path = "/v1/cluster/nodes/{node}", tag = "cluster", params(NodePath),
     responses(
         (status = 204, description = "Removed"),

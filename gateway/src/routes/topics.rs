@@ -3,7 +3,7 @@
 use axum::Extension;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use broker_core::topic::{PartitionInfo, RateLimit, TopicInfo, TopicPatch, TopicSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
@@ -272,9 +272,12 @@ pub async fn list_topics(
     ))]
 pub async fn describe_topic(
     State(state): State<AppState>,
+    headers: HeaderMap,
     PathParams(path): PathParams<TopicPath>,
 ) -> Result<Json<Topic>, ApiError> {
-    Ok(Json(state.broker.describe_topic(&path.topic)?.into()))
+    let mut topic: Topic = state.broker.describe_topic(&path.topic)?.into();
+    crate::topic_stats::fill_from_leaders(&state, &headers, &mut topic).await;
+    Ok(Json(topic))
 }
 
 /// Change a topic's retention, limits or dedup window.

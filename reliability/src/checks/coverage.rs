@@ -148,21 +148,34 @@ fn never_installed(history: &History, run: &Run) -> Vec<String> {
 /// the count is computed, so a header claiming a huge partition count costs nothing.
 fn undrained(history: &History, run: &Run) -> Offenders<NodePartition> {
     let nodes: BTreeSet<NodeId> = run.nodes.iter().copied().collect();
+    // A partition held by some nodes only (the replication factor below the node count) is
+    // drained from those.
+    let holds = |node: NodeId, partition: Partition| {
+        run.replicas
+            .get(partition as usize)
+            .is_none_or(|replicas| replicas.contains(&node))
+    };
     let drained: HashSet<NodePartition> = history
         .drained
         .iter()
         .filter(|d| nodes.contains(&d.node) && d.partition < run.partitions)
+        .filter(|d| holds(d.node, d.partition))
         .map(|d| NodePartition {
             node: d.node,
             partition: d.partition,
         })
         .collect();
-    let expected = nodes.len() as u64 * u64::from(run.partitions);
+    let expected = match run.replicas.is_empty() {
+        true => nodes.len() as u64 * u64::from(run.partitions),
+        false => (0..run.partitions)
+            .map(|p| nodes.iter().filter(|&&n| holds(n, p)).count() as u64)
+            .sum(),
+    };
     let pairs = nodes.iter().flat_map(|&node| {
         (0..run.partitions).map(move |partition| NodePartition { node, partition })
     });
-    let missing = pairs.filter(|pair| !drained.contains(pair));
-    Offenders::counted(expected - drained.len() as u64, missing)
+    let missing = pairs.filter(|pair| holds(pair.node, pair.partition) && !drained.contains(pair));
+    Offenders::counted(expected.saturating_sub(drained.len() as u64), missing)
 }
 
 fn without_leader_change(run: &Run, leadership: &Leadership) -> Offenders<Partition> {

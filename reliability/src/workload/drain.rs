@@ -1,4 +1,4 @@
-//! The drain: every partition of every node read by offset, from 0 to its end.
+//! The drain: every partition of every node holding it read by offset, from 0 to its end.
 
 use std::time::Instant;
 
@@ -8,13 +8,21 @@ use super::{Context, RETRY_PAUSE, WorkloadError};
 use crate::event::{Drain, Drained, Event, Partition};
 use crate::harness::Endpoint;
 
-/// Drains every node's every partition within the spec's `drain_timeout`; returns the records
-/// read in all.
+/// Drains every node's every partition (only the nodes holding a replica of it, when the
+/// spec lists them) within the spec's `drain_timeout`; returns the records read in all.
 pub async fn all(context: &Context) -> Result<u64, WorkloadError> {
     let deadline = Instant::now() + context.spec.drain_timeout;
     let mut total = 0;
     for endpoint in &context.endpoints {
         for partition in 0..context.spec.partitions {
+            let holds = context.spec.replicas.as_ref().is_none_or(|replicas| {
+                replicas
+                    .get(&partition)
+                    .is_some_and(|nodes| nodes.contains(&endpoint.node))
+            });
+            if !holds {
+                continue;
+            }
             let records = partition_of(context, endpoint, partition, deadline).await?;
             total += record(context, endpoint, partition, records);
         }

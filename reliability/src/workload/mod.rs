@@ -33,6 +33,7 @@
 //!     partitions: spec.partitions,
 //!     nodes: cluster.node_ids(),
 //!     consumed_through: vec![],
+//!     replicas: Default::default(),
 //! };
 //! let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run)?;
 //! let workload = Workload::new(spec, cluster.endpoints(), recorder.clone())?;

@@ -126,6 +126,7 @@ mod tests {
             partitions: 1,
             nodes: vec![1],
             consumed_through: vec![],
+            replicas: Default::default(),
         }
     }
 

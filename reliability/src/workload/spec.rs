@@ -1,8 +1,10 @@
 //! [`WorkloadSpec`]: what a workload does, every figure bounded.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::WorkloadError;
+use crate::event::{NodeId, Partition};
 
 /// Highest total produce rate a spec may ask for: far above what 2 shared cores sustain (about
 /// 1,000 messages/s on one node), so it only stops a typo from flooding the machine.
@@ -66,6 +68,9 @@ pub struct WorkloadSpec {
     pub setup_timeout: Duration,
     /// Bound on draining every node.
     pub drain_timeout: Duration,
+    /// Per partition, the nodes holding a replica of it, which the drain reads it from;
+    /// `None`: every node holds every partition (the replication factor is the node count).
+    pub replicas: Option<BTreeMap<Partition, Vec<NodeId>>>,
 }
 
 impl WorkloadSpec {
@@ -90,6 +95,7 @@ impl WorkloadSpec {
             consume_grace: Duration::from_secs(5),
             setup_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(20),
+            replicas: None,
         }
     }
 

@@ -168,6 +168,7 @@ impl Builder {
             partitions,
             nodes: NODES.to_vec(),
             consumed_through: vec![],
+            replicas: Default::default(),
         });
         Self {
             partitions,

@@ -25,6 +25,7 @@ pub fn run() -> Event {
         partitions: 2,
         nodes: NODES.to_vec(),
         consumed_through: vec![],
+        replicas: Default::default(),
     })
 }
 

@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod json;
+mod leaders;
 mod nodes;
 mod placement;
 mod planner;

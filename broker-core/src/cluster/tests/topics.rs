@@ -282,3 +282,33 @@ fn validate_finds_a_state_that_commands_cannot_produce() {
         Err(ClusterError::KeyMismatch { .. })
     ));
 }
+
+#[test]
+fn a_changed_placement_marks_its_partition_moved_until_the_topic_is_deleted() {
+    let mut state = cluster(&nodes(4, 4));
+    accept(
+        &mut state,
+        Command::CreateTopic(record("t", &[&[1, 2], &[2, 3]])),
+    );
+    assert!(state.moved_partitions("t").is_empty());
+    // The same replicas again change nothing.
+    let same = Command::SetPlacement {
+        topic: "t".into(),
+        partition: 0,
+        replicas: vec![1, 2],
+    };
+    accept(&mut state, same);
+    assert!(state.moved_partitions("t").is_empty());
+    let moved = Command::SetPlacement {
+        topic: "t".into(),
+        partition: 1,
+        replicas: vec![2, 4],
+    };
+    accept(&mut state, moved);
+    assert_eq!(
+        state.moved_partitions("t").into_iter().collect::<Vec<_>>(),
+        vec![1]
+    );
+    accept(&mut state, Command::DeleteTopic { name: "t".into() });
+    assert!(state.moved_partitions("t").is_empty());
+}

@@ -143,8 +143,8 @@ export interface paths {
         /**
          * Remove a node.
          * @description Takes the node out of the controller's voters and the cluster metadata. Only a node no
-         *     partition's placement names can go, and replicas cannot move yet while the replication
-         *     factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+         *     partition's placement names can go: drain it first, which moves its replicas away;
+         *     otherwise the answer is 409 `node_holds_replicas`.
          */
         delete: operations["remove_node"];
         options?: never;
@@ -163,9 +163,11 @@ export interface paths {
         put?: never;
         /**
          * Drain a node.
-         * @description Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-         *     it holds to other replicas. Its replicas stay: they cannot move yet while the
-         *     replication factor equals the node count, so the node keeps them as a follower.
+         * @description Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+         *     holds to other replicas, then moves each of its replicas to another active node (the new
+         *     node joins the partition's group, catches up, and replaces it among the voters). A move
+         *     that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+         *     node keeps that replica (`replicas_kept`); draining again retries it.
          */
         post: operations["drain_node"];
         delete?: never;
@@ -748,10 +750,10 @@ export interface components {
             leaders: components["schemas"]["RebalanceView"];
             /**
              * Format: int32
-             * @description Partitions whose replicas stay on it.
+             * @description Partitions whose replicas stay on it (their moves failed).
              */
             replicas_kept: number;
-            /** @description Why they stay. */
+            /** @description What became of its replicas. */
             note: string;
         };
         /** @description Receipts whose leases to extend. */

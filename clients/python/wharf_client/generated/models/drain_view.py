@@ -20,8 +20,8 @@ class DrainView:
     Attributes:
         node (int): The node, now `draining`: it takes no new replicas.
         leaders (RebalanceView): The leadership moves a rebalance (or drain) made, and those that failed.
-        replicas_kept (int): Partitions whose replicas stay on it.
-        note (str): Why they stay.
+        replicas_kept (int): Partitions whose replicas stay on it (their moves failed).
+        note (str): What became of its replicas.
     """
 
     node: int

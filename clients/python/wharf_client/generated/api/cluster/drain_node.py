@@ -97,9 +97,11 @@ def sync_detailed(
 ) -> Response[DrainView | Problem]:
     """Drain a node.
 
-     Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-    it holds to other replicas. Its replicas stay: they cannot move yet while the
-    replication factor equals the node count, so the node keeps them as a follower.
+     Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+    holds to other replicas, then moves each of its replicas to another active node (the new
+    node joins the partition's group, catches up, and replaces it among the voters). A move
+    that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+    node keeps that replica (`replicas_kept`); draining again retries it.
 
     Args:
         node (int):
@@ -130,9 +132,11 @@ def sync(
 ) -> DrainView | Problem | None:
     """Drain a node.
 
-     Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-    it holds to other replicas. Its replicas stay: they cannot move yet while the
-    replication factor equals the node count, so the node keeps them as a follower.
+     Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+    holds to other replicas, then moves each of its replicas to another active node (the new
+    node joins the partition's group, catches up, and replaces it among the voters). A move
+    that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+    node keeps that replica (`replicas_kept`); draining again retries it.
 
     Args:
         node (int):
@@ -158,9 +162,11 @@ async def asyncio_detailed(
 ) -> Response[DrainView | Problem]:
     """Drain a node.
 
-     Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-    it holds to other replicas. Its replicas stay: they cannot move yet while the
-    replication factor equals the node count, so the node keeps them as a follower.
+     Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+    holds to other replicas, then moves each of its replicas to another active node (the new
+    node joins the partition's group, catches up, and replaces it among the voters). A move
+    that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+    node keeps that replica (`replicas_kept`); draining again retries it.
 
     Args:
         node (int):
@@ -189,9 +195,11 @@ async def asyncio(
 ) -> DrainView | Problem | None:
     """Drain a node.
 
-     Marks the node `draining` (it takes no new replicas) and moves the partition leaderships
-    it holds to other replicas. Its replicas stay: they cannot move yet while the
-    replication factor equals the node count, so the node keeps them as a follower.
+     Marks the node `draining` (it takes no new replicas), moves the partition leaderships it
+    holds to other replicas, then moves each of its replicas to another active node (the new
+    node joins the partition's group, catches up, and replaces it among the voters). A move
+    that fails is listed in `leaders.failed` (its reason starts with `replica move`) and the
+    node keeps that replica (`replicas_kept`); draining again retries it.
 
     Args:
         node (int):

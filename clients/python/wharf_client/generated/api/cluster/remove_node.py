@@ -96,8 +96,8 @@ def sync_detailed(
     """Remove a node.
 
      Takes the node out of the controller's voters and the cluster metadata. Only a node no
-    partition's placement names can go, and replicas cannot move yet while the replication
-    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+    partition's placement names can go: drain it first, which moves its replicas away;
+    otherwise the answer is 409 `node_holds_replicas`.
 
     Args:
         node (int):
@@ -129,8 +129,8 @@ def sync(
     """Remove a node.
 
      Takes the node out of the controller's voters and the cluster metadata. Only a node no
-    partition's placement names can go, and replicas cannot move yet while the replication
-    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+    partition's placement names can go: drain it first, which moves its replicas away;
+    otherwise the answer is 409 `node_holds_replicas`.
 
     Args:
         node (int):
@@ -157,8 +157,8 @@ async def asyncio_detailed(
     """Remove a node.
 
      Takes the node out of the controller's voters and the cluster metadata. Only a node no
-    partition's placement names can go, and replicas cannot move yet while the replication
-    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+    partition's placement names can go: drain it first, which moves its replicas away;
+    otherwise the answer is 409 `node_holds_replicas`.
 
     Args:
         node (int):
@@ -188,8 +188,8 @@ async def asyncio(
     """Remove a node.
 
      Takes the node out of the controller's voters and the cluster metadata. Only a node no
-    partition's placement names can go, and replicas cannot move yet while the replication
-    factor equals the node count: with any topic, the answer is 409 `node_holds_replicas`.
+    partition's placement names can go: drain it first, which moves its replicas away;
+    otherwise the answer is 409 `node_holds_replicas`.
 
     Args:
         node (int):

@@ -1,0 +1,398 @@
+//! A replication factor below the node count, in one process: five cluster nodes over the
+//! in-memory transport and a topic of two partitions with three replicas each. Each node
+//! holds (starts the group of) exactly the partitions placed on it, each group's voters are
+//! that partition's replicas, every node knows every partition's leader (those outside its
+//! group from the leaders' reports), and a node outside a partition's group refuses its
+//! produce and reads with `NotLeader` naming that leader, writing nothing. Draining a node
+//! moves its leadership and its replica to a node outside the group, which then serves the
+//! same offsets and subscription state, and the drained node can be removed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
+use broker_core::cluster::{NodeRecord, NodeState};
+use broker_core::cluster_node::{ClusterNode, NodeStart};
+use broker_core::config::Replication;
+use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::subscription::SubscriptionSpec;
+use broker_core::topic::TopicSpec;
+use broker_core::{Broker, BrokerConfig, BrokerError};
+use bytes::Bytes;
+
+mod raft_support;
+use raft_support::{Net, NodeTransport};
+
+const NODES: u64 = 5;
+const TOPIC: &str = "orders";
+const PARTITIONS: u32 = 2;
+const REPLICATION_FACTOR: u32 = 3;
+
+fn record(id: u64) -> NodeRecord {
+    NodeRecord {
+        id,
+        zone: format!("zone-{}", id % 3),
+        cluster_addr: format!("127.0.0.1:{}", 7100 + id),
+        public_addr: format!("127.0.0.1:{}", 8100 + id),
+        state: NodeState::Active,
+        joined_ms: 0,
+    }
+}
+
+async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
+    let groups = Arc::new(RaftGroups::default());
+    net.nodes
+        .lock()
+        .expect("lock")
+        .insert(id, Arc::clone(&groups));
+    let dir = root.join(format!("node-{id}"));
+    let mut config = BrokerConfig::new(&dir);
+    config.replication = Some(Replication {
+        node_id: id,
+        transport: Arc::new(NodeTransport {
+            me: id,
+            net: Arc::clone(net),
+        }),
+        groups,
+        receipt_key: [7; 32],
+        raft: raft_config().expect("config"),
+    });
+    let log_config = config.log.clone();
+    let broker = Broker::open(config).await.expect("opens");
+    let voters: BTreeMap<u64, NodeInfo> = (1..=NODES).map(|i| (i, NodeInfo::default())).collect();
+    let start = NodeStart {
+        me: record(id),
+        voters,
+        controller_dir: dir.join("controller"),
+        log_config,
+        join: false,
+    };
+    ClusterNode::start(broker, start).await.expect("starts")
+}
+
+async fn until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..150 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 15 s");
+}
+
+fn message(key: &str) -> NewMessage {
+    NewMessage {
+        key: Some(key.to_owned()),
+        value: Bytes::from_static(b"hello"),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_node_holds_only_its_partitions_and_forwards_the_others_to_their_leaders() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut nodes = Vec::new();
+    for id in 1..=NODES {
+        nodes.push(start_node(id, root.path(), &net).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
+    })
+    .await;
+    let leader = nodes
+        .iter()
+        .find(|n| n.controller_leader() == Some(n.node_id()))
+        .expect("a controller leader");
+    let spec = TopicSpec {
+        name: TOPIC.into(),
+        partitions: Some(PARTITIONS),
+        ..TopicSpec::default()
+    };
+    let info = leader.create_topic(spec).await.expect("created");
+    assert_eq!(info.config.replication_factor, REPLICATION_FACTOR);
+    let placement = leader
+        .state()
+        .topic(TOPIC)
+        .expect("placed")
+        .placement
+        .clone();
+    let replicas = |p: u32| placement[p as usize].replicas.clone();
+    until("every node opened the topic", || {
+        nodes.iter().all(|n| n.broker().topic_uid(TOPIC).is_some())
+    })
+    .await;
+    // Each partition's leader as its replicas know it, and as every node knows it.
+    until("every node knows every partition's leader", || {
+        (0..PARTITIONS).all(|p| {
+            let led = nodes
+                .iter()
+                .find(|n| replicas(p).contains(&n.node_id()))
+                .and_then(|n| n.broker_leader(TOPIC, p));
+            led.is_some() && nodes.iter().all(|n| n.broker_leader(TOPIC, p) == led)
+        })
+    })
+    .await;
+    for p in 0..PARTITIONS {
+        let holders = replicas(p);
+        assert_eq!(holders.len(), REPLICATION_FACTOR as usize);
+        for node in &nodes {
+            let holds = node.broker().holds_partition(TOPIC, p);
+            assert_eq!(
+                holds,
+                holders.contains(&node.node_id()),
+                "node {} p{p}",
+                node.node_id()
+            );
+            match node.broker().partition_status(TOPIC, p) {
+                Some(status) => {
+                    let mut voters = status.voters.clone();
+                    voters.sort_unstable();
+                    let mut expected = holders.clone();
+                    expected.sort_unstable();
+                    assert_eq!(voters, expected, "the voters of partition {p}");
+                }
+                None => assert!(!holds, "node {} holds p{p} without a group", node.node_id()),
+            }
+        }
+    }
+    // A key of each partition, found by the partitioner every node shares.
+    let key_of = |p: u32| {
+        (0..1000)
+            .map(|i| format!("k{i}"))
+            .find(|k| nodes[0].broker().partition_for_key(TOPIC, k).ok() == Some(p))
+            .expect("a key of the partition")
+    };
+    for p in 0..PARTITIONS {
+        let holders = replicas(p);
+        let led_by = nodes[0].broker_leader(TOPIC, p).expect("a leader");
+        let outsider = nodes
+            .iter()
+            .find(|n| !holders.contains(&n.node_id()))
+            .expect("a node outside the group");
+        match outsider
+            .broker()
+            .produce(TOPIC, vec![message(&key_of(p))], AckMode::All)
+            .await
+        {
+            Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(led_by)),
+            other => panic!("a node outside partition {p}'s group produced: {other:?}"),
+        }
+        match outsider
+            .broker()
+            .read_partition(TOPIC, p, 0, 10, 0, None)
+            .await
+        {
+            Err(BrokerError::NotLeader { leader, .. }) => assert_eq!(leader, Some(led_by)),
+            other => panic!("a node outside partition {p}'s group read: {other:?}"),
+        }
+        let writer = &nodes[(led_by - 1) as usize];
+        let produced = writer
+            .broker()
+            .produce(TOPIC, vec![message(&key_of(p))], AckMode::All)
+            .await
+            .expect("the leader produces");
+        assert_eq!(produced.messages[0].partition, p);
+        for node in nodes.iter().filter(|n| holders.contains(&n.node_id())) {
+            let mut seen = 0;
+            for _ in 0..100 {
+                let read = node
+                    .broker()
+                    .read_partition(TOPIC, p, 0, 10, 0, None)
+                    .await
+                    .expect("a replica reads");
+                seen = read.messages.len();
+                if seen == 1 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert_eq!(seen, 1, "replica {} of partition {p}", node.node_id());
+        }
+    }
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}
+
+async fn five_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
+    let mut nodes = Vec::new();
+    for id in 1..=NODES {
+        nodes.push(start_node(id, root, net).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
+    })
+    .await;
+    nodes
+}
+
+fn receive(max_messages: usize) -> ReceiveRequest {
+    ReceiveRequest {
+        max_messages,
+        wait_ms: 1_000,
+        ack_timeout_ms: None,
+        attempt_id: None,
+        memory: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_a_partition_leader_moves_its_replica_with_its_offsets_and_acks() {
+    const MESSAGES: usize = 20;
+    const ACKED: usize = 5;
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = five_nodes(root.path(), &net).await;
+    let by_id = |id: u64| Arc::clone(&nodes[(id - 1) as usize]);
+    let controller = nodes
+        .iter()
+        .find(|n| n.controller_leader() == Some(n.node_id()))
+        .cloned()
+        .expect("a controller leader");
+    let spec = TopicSpec {
+        name: TOPIC.into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    controller.create_topic(spec).await.expect("created");
+    let sub = SubscriptionSpec {
+        name: "work".into(),
+        start: None,
+        ack_timeout_ms: None,
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    };
+    controller
+        .create_subscription(TOPIC, sub)
+        .await
+        .expect("subscribed");
+    let before = controller.state().topic(TOPIC).expect("placed").placement[0]
+        .replicas
+        .clone();
+    let leader = controller.broker_leader(TOPIC, 0).expect("a leader");
+    // The node to drain: the partition's leader, unless it leads the controller (which
+    // drains, and cannot remove itself), then another replica.
+    let drained = match leader == controller.node_id() {
+        false => leader,
+        true => *before.iter().find(|r| **r != leader).expect("a follower"),
+    };
+    let writer = by_id(leader);
+    for i in 0..MESSAGES {
+        writer
+            .broker()
+            .produce(TOPIC, vec![message(&format!("k{i}"))], AckMode::All)
+            .await
+            .expect("produced");
+    }
+    let got = writer
+        .broker()
+        .receive(TOPIC, "work", receive(ACKED))
+        .await
+        .expect("received");
+    assert_eq!(got.len(), ACKED);
+    let receipts: Vec<String> = got.iter().map(|d| d.receipt.clone()).collect();
+    let acked = writer
+        .broker()
+        .ack(TOPIC, "work", &receipts)
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, ACKED);
+    let acked_offsets: Vec<u64> = got.iter().map(|d| d.message.offset).collect();
+
+    let report = controller.drain_node(drained).await.expect("drained");
+    assert!(report.leaders.failed.is_empty(), "{report:?}");
+    assert_eq!(report.replicas_kept, 0, "{report:?}");
+    let after = controller.state().topic(TOPIC).expect("placed").placement[0]
+        .replicas
+        .clone();
+    assert!(!after.contains(&drained), "{after:?}");
+    let target = *after
+        .iter()
+        .find(|r| !before.contains(r))
+        .expect("a new replica");
+    let new_replica = by_id(target);
+    until("the new replica holds the partition", || {
+        new_replica.broker().holds_partition(TOPIC, 0)
+    })
+    .await;
+    let status = new_replica
+        .broker()
+        .partition_status(TOPIC, 0)
+        .expect("the new replica's group");
+    let mut voters = status.voters.clone();
+    voters.sort_unstable();
+    let mut expected = after.clone();
+    expected.sort_unstable();
+    assert_eq!(voters, expected);
+    let read = new_replica
+        .broker()
+        .read_partition(TOPIC, 0, 0, 100, 0, None)
+        .await
+        .expect("the new replica reads");
+    let offsets: Vec<u64> = read.messages.iter().map(|m| m.offset).collect();
+    let old_replica = *after
+        .iter()
+        .find(|r| before.contains(r))
+        .expect("an old replica");
+    let kept: Vec<u64> = by_id(old_replica)
+        .broker()
+        .read_partition(TOPIC, 0, 0, 100, 0, None)
+        .await
+        .expect("an old replica reads")
+        .messages
+        .iter()
+        .map(|m| m.offset)
+        .collect();
+    assert_eq!(offsets, kept, "the new replica's offsets");
+    assert_eq!(offsets.len(), MESSAGES);
+
+    // The new replica leads: its table followed the log, so the acked messages stay acked.
+    controller
+        .move_leader(TOPIC, 0, target)
+        .await
+        .expect("leadership moved to the new replica");
+    let mut delivered = Vec::new();
+    for _ in 0..10 {
+        match new_replica
+            .broker()
+            .receive(TOPIC, "work", receive(100))
+            .await
+        {
+            Ok(got) => delivered.extend(got.iter().map(|d| d.message.offset)),
+            Err(BrokerError::NotLeader { .. }) => {}
+            Err(other) => panic!("receive on the new replica: {other:?}"),
+        }
+        if delivered.len() >= MESSAGES - ACKED {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    delivered.sort_unstable();
+    assert_eq!(delivered.len(), MESSAGES - ACKED, "{delivered:?}");
+    assert!(
+        delivered.iter().all(|o| !acked_offsets.contains(o)),
+        "an acked message came back: {delivered:?} acked {acked_offsets:?}"
+    );
+
+    controller.remove_node(drained).await.expect("removed");
+    assert!(controller.state().node(drained).is_none());
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}

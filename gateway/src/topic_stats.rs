@@ -1,0 +1,88 @@
+//! A topic's per-partition stats in a cluster whose replication factor is below the node
+//! count: a node holding no replica of a partition has an empty log for it, so
+//! `GET /v1/topics/{topic}` asks each such partition's leader for that partition's stats
+//! (with the client's credentials and `Wharf-Forwarded`, one request per leader) and puts
+//! them in its answer. A leader that cannot be asked leaves this node's own (empty) figures
+//! for its partitions, with the leader named as this node knows it.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode};
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::forward::{FORWARDED_HEADER, call};
+use crate::routes::topics::{PartitionStats, Topic};
+
+#[derive(Deserialize)]
+struct RemoteTopic {
+    partition_stats: Vec<RemotePartition>,
+}
+
+#[derive(Deserialize)]
+struct RemotePartition {
+    partition: u32,
+    start_offset: u64,
+    end_offset: u64,
+    bytes: u64,
+}
+
+/// Replaces the stats of the partitions of `topic` this node holds no replica of with their
+/// leaders' (see the module docs); a forwarded request, or one on a single node, is left as
+/// it is.
+pub async fn fill_from_leaders(state: &AppState, headers: &HeaderMap, topic: &mut Topic) {
+    let Some(cluster) = &state.cluster else {
+        return;
+    };
+    if headers.contains_key(FORWARDED_HEADER) {
+        return;
+    }
+    let mut by_leader: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    for stats in &topic.partition_stats {
+        if state.broker.holds_partition(&topic.name, stats.partition) {
+            continue;
+        }
+        if let Some(leader) = state.broker.partition_leader(&topic.name, stats.partition) {
+            by_leader.entry(leader).or_default().push(stats.partition);
+        }
+    }
+    for (leader, partitions) in by_leader {
+        let Some(address) = cluster.public_addr(leader) else {
+            continue;
+        };
+        let url = format!("http://{address}/v1/topics/{}", topic.name);
+        let answer = call(&url, Method::GET, headers, Bytes::new(), cluster.node_id()).await;
+        let remote: RemoteTopic = match answer {
+            Ok((StatusCode::OK, _, body)) => match serde_json::from_slice(&body) {
+                Ok(remote) => remote,
+                Err(error) => {
+                    tracing::debug!(leader, %error, "a leader's topic stats did not parse");
+                    continue;
+                }
+            },
+            Ok((status, _, _)) => {
+                tracing::debug!(leader, %status, "a leader refused its topic stats");
+                continue;
+            }
+            Err(error) => {
+                tracing::debug!(leader, %error, "a leader could not be asked for topic stats");
+                continue;
+            }
+        };
+        for remote in remote.partition_stats {
+            if !partitions.contains(&remote.partition) {
+                continue;
+            }
+            if let Some(stats) = topic.partition_stats.get_mut(remote.partition as usize) {
+                *stats = PartitionStats {
+                    partition: remote.partition,
+                    start_offset: remote.start_offset,
+                    end_offset: remote.end_offset,
+                    bytes: remote.bytes,
+                    leader: leader.to_string(),
+                };
+            }
+        }
+    }
+}
