@@ -376,15 +376,28 @@ impl ClusterNode {
             Some(leader) => self.relay(leader, command).await,
             None => {
                 for peer in &self.peers {
-                    match self.relay(*peer, command).await {
-                        Err(BrokerError::NotLeader {
-                            leader: Some(leader),
-                            ..
-                        }) if leader != *peer => return self.relay(leader, command).await,
-                        Ok(()) => return Ok(()),
+                    let leader = match self.relay_answer(*peer, command).await {
+                        Ok(Ok(())) => return Ok(()),
+                        Ok(Err(ProposeRefusal::LeaderAt {
+                            leader,
+                            cluster_addr,
+                        })) => {
+                            // A joining node learns the leader's address here first.
+                            self.replication.transport.learn(leader, &cluster_addr);
+                            leader
+                        }
+                        Ok(Err(ProposeRefusal::NotLeader(Some(leader)))) => leader,
+                        Ok(Err(refusal)) => {
+                            tracing::debug!(peer, ?refusal, "no controller leader there");
+                            continue;
+                        }
                         Err(error) => {
                             tracing::debug!(peer, %error, "no controller leader there");
+                            continue;
                         }
+                    };
+                    if leader != *peer {
+                        return self.relay(leader, command).await;
                     }
                 }
                 Err(self.not_controller_leader())
@@ -394,6 +407,13 @@ impl ClusterNode {
 
     /// Sends `command` to node `target`, to propose as the controller leader.
     async fn relay(&self, target: u64, command: &Command) -> Result<()> {
+        self.relay_answer(target, command)
+            .await?
+            .map_err(refusal_error)
+    }
+
+    /// [`ClusterNode::relay`]'s answer as node `target` gave it.
+    async fn relay_answer(&self, target: u64, command: &Command) -> Result<ProposeAnswer> {
         let call = RpcCall {
             group: GroupId::Controller,
             rpc: Rpc::Propose,
@@ -406,9 +426,8 @@ impl ClusterNode {
             .call(target, call)
             .await
             .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
-        let answer: ProposeAnswer = serde_json::from_slice(&answer)
-            .map_err(|e| BrokerError::invalid("controller", e.to_string()))?;
-        answer.map_err(refusal_error)
+        serde_json::from_slice(&answer)
+            .map_err(|e| BrokerError::invalid("controller", e.to_string()))
     }
 
     /// Tells the transport every node's cluster address in the metadata (a node that joined
@@ -595,6 +614,10 @@ fn replicas_of(state: &ClusterState, record: &TopicRecord) -> Vec<BTreeMap<u64, 
 
 fn refusal_error(refusal: ProposeRefusal) -> BrokerError {
     match refusal {
+        ProposeRefusal::LeaderAt { leader, .. } => BrokerError::NotLeader {
+            what: "cluster metadata".into(),
+            leader: Some(leader),
+        },
         ProposeRefusal::NotLeader(leader) => BrokerError::NotLeader {
             what: "cluster metadata".into(),
             leader,

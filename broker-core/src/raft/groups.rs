@@ -311,6 +311,14 @@ pub type ProposeAnswer = std::result::Result<(), ProposeRefusal>;
 pub enum ProposeRefusal {
     /// This node does not lead the group.
     NotLeader(Option<u64>),
+    /// This node does not lead the group; `leader` does, at cluster address `cluster_addr`
+    /// (for a node that knows no address of it yet: one joining the cluster).
+    LeaderAt {
+        /// The leader.
+        leader: u64,
+        /// Its cluster address, as the group's membership records it.
+        cluster_addr: String,
+    },
     /// Not committed within [`super::PROPOSE_TIMEOUT_MS`]; it may still be.
     Timeout,
     /// The group failed or is stopping.
@@ -353,7 +361,15 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
     match tokio::time::timeout(timeout, raft.client_write(body)).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
-            Err(ProposeRefusal::NotLeader(forward.leader_id))
+            Err(match (forward.leader_id, forward.leader_node) {
+                (Some(leader), Some(node)) if !node.cluster_addr.is_empty() => {
+                    ProposeRefusal::LeaderAt {
+                        leader,
+                        cluster_addr: node.cluster_addr,
+                    }
+                }
+                (leader, _) => ProposeRefusal::NotLeader(leader),
+            })
         }
         Ok(Err(e)) => Err(ProposeRefusal::Failed(e.to_string())),
         Err(_) => Err(ProposeRefusal::Timeout),
