@@ -9,35 +9,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::broker::{AckMode, Durability, NewMessage};
-use broker_core::config::Replication;
-use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::raft::NodeInfo;
 use broker_core::topic::{TopicConfig, TopicSpec};
-use broker_core::{Broker, BrokerConfig, BrokerError};
+use broker_core::{Broker, BrokerError};
 use bytes::Bytes;
 
 mod raft_support;
-use raft_support::{Net, NodeTransport};
+use raft_support::Net;
+use raft_support::nodes::open_cluster_broker;
 
 const PARTITIONS: u32 = 3;
 
 async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
-    let groups = Arc::new(RaftGroups::default());
-    net.nodes
-        .lock()
-        .expect("lock")
-        .insert(id, Arc::clone(&groups));
-    let mut config = BrokerConfig::new(root.join(format!("node-{id}")));
-    config.replication = Some(Replication {
-        node_id: id,
-        transport: Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        }),
-        groups,
-        receipt_key: [7; 32],
-        raft: raft_config().expect("config"),
-    });
-    Broker::open(config).await.expect("opens")
+    open_cluster_broker(id, root, net, |_| {}).await
 }
 
 fn topic() -> TopicConfig {

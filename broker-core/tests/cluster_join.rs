@@ -3,31 +3,16 @@
 //! voter. Once it votes, the cluster metadata commits with one original node cut off only
 //! because the joined node acknowledges.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::cluster::{NodeRecord, NodeState};
-use broker_core::cluster_node::{ClusterNode, NodeStart};
-use broker_core::config::Replication;
-use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::cluster_node::ClusterNode;
 use broker_core::topic::TopicSpec;
-use broker_core::{Broker, BrokerConfig};
 
 mod raft_support;
-use raft_support::{Net, NodeTransport};
-
-fn record(id: u64) -> NodeRecord {
-    NodeRecord {
-        id,
-        zone: format!("zone-{id}"),
-        cluster_addr: format!("127.0.0.1:{}", 7000 + id),
-        public_addr: format!("127.0.0.1:{}", 8000 + id),
-        state: NodeState::Active,
-        joined_ms: 0,
-    }
-}
+use raft_support::Net;
+use raft_support::nodes::{node_record, start_cluster_node};
 
 /// Node `id`, started with `peers` as the voters it forms the cluster with, or (`join`) as
 /// the nodes it reaches to join.
@@ -38,34 +23,8 @@ async fn start(
     peers: &[u64],
     join: bool,
 ) -> Arc<ClusterNode> {
-    let groups = Arc::new(RaftGroups::default());
-    net.nodes
-        .lock()
-        .expect("lock")
-        .insert(id, Arc::clone(&groups));
-    let dir = root.join(format!("node-{id}"));
-    let mut config = BrokerConfig::new(&dir);
-    config.replication = Some(Replication {
-        node_id: id,
-        transport: Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        }),
-        groups,
-        receipt_key: [7; 32],
-        raft: raft_config().expect("config"),
-    });
-    let log_config = config.log.clone();
-    let broker = Broker::open(config).await.expect("opens");
-    let voters: BTreeMap<u64, NodeInfo> = peers.iter().map(|i| (*i, NodeInfo::default())).collect();
-    let start = NodeStart {
-        me: record(id),
-        voters,
-        controller_dir: dir.join("controller"),
-        log_config,
-        join,
-    };
-    ClusterNode::start(broker, start).await.expect("starts")
+    let me = node_record(id, format!("zone-{id}"), 7000);
+    start_cluster_node(me, root, net, peers, join, |_| {}).await
 }
 
 async fn until(what: &str, done: impl Fn() -> bool) {

@@ -6,36 +6,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use broker_core::Broker;
 use broker_core::broker::{AckMode, NewMessage};
-use broker_core::config::Replication;
-use broker_core::raft::{
-    GroupId, NodeInfo, RaftGroups, TRANSFER_WAIT_MS, TransferCoordinator, raft_config,
-};
+use broker_core::raft::{GroupId, NodeInfo, TRANSFER_WAIT_MS, TransferCoordinator};
 use broker_core::topic::{TopicConfig, TopicSpec};
-use broker_core::{Broker, BrokerConfig};
 use bytes::Bytes;
 
 mod raft_support;
-use raft_support::{Net, NodeTransport};
+use raft_support::Net;
+use raft_support::nodes::open_cluster_broker;
 
 async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
-    let groups = Arc::new(RaftGroups::default());
-    net.nodes
-        .lock()
-        .expect("lock")
-        .insert(id, Arc::clone(&groups));
-    let mut config = BrokerConfig::new(root.join(format!("node-{id}")));
-    config.replication = Some(Replication {
-        node_id: id,
-        transport: Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        }),
-        groups,
-        receipt_key: [7; 32],
-        raft: raft_config().expect("config"),
-    });
-    Broker::open(config).await.expect("opens")
+    open_cluster_broker(id, root, net, |_| {}).await
 }
 
 fn topic() -> TopicConfig {

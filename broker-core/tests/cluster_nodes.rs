@@ -3,64 +3,24 @@
 //! by every node, a node that does not lead the controller refuses admin naming the leader,
 //! and a deleted topic is gone everywhere.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use broker_core::BrokerError;
 use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
-use broker_core::cluster::{NodeRecord, NodeState};
-use broker_core::cluster_node::{ClusterNode, NodeStart};
-use broker_core::config::Replication;
-use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::cluster_node::ClusterNode;
 use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
-use broker_core::{Broker, BrokerConfig, BrokerError};
 use bytes::Bytes;
 
 mod raft_support;
-use raft_support::{Net, NodeTransport};
-
-fn record(id: u64) -> NodeRecord {
-    NodeRecord {
-        id,
-        zone: format!("zone-{id}"),
-        cluster_addr: format!("127.0.0.1:{}", 7000 + id),
-        public_addr: format!("127.0.0.1:{}", 8000 + id),
-        state: NodeState::Active,
-        joined_ms: 0,
-    }
-}
+use raft_support::Net;
+use raft_support::nodes::{node_record, start_cluster_node};
 
 async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
-    let groups = Arc::new(RaftGroups::default());
-    net.nodes
-        .lock()
-        .expect("lock")
-        .insert(id, Arc::clone(&groups));
-    let dir = root.join(format!("node-{id}"));
-    let mut config = BrokerConfig::new(&dir);
-    config.replication = Some(Replication {
-        node_id: id,
-        transport: Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        }),
-        groups,
-        receipt_key: [7; 32],
-        raft: raft_config().expect("config"),
-    });
-    let log_config = config.log.clone();
-    let broker = Broker::open(config).await.expect("opens");
-    let voters: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
-    let start = NodeStart {
-        me: record(id),
-        voters,
-        controller_dir: dir.join("controller"),
-        log_config,
-        join: false,
-    };
-    ClusterNode::start(broker, start).await.expect("starts")
+    let me = node_record(id, format!("zone-{id}"), 7000);
+    start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await
 }
 
 async fn until(what: &str, done: impl Fn() -> bool) {

@@ -4,23 +4,20 @@
 //! node, and a follower cut off while the leader purged installs the snapshot, serves the
 //! same messages at the same offsets, and keeps the subscription's position when it leads.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
-use broker_core::cluster::{NodeRecord, NodeState};
-use broker_core::cluster_node::{ClusterNode, NodeStart};
-use broker_core::config::Replication;
-use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
+use broker_core::cluster_node::ClusterNode;
 use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
-use broker_core::{Broker, BrokerConfig};
 use bytes::Bytes;
 
 mod raft_support;
-use raft_support::{Net, NodeTransport};
+use raft_support::Net;
+use raft_support::nodes::{node_record, start_cluster_node};
 
 /// Segments roll at the smallest size the log takes, so a few hundred messages fill many.
 const SEGMENT_BYTES: u64 = 4 * 1024;
@@ -32,48 +29,13 @@ const RETENTION_CHECK_MS: u64 = 200;
 /// Value bytes of each message: about 25 messages a segment.
 const VALUE_BYTES: usize = 100;
 
-fn record(id: u64) -> NodeRecord {
-    NodeRecord {
-        id,
-        zone: format!("zone-{id}"),
-        cluster_addr: format!("127.0.0.1:{}", 7000 + id),
-        public_addr: format!("127.0.0.1:{}", 8000 + id),
-        state: NodeState::Active,
-        joined_ms: 0,
-    }
-}
-
 async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
-    let groups = Arc::new(RaftGroups::default());
-    net.nodes
-        .lock()
-        .expect("lock")
-        .insert(id, Arc::clone(&groups));
-    let dir = root.join(format!("node-{id}"));
-    let mut config = BrokerConfig::new(&dir);
-    config.log.segment_bytes = SEGMENT_BYTES;
-    config.retention_check_ms = RETENTION_CHECK_MS;
-    config.replication = Some(Replication {
-        node_id: id,
-        transport: Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        }),
-        groups,
-        receipt_key: [7; 32],
-        raft: raft_config().expect("config"),
-    });
-    let log_config = config.log.clone();
-    let broker = Broker::open(config).await.expect("opens");
-    let voters: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
-    let start = NodeStart {
-        me: record(id),
-        voters,
-        controller_dir: dir.join("controller"),
-        log_config,
-        join: false,
-    };
-    ClusterNode::start(broker, start).await.expect("starts")
+    let me = node_record(id, format!("zone-{id}"), 7000);
+    start_cluster_node(me, root, net, &[1, 2, 3], false, |config| {
+        config.log.segment_bytes = SEGMENT_BYTES;
+        config.retention_check_ms = RETENTION_CHECK_MS;
+    })
+    .await
 }
 
 async fn until(what: &str, done: impl AsyncFn() -> bool) {

@@ -420,7 +420,9 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
         assert_nothing_acknowledged_lost(&report);
         // Every kill stops all writes (one partition) until a new leader is elected and the
         // producers find it: 403-638 of 1,800 were acknowledged in three runs.
-        assert!(stats.acked >= 300, "too few writes to judge: {stats:?}");
+        // A floor that says the workload ran through the faults, not a rate: a busy machine's
+        // client offers less (355 acked of 509 attempts was seen with other tests running).
+        assert!(stats.acked >= 200, "too few writes to judge: {stats:?}");
     });
 }
 
@@ -484,7 +486,9 @@ fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; killed (node, leaders before) {victims:?}");
         assert_nothing_acknowledged_lost(&report);
-        assert!(stats.acked >= 400, "too few writes to judge: {stats:?}");
+        // A floor that says the workload ran through the faults, not a rate: a busy machine's
+        // client offers less (355 acked of 509 attempts was seen with other tests running).
+        assert!(stats.acked >= 200, "too few writes to judge: {stats:?}");
     });
 }
 
@@ -545,7 +549,9 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; writes acknowledged again after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
-        assert!(stats.acked >= 300, "too few writes to judge: {stats:?}");
+        // A floor that says the workload ran through the faults, not a rate: a busy machine's
+        // client offers less (355 acked of 509 attempts was seen with other tests running).
+        assert!(stats.acked >= 200, "too few writes to judge: {stats:?}");
     });
 }
 
@@ -596,6 +602,8 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
         let report = drain_and_check(&cluster, &workload).await;
         eprintln!("{stats:?}; (paused leader, new leader, elected after) {deposed:?}");
         assert_nothing_acknowledged_lost(&report);
-        assert!(stats.acked >= 400, "too few writes to judge: {stats:?}");
+        // A floor that says the workload ran through the faults, not a rate: a busy machine's
+        // client offers less (355 acked of 509 attempts was seen with other tests running).
+        assert!(stats.acked >= 200, "too few writes to judge: {stats:?}");
     });
 }

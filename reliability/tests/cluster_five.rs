@@ -379,15 +379,30 @@ async fn drain_and_remove() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["replicas_kept"], 0, "{body}");
     eprintln!("drained after {:.1?}: {body}", started.elapsed());
-    let removed = http()
-        .delete(format!(
-            "{}/v1/cluster/nodes/{drained}",
-            cluster.url(controller).expect("url")
-        ))
-        .send()
-        .await
-        .expect("the removal answers");
-    assert_eq!(removed.status().as_u16(), 204, "{:?}", removed.text().await);
+    // The drained node may have become the controller leader meanwhile: it then hands the
+    // leadership over and answers 503, and the retry reaches the new leader.
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        let removed = http()
+            .delete(format!(
+                "{}/v1/cluster/nodes/{drained}",
+                cluster.url(controller).expect("url")
+            ))
+            .send()
+            .await
+            .expect("the removal answers");
+        let status = removed.status().as_u16();
+        let text = removed.text().await.unwrap_or_default();
+        if status == 204 {
+            break;
+        }
+        assert!(
+            status == 503 && Instant::now() < deadline,
+            "{status} {text}"
+        );
+        eprintln!("removal answered {status} {text}; retrying");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     recorder.record_fault("drain_node", Some(drained), Phase::End, true);
     // The removed node serves nothing any more; requests sent there now fail at once.
     tokio::task::block_in_place(|| cluster.kill9(drained)).expect("stops");

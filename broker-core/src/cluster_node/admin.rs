@@ -165,8 +165,10 @@ impl ClusterNode {
     }
 
     /// Removes node `id`: out of the controller's voters, then out of the metadata. Refused
-    /// while a placement names it (always, while replicas cannot move), when it is the last
-    /// node, or when the Active nodes left would be too few.
+    /// while a placement names it (drain it first), when it is the last node, or when the
+    /// Active nodes left would be too few. A node cannot take itself out of the group it
+    /// leads: asked to remove itself, the controller leader hands the leadership to another
+    /// voter and answers [`BrokerError::NotLeader`] naming it, where a retry succeeds.
     pub async fn remove_node(&self, id: u64) -> Result<()> {
         self.lead_controller()?;
         let command = Command::RemoveNode { id };
@@ -180,10 +182,7 @@ impl ClusterNode {
             result => result?,
         }
         if id == self.node_id() {
-            return Err(BrokerError::invalid(
-                "node",
-                format!("node {id} leads the cluster metadata and cannot remove itself"),
-            ));
+            return Err(self.hand_over_controller().await);
         }
         self.controller.remove_voter(id).await?;
         self.propose(&command).await?;
@@ -404,6 +403,46 @@ impl ClusterNode {
                 target,
                 reason: error.to_string(),
             }),
+        }
+    }
+}
+
+impl ClusterNode {
+    /// Moves the controller's leadership from this node to another voter (the first that
+    /// takes it); the error to answer: [`BrokerError::NotLeader`] naming the new leader, or
+    /// [`BrokerError::LeaderNotMoved`].
+    async fn hand_over_controller(&self) -> BrokerError {
+        let me = self.node_id();
+        let voters: Vec<u64> = self.controller.voters().into_iter().collect();
+        let coordinator = TransferCoordinator {
+            me,
+            local: self.replication.groups.as_ref(),
+            transport: self.replication.transport.as_ref(),
+        };
+        let mut reason = String::from("no other voter");
+        for target in voters.iter().copied().filter(|v| *v != me) {
+            match coordinator
+                .move_leader(&GroupId::Controller, &voters, target)
+                .await
+            {
+                Ok(leadership) => {
+                    tracing::info!(
+                        from = me,
+                        to = leadership.leader,
+                        "handed the cluster metadata's leadership over, to be removed"
+                    );
+                    return BrokerError::NotLeader {
+                        what: "cluster metadata".into(),
+                        leader: Some(leadership.leader),
+                    };
+                }
+                Err(error) => reason = error.to_string(),
+            }
+        }
+        BrokerError::LeaderNotMoved {
+            what: GroupId::Controller.to_string(),
+            target: me,
+            reason,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! codec and a node's `RaftGroups`, and any node can be cut off from all others.
 #![allow(dead_code)]
 
+pub mod nodes;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 

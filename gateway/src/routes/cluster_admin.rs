@@ -247,8 +247,7 @@ pub async fn drain_node(
 #[utoipa::path(delete, path = "/v1/cluster/nodes/{node}", tag = "cluster", params(NodePath),
     responses(
         (status = 204, description = "Removed"),
-        (status = 400, description = "Not a cluster, or the node answering is the one to \
-            remove (`invalid_request`)", body = Problem,
+        (status = 400, description = "Not a cluster (`invalid_request`)", body = Problem,
             content_type = "application/problem+json"),
         (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
             body = Problem, content_type = "application/problem+json"),
@@ -257,9 +256,10 @@ pub async fn drain_node(
         (status = 409, description = "A placement names the node (`node_holds_replicas`), it \
             is the last node or voter (`last_node`), or too few active nodes would be left \
             (`too_few_active_nodes`)", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The controller has no leader (`not_leader`) or did not \
-            commit in time (`replication_timeout`); see `Retry-After`",
-            body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The controller has no leader (`not_leader`), did not \
+            commit in time (`replication_timeout`), or the node to remove led it and has just \
+            handed the leadership to another voter (`not_leader` naming it); see \
+            `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn remove_node(
     State(state): State<AppState>,

@@ -1811,7 +1811,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not a cluster, or the node answering is the one to remove (`invalid_request`) */
+            /** @description Not a cluster (`invalid_request`) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1874,7 +1874,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The controller has no leader (`not_leader`) or did not commit in time (`replication_timeout`); see `Retry-After` */
+            /** @description The controller has no leader (`not_leader`), did not commit in time (`replication_timeout`), or the node to remove led it and has just handed the leadership to another voter (`not_leader` naming it); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
