@@ -1,6 +1,6 @@
 //! One call to another node of the cluster on a client's behalf: a JSON body sent to the
 //! node's public address with the client's credentials and `Wharf-Forwarded` (so the node
-//! serves it itself, one hop), under the forwarding timeouts ([`crate::forward::call`]).
+//! serves it itself, one hop), under the forwarding timeouts (`crate::forward::call`).
 //! The produce scatter ([`crate::scatter`]) and the receive gather, settle and seek scatter
 //! ([`crate::gather`]) all send their parts through [`call_peer`].
 

@@ -41,7 +41,9 @@ impl Broker {
             .collect()
     }
 
-    /// [`Broker::unkeyed_partitions`] of topic `name`, for a gateway splitting a batch.
+    /// The partitions an unkeyed message of topic `name` produced on this node goes to (in
+    /// turn): those it leads, else those led in its zone, else none (every partition in
+    /// turn); for a gateway splitting a batch.
     pub fn unkeyed_partitions_of(&self, name: &str) -> Result<Vec<u32>> {
         let open = self.topic(name)?;
         Ok(self.unkeyed_partitions(&open))

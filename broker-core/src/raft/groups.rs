@@ -273,7 +273,7 @@ impl<M: Metadata> ControllerReplica<M> {
 
     /// Makes `node` (reached at `info`) a voter of the group (this node must lead the group):
     /// first a learner, which catches up with the log, then a voter, each step within
-    /// [`ADD_VOTER_STEP_MS`]. A voter already is left as it is.
+    /// `ADD_VOTER_STEP_MS` (10 s). A voter already is left as it is.
     pub async fn add_voter(&self, node: u64, info: NodeInfo) -> Result<()> {
         let mut voters = self.voters();
         if voters.contains(&node) {
