@@ -184,6 +184,9 @@ impl ClusterNode {
         if id == self.node_id() {
             return Err(self.hand_over_controller().await);
         }
+        // No round of adding joined nodes as voters meanwhile: one would see the node still
+        // in the metadata but no voter any more, and make it a voter again.
+        let _no_growth = self.growing.lock().await;
         self.controller.remove_voter(id).await?;
         self.propose(&command).await?;
         self.wait_for(ADMIN_WAIT_MS, || self.state().node(id).is_none())
