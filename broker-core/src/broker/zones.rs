@@ -29,6 +29,9 @@ impl Broker {
     /// leads, else those led in its zone, else none (every partition in turn). None on a
     /// single node.
     pub(super) fn unkeyed_partitions(&self, topic: &Topic) -> Vec<u32> {
+        if self.config.replication.is_none() {
+            return Vec::new(); // A single node's produce path allocates nothing here.
+        }
         let led_here = self.partitions_led_here(topic);
         if !led_here.is_empty() {
             return led_here;
