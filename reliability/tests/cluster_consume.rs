@@ -83,17 +83,9 @@ struct Spread {
 
 impl Spread {
     async fn start() -> Self {
-        let cluster = tokio::task::block_in_place(|| {
-            let mut spec = ClusterSpec::new(wharf_binary(), 3);
-            spec.zones = vec!["a".into(), "b".into(), "c".into()];
-            Cluster::start(spec).expect("three nodes start")
-        });
+        let (cluster, http) = three_nodes(["a", "b", "c"]);
         let nodes = cluster.endpoints();
         let urls: Vec<String> = nodes.iter().map(|e| e.url.clone()).collect();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("a client");
 
         let (status, body) = post_when_ready(
             &http,
@@ -137,34 +129,7 @@ impl Spread {
 
     /// Each partition's leader, once every partition has one (up to 15 s).
     async fn leaders(&self) -> Vec<u64> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let view: Value = self
-                .http
-                .get(format!("{}/v1/cluster", self.nodes[2].url))
-                .send()
-                .await
-                .expect("cluster view")
-                .json()
-                .await
-                .expect("json");
-            let mut leaders: Vec<(u64, u64)> = view["partitions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|p| p["topic"] == TOPIC)
-                .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64()?)))
-                .collect();
-            leaders.sort_unstable();
-            if leaders.len() == 3 {
-                return leaders.into_iter().map(|(_, leader)| leader).collect();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "partitions without a leader: {view}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        leaders_seen(&self.http, &self.nodes[2].url, TOPIC).await
     }
 }
 
@@ -482,7 +447,22 @@ async fn a_stream_on_any_node_delivers_every_partition_and_acks_on_another_node_
     drop(spread.cluster);
 }
 
-/// The leader of each partition of `topic` as node `url` knows it, once all have one.
+/// Three nodes in `zones`, ready, and a client for them.
+fn three_nodes(zones: [&str; 3]) -> (Cluster, reqwest::Client) {
+    let cluster = tokio::task::block_in_place(|| {
+        let mut spec = ClusterSpec::new(wharf_binary(), 3);
+        spec.zones = zones.iter().map(|z| (*z).to_owned()).collect();
+        Cluster::start(spec).expect("three nodes start")
+    });
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client");
+    (cluster, http)
+}
+
+/// The leader of each partition of `topic` (in partition order) as node `url` knows it,
+/// once all have one.
 async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
@@ -500,12 +480,13 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
             .flatten()
             .filter(|p| p["topic"] == topic)
             .collect();
-        let leaders: Vec<u64> = partitions
+        let mut leaders: Vec<(u64, u64)> = partitions
             .iter()
-            .filter_map(|p| p["leader"].as_u64())
+            .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64()?)))
             .collect();
+        leaders.sort_unstable();
         if !partitions.is_empty() && leaders.len() == partitions.len() {
-            return leaders;
+            return leaders.into_iter().map(|(_, leader)| leader).collect();
         }
         assert!(
             Instant::now() < deadline,
@@ -524,16 +505,8 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
 async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     const ZONED: &str = "zoned";
     let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let cluster = tokio::task::block_in_place(|| {
-        let mut spec = ClusterSpec::new(wharf_binary(), 3);
-        spec.zones = vec!["a".into(), "a".into(), "b".into()];
-        Cluster::start(spec).expect("three nodes start")
-    });
+    let (cluster, http) = three_nodes(["a", "a", "b"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("a client");
     let (status, body) = post_when_ready(
         &http,
         format!("{}/v1/topics", urls[0]),
