@@ -16,7 +16,7 @@ use wharf_reliability::event::{NodeId, Partition, Phase, Run};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::{Workload, WorkloadSpec};
-use wharf_reliability::{Verdict, check};
+use wharf_reliability::{Report, Verdict, check};
 
 const TOPIC: &str = "five";
 const PARTITIONS: u32 = 2;
@@ -199,6 +199,25 @@ fn workload_spec(replicas: &BTreeMap<Partition, Vec<NodeId>>) -> WorkloadSpec {
     work
 }
 
+/// Prints the checker's report line and asserts nothing acknowledged was lost anywhere, every
+/// acknowledged message was delivered, and the verdict is valid.
+fn assert_valid(report: &Report) {
+    eprintln!("{}", report.line());
+    let findings = &report.findings;
+    assert_eq!(findings.queue.lost.count, 0, "{:?}", report.reasons);
+    assert_eq!(
+        findings.queue.per_node_lost.count, 0,
+        "{:?}",
+        report.reasons
+    );
+    assert_eq!(
+        findings.consumption.undelivered.count, 0,
+        "acknowledged, never delivered: {:?}",
+        findings.consumption.undelivered.first
+    );
+    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
+}
+
 #[test]
 fn five_nodes_with_three_replicas_serve_everything_anywhere_and_survive_a_leader_kill() {
     serially(run());
@@ -294,21 +313,8 @@ async fn run() {
     workload.drain().await.expect("drain");
     let path = workload.recorder().finish().expect("history written");
     let report = check(&read_file(&path).expect("history reads back"));
-    eprintln!("{}", report.line());
     eprintln!("{stats:?}; wall time {:.1?}", started.elapsed());
-    let findings = &report.findings;
-    assert_eq!(findings.queue.lost.count, 0, "{:?}", report.reasons);
-    assert_eq!(
-        findings.queue.per_node_lost.count, 0,
-        "{:?}",
-        report.reasons
-    );
-    assert_eq!(
-        findings.consumption.undelivered.count, 0,
-        "acknowledged, never delivered: {:?}",
-        findings.consumption.undelivered.first
-    );
-    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
+    assert_valid(&report);
     // 219 of 432 attempts were acknowledged in the first run (elections under the load of
     // five debug processes on two shared cores refuse some before the kill too).
     assert!(stats.acked >= 150, "too few writes to judge: {stats:?}");
@@ -436,20 +442,7 @@ async fn drain_and_remove() {
         run.replicas = replicas.values().cloned().collect();
     }
     let report = check(&history);
-    eprintln!("{}", report.line());
     eprintln!("{stats:?}; wall time {:.1?}", started.elapsed());
-    let findings = &report.findings;
-    assert_eq!(findings.queue.lost.count, 0, "{:?}", report.reasons);
-    assert_eq!(
-        findings.queue.per_node_lost.count, 0,
-        "{:?}",
-        report.reasons
-    );
-    assert_eq!(
-        findings.consumption.undelivered.count, 0,
-        "acknowledged, never delivered: {:?}",
-        findings.consumption.undelivered.first
-    );
-    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
+    assert_valid(&report);
     assert!(stats.acked >= 150, "too few writes to judge: {stats:?}");
 }
