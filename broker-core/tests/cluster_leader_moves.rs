@@ -162,3 +162,150 @@ async fn a_leadership_moves_to_each_follower_in_turn_and_no_committed_message_is
         broker.shutdown().await;
     }
 }
+
+/// Produces one message at a time to whichever broker takes it, until `stop`; the values
+/// committed, in order.
+async fn keep_producing(
+    brokers: Vec<Arc<Broker>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<String> {
+    let mut committed = Vec::new();
+    let mut next = 0usize;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let value = format!("w{next}");
+        let mut taken = false;
+        for broker in &brokers {
+            let t = Instant::now();
+            let r = broker
+                .produce("orders", vec![message(value.clone())], AckMode::All)
+                .await;
+            if t.elapsed() > Duration::from_millis(100) || r.is_err() {
+                eprintln!("DEBUG produce {:?} {:?}", t.elapsed(), r.as_ref().err());
+            }
+            if r.is_ok() {
+                taken = true;
+                break;
+            }
+        }
+        if taken {
+            committed.push(value);
+            next += 1;
+        } else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    committed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leadership_moves_while_a_producer_keeps_writing() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_broker(id, root.path(), &net).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let group = GroupId::Partition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    let mut leader = agreed_leader(&brokers).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producer = tokio::spawn(keep_producing(brokers.clone(), Arc::clone(&stop)));
+    let replication = brokers[0].replication_settings().expect("replicates");
+    let coordinator = TransferCoordinator {
+        me: 1,
+        local: replication.groups.as_ref(),
+        transport: replication.transport.as_ref(),
+    };
+    // Every entry the leader replicates renews its followers' leases as a heartbeat would:
+    // unless the held leader stops taking writes, the target never wins a vote.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let target = leader % 3 + 1;
+        let moved = coordinator
+            .move_leader(&group, &[1, 2, 3], target)
+            .await
+            .expect("the leadership moves under writes");
+        assert_eq!(moved.leader, target);
+        leader = target;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let committed = producer.await.expect("the producer ends");
+    assert!(committed.len() > 10, "only {} writes", committed.len());
+    converged(&brokers, &committed).await;
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_single_produces_share_entries_and_each_hears_its_own_offset() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_broker(id, root.path(), &net).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let leader = brokers[(agreed_leader(&brokers).await - 1) as usize].clone();
+    let before = leader
+        .partition_status("orders", 0)
+        .and_then(|s| s.last_index)
+        .unwrap_or(0);
+    const PRODUCES: usize = 300;
+    let mut produces = tokio::task::JoinSet::new();
+    for n in 0..PRODUCES {
+        let leader = Arc::clone(&leader);
+        produces.spawn(async move {
+            let outcome = leader
+                .produce("orders", vec![message(format!("c{n}"))], AckMode::All)
+                .await
+                .expect("committed");
+            (n, outcome.messages[0].offset.expect("an offset"))
+        });
+    }
+    let mut placed = BTreeMap::new();
+    while let Some(joined) = produces.join_next().await {
+        let (n, offset) = joined.expect("joins");
+        assert!(placed.insert(offset, n).is_none(), "offset {offset} given twice");
+    }
+    let offsets: Vec<u64> = placed.keys().copied().collect();
+    assert_eq!(offsets, (0..PRODUCES as u64).collect::<Vec<_>>());
+    // Each message is where its producer heard it went.
+    let read = leader
+        .read_partition("orders", 0, 0, PRODUCES, 0, None)
+        .await
+        .expect("reads");
+    for message in read.messages {
+        let value = String::from_utf8_lossy(&message.record.value).into_owned();
+        assert_eq!(value, format!("c{}", placed[&message.offset]));
+    }
+    let entries = leader
+        .partition_status("orders", 0)
+        .and_then(|s| s.last_index)
+        .expect("a last index")
+        - before;
+    eprintln!("{PRODUCES} produces took {entries} Raft entries");
+    assert!(
+        entries < PRODUCES as u64,
+        "{entries} entries for {PRODUCES} produces: none were joined"
+    );
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+}

@@ -151,8 +151,9 @@ fn receive(max_messages: usize, wait_ms: u64) -> ReceiveRequest {
 
 /// The node leading partition 0 of `topic`, as every live node agrees.
 async fn partition_leader(nodes: &[Arc<ClusterNode>], topic: &str) -> u64 {
+    let mut seen = Vec::new();
     for _ in 0..150 {
-        let seen: Vec<Option<u64>> = nodes.iter().map(|n| n.broker_leader(topic, 0)).collect();
+        seen = nodes.iter().map(|n| n.broker_leader(topic, 0)).collect();
         if let Some(Some(leader)) = seen.first()
             && seen.iter().all(|s| *s == Some(*leader))
             && nodes.iter().any(|n| n.node_id() == *leader)
@@ -161,7 +162,8 @@ async fn partition_leader(nodes: &[Arc<ClusterNode>], topic: &str) -> u64 {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("partition 0 of {topic} has no leader every node agrees on");
+    let ids: Vec<u64> = nodes.iter().map(|n| n.node_id()).collect();
+    panic!("partition 0 of {topic} has no leader nodes {ids:?} agree on: they see {seen:?}");
 }
 
 /// The subscription `work` (leases of `ack_timeout_ms`, else the default).

@@ -176,7 +176,8 @@ impl Broker {
             let raft =
                 PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)
                     .await?;
-            if !seat.hold(replication.node_id, raft.clone()) {
+            let write_hold = replication.groups.write_hold(group.clone());
+            if !seat.hold(replication.node_id, raft.clone(), write_hold) {
                 // Started meanwhile: this second Raft over the same log must not run.
                 if let Err(e) = raft.shutdown().await {
                     tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");

@@ -19,7 +19,7 @@ use super::network::GroupNetwork;
 use super::proposer::RaftProposer;
 use super::snapshot::{DerivedState, NoDerivedState};
 use super::state_machine::PartitionMachine;
-use super::transfer::{Holds, TransferAnswer, answer_step};
+use super::transfer::{Holds, TransferAnswer, WriteHold, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
 use super::types::{NodeInfo, TypeConfig};
 use crate::config::LogConfig;
@@ -397,6 +397,12 @@ impl RaftGroups {
     /// The Raft of `group`, if this node has it.
     pub fn get(&self, group: &GroupId) -> Option<Raft<TypeConfig>> {
         crate::sync::read(&self.groups).get(group).cloned()
+    }
+
+    /// What `group`'s proposer asks before each write: whether its leadership is moving
+    /// away from this node.
+    pub fn write_hold(&self, group: GroupId) -> WriteHold {
+        self.holds.write_hold(group)
     }
 }
 

@@ -39,6 +39,7 @@
 //! module: nothing outside it names an openraft type except through these re-exports. The
 //! broker never depends on HTTP types: RPCs are bytes here.
 
+mod coalesce;
 mod codec;
 mod controller;
 mod groups;
@@ -55,6 +56,7 @@ mod transfer;
 mod transport;
 mod types;
 
+pub use coalesce::{MAX_JOINED_BYTES, MAX_WRITES_IN_FLIGHT, PROPOSE_TIMEOUT_MS};
 pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
     ControllerReplica, ELECTION_TIMEOUT_MS, GroupParts, HEARTBEAT_MS, PartitionReplica,
@@ -67,7 +69,7 @@ pub use membership::{
 };
 pub use network::{GroupNetwork, PeerLink};
 pub use partition_group::PartitionGroup;
-pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, PROPOSE_TIMEOUT_MS, RaftProposer};
+pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
 
 /// The Raft of one group on this node.
@@ -80,7 +82,7 @@ pub use state_machine::PartitionMachine;
 pub use status::{GroupStatus, LeaderView, leader_in_zone_of};
 pub use transfer::{
     Leadership, TRANSFER_HOLD_MS, TRANSFER_RPC_TIMEOUT_MS, TRANSFER_WAIT_MS, TransferAnswer,
-    TransferCoordinator, TransferError, TransferRefusal, TransferStep,
+    TransferCoordinator, TransferError, TransferRefusal, TransferStep, WriteHold,
 };
 pub use transport::{
     GroupId, HandlerFuture, MAX_RPC_BYTES, Rpc, RpcCall, RpcError, RpcHandler, Transport,

@@ -15,6 +15,7 @@ use openraft::Raft;
 
 use super::proposer::RaftProposer;
 use super::status::LeaderView;
+use super::transfer::WriteHold;
 use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};
 use crate::storage::{EntryBody, ProposalSlot, ProposeFuture, Proposer};
@@ -52,10 +53,12 @@ impl PartitionGroup {
         }
     }
 
-    /// Seats `raft`, this node's (`node_id`) replica of the partition; the first one set
-    /// stays (`false` when one was set before).
-    pub fn hold(&self, node_id: u64, raft: Raft<TypeConfig>) -> bool {
-        let proposer = RaftProposer::new(node_id, raft.clone(), self.what.clone());
+    /// Seats `raft`, this node's (`node_id`) replica of the partition, its writes stopped
+    /// while `write_hold` says its leadership is moving away; the first one set stays
+    /// (`false` when one was set before).
+    pub fn hold(&self, node_id: u64, raft: Raft<TypeConfig>, write_hold: WriteHold) -> bool {
+        let proposer =
+            RaftProposer::new(node_id, raft.clone(), self.what.clone()).with_write_hold(write_hold);
         self.replica.set((raft, proposer)).is_ok()
     }
 

@@ -1,30 +1,35 @@
 //! [`RaftProposer`]: a replicated partition's writes proposed to its Raft.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use openraft::Raft;
-use openraft::error::{ClientWriteError, RaftError};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::coalesce::{PROPOSE_TIMEOUT_MS, Proposal, write_proposals};
+use super::transfer::WriteHold;
 use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};
-use crate::storage::{AppendResult, EntryBody, ProposalSlot, ProposeFuture, Proposer};
+use crate::storage::{EntryBody, ProposalSlot, ProposeFuture, Proposer};
 
 /// Proposals one partition may have in flight: as deep as a writer queue four times over, so
 /// a burst of single-message produces is absorbed, while a partition whose followers stall
-/// refuses more (503 `overloaded`) instead of queueing without bound in openraft's channels.
+/// refuses more (503 `overloaded`) instead of queueing without bound.
 pub const MAX_PROPOSALS_IN_FLIGHT: usize = 1024;
-/// How long a proposal may take to commit before its producer hears that its outcome is
-/// unknown: several election timeouts, so a failover in progress usually finishes first.
-pub const PROPOSE_TIMEOUT_MS: u64 = 5_000;
 
-/// Proposes one partition's entries on this node.
+/// Proposes one partition's entries on this node, through its writer task (which joins the
+/// proposals that wait into one entry, see [`super::coalesce`]).
 pub struct RaftProposer {
     node_id: u64,
     raft: Raft<TypeConfig>,
     what: String,
     slots: Arc<Semaphore>,
+    /// Whether this node's leadership of the partition is being moved away (then it takes
+    /// no new writes).
+    write_hold: Option<WriteHold>,
+    /// The writer task's queue, started with the first proposal (a proposal is always made
+    /// on the runtime; a seat may be built off it).
+    queue: OnceLock<mpsc::Sender<Proposal>>,
 }
 
 impl RaftProposer {
@@ -35,7 +40,15 @@ impl RaftProposer {
             raft,
             what,
             slots: Arc::new(Semaphore::new(MAX_PROPOSALS_IN_FLIGHT)),
+            write_hold: None,
+            queue: OnceLock::new(),
         }
+    }
+
+    /// This proposer, taking no new writes while `hold` says the leadership is moving away.
+    pub fn with_write_hold(mut self, hold: WriteHold) -> RaftProposer {
+        self.write_hold = Some(hold);
+        self
     }
 
     fn not_leader(&self, leader: Option<u64>) -> BrokerError {
@@ -44,6 +57,21 @@ impl RaftProposer {
             leader,
         }
     }
+
+    fn queue(&self) -> &mpsc::Sender<Proposal> {
+        self.queue.get_or_init(|| {
+            // As deep as the slots: every queued proposal holds one, so a send never finds
+            // the queue full.
+            let (sender, receiver) = mpsc::channel(MAX_PROPOSALS_IN_FLIGHT);
+            tokio::spawn(write_proposals(
+                self.raft.clone(),
+                self.what.clone(),
+                self.write_hold.clone(),
+                receiver,
+            ));
+            sender
+        })
+    }
 }
 
 impl Proposer for RaftProposer {
@@ -51,6 +79,9 @@ impl Proposer for RaftProposer {
         let leader = self.raft.metrics().borrow().current_leader;
         if leader != Some(self.node_id) {
             return Err(self.not_leader(leader));
+        }
+        if let Some(target) = self.write_hold.as_ref().and_then(WriteHold::moving_to) {
+            return Err(self.not_leader(Some(target)));
         }
         let permit =
             Arc::clone(&self.slots)
@@ -63,36 +94,25 @@ impl Proposer for RaftProposer {
     }
 
     fn propose(&self, slot: ProposalSlot, body: EntryBody) -> ProposeFuture {
-        let raft = self.raft.clone();
+        // Queued here, not when the future is first polled: entries follow the order of
+        // the calls.
+        let (reply, answer) = oneshot::channel();
+        let queued = self
+            .queue()
+            .try_send(Proposal { body, reply, slot })
+            .map_err(|_| BrokerError::ShuttingDown);
         let what = self.what.clone();
         Box::pin(async move {
-            let _slot = slot;
-            let timeout = Duration::from_millis(PROPOSE_TIMEOUT_MS);
-            let proposed = std::time::Instant::now();
-            let written = tokio::time::timeout(timeout, raft.client_write(body)).await;
-            match written {
-                Ok(Ok(response)) => {
-                    crate::telemetry::raft_commit(proposed.elapsed().as_secs_f64());
-                    Ok(AppendResult {
-                        base_offset: response.data.base_offset,
-                        count: response.data.count,
-                        fsynced: true,
-                        replicated: true,
-                    })
-                }
-                Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
-                    Err(BrokerError::NotLeader {
-                        what,
-                        leader: forward.leader_id,
-                    })
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, %what, "a proposal failed");
-                    Err(BrokerError::ShuttingDown)
-                }
+            queued?;
+            // The entry's own write is bounded too; this bounds the wait behind the writes
+            // ahead of it as well.
+            let timeout = Duration::from_millis(2 * PROPOSE_TIMEOUT_MS);
+            match tokio::time::timeout(timeout, answer).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(_)) => Err(BrokerError::ShuttingDown),
                 Err(_) => Err(BrokerError::ReplicationTimeout {
                     what,
-                    ms: PROPOSE_TIMEOUT_MS,
+                    ms: 2 * PROPOSE_TIMEOUT_MS,
                 }),
             }
         })

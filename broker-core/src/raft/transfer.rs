@@ -5,9 +5,11 @@
 //! (renewed by each heartbeat). So a move is three steps, each an [`Rpc::Transfer`] of a
 //! [`TransferStep`]:
 //!
-//! 1. [`TransferStep::Hold`] to every voter but the target: it stops its own heartbeats (the
-//!    leader) and its own elections (everyone), so the leases run out and only the target
-//!    campaigns. A hold lifts itself after `ms` (a timer), so a lost release cannot leave a
+//! 1. [`TransferStep::Hold`] to every voter but the target: it stops its own heartbeats and
+//!    new writes (the leader: an entry renews the followers' leases as a heartbeat does, and
+//!    one the target lacks makes it lose the vote), then waits until the writes under way
+//!    have ended and the target holds them; and it stops its own elections (everyone). So
+//!    the leases run out and only the target campaigns. A hold lifts itself after `ms` (a timer), so a lost release cannot leave a
 //!    group without heartbeats or elections for longer.
 //! 2. [`TransferStep::Elect`] to the target: it campaigns and answers once it leads (or
 //!    when its wait ends). A refused first campaign is repeated by its own election timer.
@@ -17,6 +19,7 @@
 //! majority's, so no committed entry is lost by a move.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -111,26 +114,99 @@ pub enum TransferError {
 }
 
 /// The holds this node keeps, by group: a hold's number, so that the timer of an earlier
-/// hold does not lift a later one.
+/// hold does not lift a later one, and the voter it is for.
 #[derive(Default)]
 pub(super) struct Holds {
-    current: Mutex<BTreeMap<GroupId, u64>>,
+    current: Mutex<BTreeMap<GroupId, (u64, u64)>>,
     issued: std::sync::atomic::AtomicU64,
+    /// Entries each group's proposer is writing now (proposed, not yet answered).
+    writing: Mutex<BTreeMap<GroupId, Arc<AtomicUsize>>>,
+}
+
+/// Whether a group's leadership is being moved away from this node, as its proposer asks
+/// before each write: a leader held for a move takes no new writes. Its followers' leader
+/// leases must run out for the target to win, and every entry the leader replicates renews
+/// them as a heartbeat would; so under a steady produce the move could never finish.
+#[derive(Clone)]
+pub struct WriteHold {
+    holds: Arc<Holds>,
+    group: GroupId,
+    writing: Arc<AtomicUsize>,
+}
+
+/// An entry being written, counted until it is dropped (see [`WriteHold::begin_write`]).
+pub struct Writing(Arc<AtomicUsize>);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl WriteHold {
+    /// The voter the group's leadership is moving to, while this node is held for the move.
+    pub fn moving_to(&self) -> Option<u64> {
+        crate::sync::lock(&self.holds.current)
+            .get(&self.group)
+            .map(|(_, target)| *target)
+    }
+
+    /// Counts an entry about to be proposed until the returned guard drops, or the voter
+    /// the leadership is moving to (then nothing may be proposed). Counted first, checked
+    /// second: a hold that a write did not see waits for that write to end (see
+    /// [`TransferStep::Hold`]), so no entry reaches the log after the move has checked the
+    /// target holds it all.
+    pub fn begin_write(&self) -> Result<Writing, u64> {
+        self.writing.fetch_add(1, Ordering::SeqCst);
+        let writing = Writing(Arc::clone(&self.writing));
+        match self.moving_to() {
+            Some(target) => Err(target),
+            None => Ok(writing),
+        }
+    }
 }
 
 impl Holds {
-    /// Holds `raft` (heartbeats and elections off) for `ms`, lifting itself then.
-    pub(super) fn hold(self: &Arc<Self>, group: GroupId, raft: &Raft<TypeConfig>, ms: u64) {
+    /// The [`WriteHold`] of `group` on this node.
+    pub(super) fn write_hold(self: &Arc<Self>, group: GroupId) -> WriteHold {
+        let writing = Arc::clone(
+            crate::sync::lock(&self.writing)
+                .entry(group.clone())
+                .or_default(),
+        );
+        WriteHold {
+            holds: Arc::clone(self),
+            group,
+            writing,
+        }
+    }
+
+    /// Whether `group`'s proposer is writing no entry now.
+    fn writes_idle(&self, group: &GroupId) -> bool {
+        crate::sync::lock(&self.writing)
+            .get(group)
+            .is_none_or(|w| w.load(Ordering::SeqCst) == 0)
+    }
+
+    /// Holds `raft` (heartbeats and elections off, no new writes) for `ms` while its
+    /// leadership moves to `target`, lifting itself then.
+    pub(super) fn hold(
+        self: &Arc<Self>,
+        group: GroupId,
+        raft: &Raft<TypeConfig>,
+        target: u64,
+        ms: u64,
+    ) {
         let number = self
             .issued
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        crate::sync::lock(&self.current).insert(group.clone(), number);
+        crate::sync::lock(&self.current).insert(group.clone(), (number, target));
         switches(raft, false);
         let (holds, raft) = (Arc::clone(self), raft.clone());
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             let mut current = crate::sync::lock(&holds.current);
-            if current.get(&group) == Some(&number) {
+            if current.get(&group).map(|(n, _)| *n) == Some(number) {
                 current.remove(&group);
                 switches(&raft, true);
                 tracing::warn!(%group, "a leadership hold ran out without a release");
@@ -160,8 +236,12 @@ pub(super) async fn answer_step(
     let me = raft.metrics().borrow().id;
     match step {
         TransferStep::Hold { target, ms } => {
-            holds.hold(group, &raft, ms);
-            wait_for_catch_up(&raft, me, target).await;
+            holds.hold(group.clone(), &raft, target, ms);
+            let idle = {
+                let holds = Arc::clone(holds);
+                move || holds.writes_idle(&group)
+            };
+            wait_for_catch_up(&raft, me, target, idle).await;
             Ok(None)
         }
         TransferStep::Release => {
@@ -172,11 +252,20 @@ pub(super) async fn answer_step(
     }
 }
 
-/// On the leader: waits (bounded) until `target` holds every entry this node has.
-async fn wait_for_catch_up(raft: &Raft<TypeConfig>, me: u64, target: u64) {
+/// On the leader: waits (bounded) until no entry is being written (`idle`) and `target`
+/// holds every entry this node has.
+async fn wait_for_catch_up(
+    raft: &Raft<TypeConfig>,
+    me: u64,
+    target: u64,
+    idle: impl Fn() -> bool + Send + Sync + 'static,
+) {
     let caught_up = move |m: &openraft::RaftMetrics<u64, super::NodeInfo>| {
         if m.current_leader != Some(me) {
             return true;
+        }
+        if !idle() {
+            return false;
         }
         let matched = m
             .replication

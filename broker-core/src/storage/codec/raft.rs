@@ -107,6 +107,42 @@ impl EntryBody {
         })
     }
 
+    /// One body holding `bodies` in order, as if each had been its own entry one after
+    /// another: message batches become one message batch (their records in order), control
+    /// batches one control batch. Refused for an empty list, mixed kinds, Raft's own entries,
+    /// or a result over the frame limit.
+    pub fn concat(bodies: &[EntryBody]) -> Result<EntryBody> {
+        let first = bodies
+            .first()
+            .ok_or_else(|| BrokerError::invalid("entries", "nothing to join"))?;
+        if first.kind == BatchKind::Meta || bodies.iter().any(|b| b.kind != first.kind) {
+            return Err(BrokerError::invalid(
+                "entries",
+                "only message batches, or only control batches, join into one entry",
+            ));
+        }
+        let len = bodies
+            .iter()
+            .map(EntryBody::len)
+            .fold(0, usize::saturating_add);
+        check_fits(len)?;
+        let record_count = bodies
+            .iter()
+            .try_fold(0u32, |sum, b| sum.checked_add(b.record_count))
+            .ok_or_else(|| too_big("too many records for one entry".into()))?;
+        let mut bytes = Vec::with_capacity(len);
+        for body in bodies {
+            bytes.extend_from_slice(&body.bytes);
+        }
+        Ok(EntryBody {
+            kind: first.kind,
+            record_count,
+            first_ts: first.first_ts,
+            max_ts: bodies.iter().map(|b| b.max_ts).fold(0, u64::max),
+            bytes: Bytes::from(bytes),
+        })
+    }
+
     /// What the entry carries.
     pub fn kind(&self) -> BatchKind {
         self.kind

@@ -194,6 +194,48 @@ fn a_raft_entry_frames_at_its_place_and_splits_back_into_the_same_body() {
 }
 
 #[test]
+fn joined_bodies_are_the_entries_one_after_another() {
+    let records: Vec<Record> = (0..7).map(record).collect();
+    let parts = [&records[..2], &records[2..3], &records[3..]];
+    let bodies: Vec<raft::EntryBody> = parts
+        .iter()
+        .map(|part| raft::EntryBody::messages(part).expect("messages"))
+        .collect();
+    let joined = raft::EntryBody::concat(&bodies).expect("joins");
+    assert_eq!(
+        joined,
+        raft::EntryBody::messages(&records).expect("messages")
+    );
+    joined.check().expect("a joined body checks");
+    let batch =
+        decode_frame(Bytes::from(joined.frame(2, 5, 10).expect("frames").1)).expect("decodes");
+    assert_eq!(batch.records, records);
+
+    let acks = raft::EntryBody::control(9, &[Bytes::from_static(b"a1")]).expect("control");
+    let more =
+        raft::EntryBody::control(11, &[Bytes::from_static(b"a2"), Bytes::new()]).expect("control");
+    let joined = raft::EntryBody::concat(&[acks.clone(), more]).expect("joins");
+    assert_eq!(
+        joined.control_entries().expect("entries"),
+        vec![
+            Bytes::from_static(b"a1"),
+            Bytes::from_static(b"a2"),
+            Bytes::new()
+        ]
+    );
+    joined.check().expect("a joined control body checks");
+
+    let meta = raft::EntryBody::meta(1, &Bytes::from_static(b"m")).expect("meta");
+    for refused in [
+        vec![],
+        vec![bodies[0].clone(), acks],
+        vec![meta.clone(), meta],
+    ] {
+        assert!(raft::EntryBody::concat(&refused).is_err());
+    }
+}
+
+#[test]
 fn an_unreplicated_frame_is_not_a_raft_entry() {
     let (_, _, frame) = sample();
     assert_eq!(

@@ -1,0 +1,318 @@
+//! Coalescing a partition's proposals: the writes that queue while earlier ones commit go
+//! to Raft as one entry.
+//!
+//! Every Raft entry costs the same fixed work on each replica (an append RPC share, a frame,
+//! an fsync, an apply, a commit notice), whatever it holds. Single-message produces and the
+//! control records of receives and acks would each pay it; a partition's writer task instead
+//! keeps at most [`MAX_WRITES_IN_FLIGHT`] entries in Raft and joins whatever waits meanwhile
+//! into the next one (group commit, as the single node's writer queue does). A lone write
+//! goes at once; under load the entries grow, their number does not.
+//!
+//! A joined entry holds its parts in the order they were proposed, so the log reads exactly
+//! as if each had been an entry of its own; each proposer hears where its own messages
+//! landed.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use openraft::Raft;
+use openraft::error::{ClientWriteError, RaftError};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+use super::transfer::WriteHold;
+use super::types::{Applied, TypeConfig};
+use crate::error::{BrokerError, Result};
+use crate::storage::{AppendResult, BatchKind, EntryBody, ProposalSlot};
+
+/// Entries one partition keeps in Raft at once. Two: a write that arrives while one entry
+/// commits goes at once in the second place (no wait at a light load), and under load each
+/// entry gathers what came during the other's commit.
+pub const MAX_WRITES_IN_FLIGHT: usize = 2;
+/// Bytes joined into one entry at most: about the size the replication sends in one append
+/// RPC, far below the frame limit, so one large entry does not hold up the small ones
+/// behind it for long.
+pub const MAX_JOINED_BYTES: usize = 1024 * 1024;
+/// How long an entry may take to commit before its proposers hear that its outcome is
+/// unknown: several election timeouts, so a failover in progress usually finishes first.
+pub const PROPOSE_TIMEOUT_MS: u64 = 5_000;
+
+/// One proposal waiting for its entry.
+pub(super) struct Proposal {
+    /// What to write.
+    pub(super) body: EntryBody,
+    /// Where the outcome goes.
+    pub(super) reply: oneshot::Sender<Result<AppendResult>>,
+    /// The proposal's place, given back once it is answered.
+    pub(super) slot: ProposalSlot,
+}
+
+/// Takes from the front of `queue` the proposals that go into the next entry: the first
+/// one, and those after it of the same kind (messages, or control) while the entry stays
+/// within [`MAX_JOINED_BYTES`].
+pub(super) fn take_run(queue: &mut VecDeque<Proposal>) -> Vec<Proposal> {
+    let Some(first) = queue.pop_front() else {
+        return Vec::new();
+    };
+    let kind = first.body.kind();
+    let mut bytes = first.body.len();
+    let mut run = vec![first];
+    if kind == BatchKind::Meta {
+        return run;
+    }
+    while let Some(next) = queue.front() {
+        if next.body.kind() != kind || bytes + next.body.len() > MAX_JOINED_BYTES {
+            break;
+        }
+        bytes += next.body.len();
+        run.extend(queue.pop_front());
+    }
+    run
+}
+
+/// Where each part of an entry that `applied` answers landed: its messages follow the
+/// earlier parts' in order.
+pub(super) fn split_applied(applied: Applied, counts: &[u32]) -> Vec<AppendResult> {
+    let mut base = applied.base_offset;
+    counts
+        .iter()
+        .map(|&count| {
+            let result = AppendResult {
+                base_offset: base,
+                count,
+                fsynced: true,
+                replicated: true,
+            };
+            base += u64::from(count);
+            result
+        })
+        .collect()
+}
+
+/// The writer task of one partition: joins and writes what `proposals` brings until every
+/// sender is gone and every write has ended.
+pub(super) async fn write_proposals(
+    raft: Raft<TypeConfig>,
+    what: String,
+    hold: Option<WriteHold>,
+    mut proposals: mpsc::Receiver<Proposal>,
+) {
+    let mut queue = VecDeque::new();
+    let mut writes = JoinSet::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            received = proposals.recv(), if open => match received {
+                Some(proposal) => queue.push_back(proposal),
+                None => open = false,
+            },
+            Some(_) = writes.join_next(), if !writes.is_empty() => {}
+        }
+        while let Ok(proposal) = proposals.try_recv() {
+            queue.push_back(proposal);
+        }
+        while writes.len() < MAX_WRITES_IN_FLIGHT && !queue.is_empty() {
+            let run = take_run(&mut queue);
+            writes.spawn(write_entry(raft.clone(), what.clone(), hold.clone(), run));
+        }
+        if !open && queue.is_empty() && writes.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Writes `run` as one entry and answers each of its proposers; refused while `hold` says
+/// the leadership is moving away.
+async fn write_entry(
+    raft: Raft<TypeConfig>,
+    what: String,
+    hold: Option<WriteHold>,
+    run: Vec<Proposal>,
+) {
+    let counts: Vec<u32> = run.iter().map(|p| p.body.message_count()).collect();
+    let (bodies, answers): (Vec<EntryBody>, Vec<_>) =
+        run.into_iter().map(|p| (p.body, (p.reply, p.slot))).unzip();
+    let body = if bodies.len() == 1 {
+        bodies.into_iter().next()
+    } else {
+        match EntryBody::concat(&bodies) {
+            Ok(body) => Some(body),
+            Err(error) => {
+                // take_run keeps runs of one kind within the byte bound, so this is a bug.
+                tracing::error!(%error, %what, "proposals could not be joined");
+                None
+            }
+        }
+    };
+    let writing = hold.as_ref().map(WriteHold::begin_write).transpose();
+    let outcome = match (body, writing) {
+        (_, Err(target)) => Err(BrokerError::NotLeader {
+            what,
+            leader: Some(target),
+        }),
+        (Some(body), Ok(_writing)) => write_one(&raft, &what, body).await,
+        (None, Ok(_)) => Err(BrokerError::ShuttingDown),
+    };
+    match outcome {
+        Ok(applied) => {
+            for ((reply, _slot), result) in answers.into_iter().zip(split_applied(applied, &counts))
+            {
+                let _gone = reply.send(Ok(result));
+            }
+        }
+        Err(error) => {
+            for (reply, _slot) in answers {
+                let _gone = reply.send(Err(same_error(&error)));
+            }
+        }
+    }
+}
+
+/// Proposes one entry and waits (bounded) for its commit.
+async fn write_one(raft: &Raft<TypeConfig>, what: &str, body: EntryBody) -> Result<Applied> {
+    let timeout = Duration::from_millis(PROPOSE_TIMEOUT_MS);
+    let proposed = Instant::now();
+    match tokio::time::timeout(timeout, raft.client_write(body)).await {
+        Ok(Ok(response)) => {
+            crate::telemetry::raft_commit(proposed.elapsed().as_secs_f64());
+            Ok(response.data)
+        }
+        Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+            Err(BrokerError::NotLeader {
+                what: what.to_owned(),
+                leader: forward.leader_id,
+            })
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, %what, "a proposal failed");
+            Err(BrokerError::ShuttingDown)
+        }
+        Err(_) => Err(BrokerError::ReplicationTimeout {
+            what: what.to_owned(),
+            ms: PROPOSE_TIMEOUT_MS,
+        }),
+    }
+}
+
+/// The error of an entry, for each of its proposers (the kinds a write can end with).
+fn same_error(error: &BrokerError) -> BrokerError {
+    match error {
+        BrokerError::NotLeader { what, leader } => BrokerError::NotLeader {
+            what: what.clone(),
+            leader: *leader,
+        },
+        BrokerError::ReplicationTimeout { what, ms } => BrokerError::ReplicationTimeout {
+            what: what.clone(),
+            ms: *ms,
+        },
+        _ => BrokerError::ShuttingDown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::message::Record;
+
+    fn proposal(body: EntryBody) -> Proposal {
+        let slot = Arc::new(Semaphore::new(1))
+            .try_acquire_owned()
+            .expect("a permit");
+        Proposal {
+            body,
+            reply: oneshot::channel().0,
+            slot: ProposalSlot(slot),
+        }
+    }
+
+    fn messages(n: usize, value_len: usize) -> EntryBody {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                id: format!("m{i}"),
+                timestamp_ms: 1,
+                key: None,
+                value: Bytes::from(vec![7; value_len]),
+                binary: false,
+                scheduled: false,
+                client_id: false,
+                headers: Vec::new(),
+                tags: Vec::new(),
+            })
+            .collect();
+        EntryBody::messages(&records).expect("messages")
+    }
+
+    fn control() -> EntryBody {
+        EntryBody::control(1, &[Bytes::from_static(b"ack")]).expect("control")
+    }
+
+    fn kinds_and_counts(run: &[Proposal]) -> Vec<(BatchKind, u32)> {
+        run.iter()
+            .map(|p| (p.body.kind(), p.body.message_count()))
+            .collect()
+    }
+
+    #[test]
+    fn a_run_takes_the_same_kind_in_order_and_stops_at_the_other() {
+        let mut queue: VecDeque<Proposal> = [
+            messages(1, 10),
+            messages(3, 10),
+            control(),
+            control(),
+            messages(2, 10),
+        ]
+        .into_iter()
+        .map(proposal)
+        .collect();
+        let first = take_run(&mut queue);
+        assert_eq!(
+            kinds_and_counts(&first),
+            vec![(BatchKind::Messages, 1), (BatchKind::Messages, 3)]
+        );
+        let second = take_run(&mut queue);
+        assert_eq!(
+            kinds_and_counts(&second),
+            vec![(BatchKind::Control, 0), (BatchKind::Control, 0)]
+        );
+        assert_eq!(
+            kinds_and_counts(&take_run(&mut queue)),
+            vec![(BatchKind::Messages, 2)]
+        );
+        assert!(take_run(&mut queue).is_empty());
+    }
+
+    #[test]
+    fn a_run_stays_within_the_byte_bound_but_always_takes_one() {
+        let big = MAX_JOINED_BYTES / 3;
+        let mut queue: VecDeque<Proposal> = (0..4)
+            .map(|_| proposal(messages(1, big)))
+            .chain([proposal(messages(1, MAX_JOINED_BYTES * 2))])
+            .collect();
+        let first = take_run(&mut queue);
+        assert_eq!(first.len(), 2, "two thirds fit, a third would not");
+        assert!(first.iter().map(|p| p.body.len()).sum::<usize>() <= MAX_JOINED_BYTES);
+        assert_eq!(take_run(&mut queue).len(), 2);
+        assert_eq!(
+            take_run(&mut queue).len(),
+            1,
+            "an entry over the bound goes alone"
+        );
+    }
+
+    #[test]
+    fn each_part_hears_where_its_own_messages_landed() {
+        let applied = Applied {
+            base_offset: 40,
+            count: 6,
+        };
+        let parts = split_applied(applied, &[2, 0, 3, 1]);
+        let places: Vec<(u64, u32)> = parts.iter().map(|r| (r.base_offset, r.count)).collect();
+        assert_eq!(places, vec![(40, 2), (42, 0), (42, 3), (45, 1)]);
+        assert!(parts.iter().all(|r| r.fsynced && r.replicated));
+    }
+}
