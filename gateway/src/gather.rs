@@ -362,7 +362,7 @@ async fn ask_peer(
 
 /// [`ask_peer`] for a part of a request that must succeed: the answer parsed, or 503
 /// `not_leader` when node `node` could not be asked, refused, or answered something else.
-async fn ask_leader<T: serde::de::DeserializeOwned>(
+pub(crate) async fn ask_leader<T: serde::de::DeserializeOwned>(
     state: &AppState,
     headers: &HeaderMap,
     node: u64,

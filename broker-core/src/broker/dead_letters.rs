@@ -19,6 +19,33 @@ use crate::sync::read;
 use crate::telemetry;
 use crate::topic::{TopicInfo, TopicSpec};
 
+/// How much one redrive may move: at most `limit` messages, at most `per_second` a second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RedriveBudget {
+    limit: u64,
+    per_second: u64,
+}
+
+impl RedriveBudget {
+    /// The budget a request asks for: [`BrokerError::InvalidArgument`] for a zero count or
+    /// rate; no count is no limit, no rate [`DEFAULT_REDRIVE_PER_SECOND`].
+    fn new(max_messages: Option<u64>, per_second: Option<u32>) -> Result<Self> {
+        if max_messages == Some(0) {
+            return Err(BrokerError::invalid("max_messages", "must be positive"));
+        }
+        if per_second == Some(0) {
+            return Err(BrokerError::invalid(
+                "messages_per_second",
+                "must be positive",
+            ));
+        }
+        Ok(RedriveBudget {
+            limit: max_messages.unwrap_or(u64::MAX),
+            per_second: u64::from(per_second.unwrap_or(DEFAULT_REDRIVE_PER_SECOND)),
+        })
+    }
+}
+
 /// Prefix of the headers a dead letter carries about its origin.
 pub const ORIGIN_PREFIX: &str = "wharf-dlq-";
 /// Most redriven messages per second when the request does not say: enough to drain a
@@ -154,6 +181,9 @@ impl Broker {
     /// Moves up to `max_messages` dead letters of a subscription back into its topic, at most
     /// `per_second` a second, each once: the subscription keeps a cursor on its dead-letter
     /// topic. Redriven messages carry [`REDRIVE_HEADER`], so only this subscription takes them.
+    /// In a cluster this node must lead every partition of the dead-letter topic (else
+    /// [`BrokerError::NotLeader`] naming one that does); [`Broker::redrive_led`] redrives
+    /// only those it leads.
     pub async fn redrive(
         &self,
         topic: &str,
@@ -161,28 +191,34 @@ impl Broker {
         max_messages: Option<u64>,
         per_second: Option<u32>,
     ) -> Result<u64> {
+        self.redrive_partitions(topic, subscription, max_messages, per_second, false)
+            .await
+    }
+
+    /// [`Broker::redrive`] of the dead-letter partitions this node leads (`led_only`, in a
+    /// cluster), or of all of them.
+    pub(super) async fn redrive_partitions(
+        &self,
+        topic: &str,
+        subscription: &str,
+        max_messages: Option<u64>,
+        per_second: Option<u32>,
+        led_only: bool,
+    ) -> Result<u64> {
         self.check_running()?;
-        self.refuse_in_cluster("redrive")?;
         let open = self.topic(topic)?;
         let sub = open.subscription(subscription)?;
-        if max_messages == Some(0) {
-            return Err(BrokerError::invalid("max_messages", "must be positive"));
-        }
-        if per_second == Some(0) {
-            return Err(BrokerError::invalid(
-                "messages_per_second",
-                "must be positive",
-            ));
-        }
+        let RedriveBudget { limit, per_second } = RedriveBudget::new(max_messages, per_second)?;
         let Ok(dlq) = self.topic(&sub.config.dead_letter_topic) else {
             return Ok(0);
         };
+        let partitions = self.dead_letter_partitions_here(&dlq, led_only)?;
         let _turn = sub.redrive_turn.lock().await;
-        let per_second = u64::from(per_second.unwrap_or(DEFAULT_REDRIVE_PER_SECOND));
-        let limit = max_messages.unwrap_or(u64::MAX);
         let started = tokio::time::Instant::now();
         let mut moved = 0u64;
-        for (partition, log) in dlq.partitions.iter().enumerate() {
+        for partition in partitions {
+            let log = &dlq.partitions[partition];
+            self.learn_redrive_cursor(&sub, log, partition).await?;
             loop {
                 if moved >= limit || self.shutting_down.load(Ordering::SeqCst) {
                     return Ok(moved);
@@ -204,8 +240,11 @@ impl Broker {
                     shares[target as usize].push(record);
                     moved += 1;
                 }
-                self.append_shares(&open, shares).await?;
-                let home = &open.partitions[partition % open.partitions.len()];
+                self.append_redriven(&open, shares).await?;
+                let home = match self.config.replication {
+                    None => &open.partitions[partition % open.partitions.len()],
+                    Some(_) => log,
+                };
                 sub.set_redrive_cursor(partition, last + 1, home)?
                     .wait()
                     .await?;

@@ -11,6 +11,9 @@
 //!   logs; `checkpoint`: the same for subscription state.
 //! - `cluster_retention`: retention on a cluster node (a snapshot carrying the subscription
 //!   tables, then Raft's purge).
+//! - `cluster_redrive`: redrive in a cluster (each dead-letter partition by its leader, the
+//!   redriven records appended at the source partitions' leaders, the cursor in the
+//!   dead-letter partition's own log).
 //!
 //! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
 //! list) change only by single inserts, removes and assignments, so they are taken through
@@ -18,6 +21,7 @@
 
 mod checkpoint;
 mod cluster;
+mod cluster_redrive;
 mod cluster_retention;
 mod consume;
 mod dead_letters;

@@ -438,6 +438,10 @@ impl RpcHandler for RaftGroups {
                     let answer = super::membership::answer_membership(&raft, step).await;
                     encode_json(&answer)
                 }
+                Rpc::Write => {
+                    let answer = super::remote_write::answer_write(&raft, body).await?;
+                    encode_json(&answer)
+                }
                 Rpc::Snapshot => {
                     let request = decode_json(&body)?;
                     let answer: std::result::Result<

@@ -32,6 +32,9 @@
 //!   topic keeps it and where the partition's writes go.
 //! - `membership`: changing a partition group's members at its leader (a learner added,
 //!   caught up, then the voters replaced): how a replica moves ([`MembershipStep`]).
+//! - `remote_write`: an already-built message batch appended at a partition's leader on
+//!   another node ([`write_at_leader`], an [`Rpc::Write`]): how a redrive reaches partitions
+//!   led elsewhere.
 //! - `groups`: [`PartitionReplica`] (opening a partition's Raft), [`RaftGroups`] (this node's
 //!   groups, answering peers' RPCs) and the timing every group uses ([`raft_config`]).
 //!
@@ -49,6 +52,7 @@ mod network;
 mod partition_group;
 mod proposer;
 mod purge;
+mod remote_write;
 mod snapshot;
 mod state_machine;
 mod status;
@@ -71,6 +75,7 @@ pub use network::{GroupNetwork, PeerLink};
 pub use partition_group::PartitionGroup;
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
+pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
 
 /// The Raft of one group on this node.
 pub type GroupRaft = openraft::Raft<TypeConfig>;

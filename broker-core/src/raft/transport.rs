@@ -86,6 +86,8 @@ pub enum Rpc {
     Transfer,
     /// One step of changing the group's members, at its leader (see `membership`).
     Membership,
+    /// Append an already-built message batch at the group's leader (see `remote_write`).
+    Write,
 }
 
 impl Rpc {
@@ -98,6 +100,7 @@ impl Rpc {
             Rpc::Propose => "propose",
             Rpc::Transfer => "transfer",
             Rpc::Membership => "membership",
+            Rpc::Write => "write",
         }
     }
 
@@ -110,6 +113,7 @@ impl Rpc {
             "propose" => Some(Rpc::Propose),
             "transfer" => Some(Rpc::Transfer),
             "membership" => Some(Rpc::Membership),
+            "write" => Some(Rpc::Write),
             _ => None,
         }
     }
@@ -248,6 +252,8 @@ mod tests {
             Rpc::Snapshot,
             Rpc::Propose,
             Rpc::Transfer,
+            Rpc::Membership,
+            Rpc::Write,
         ] {
             assert_eq!(Rpc::parse(rpc.as_str()), Some(rpc));
         }

@@ -575,8 +575,22 @@ impl Subscription {
             .unwrap_or(0)
     }
 
-    /// Moves the redrive cursor of a dead-letter partition, recording it in `log` (a partition
-    /// of the subscription's own topic); await the returned append before answering.
+    /// In a cluster, learns the redrive cursor of dead-letter partition `partition` from
+    /// `log`, that partition's own log (where a cluster keeps it, so it follows the
+    /// partition's leadership), keeping the furthest known; returns it. Blocking: reads the
+    /// log's control entries.
+    pub fn learn_redrive_cursor(&self, partition: usize, log: &PartitionHandle) -> Result<u64> {
+        let dead_letter_partition = partition_number(partition);
+        let found = restore::redrive_cursor_in(&self.config, dead_letter_partition, log)?;
+        let mut redrive = crate::sync::lock(&self.redrive);
+        let cursor = redrive.entry(dead_letter_partition).or_default();
+        *cursor = (*cursor).max(found.unwrap_or(0));
+        Ok(*cursor)
+    }
+
+    /// Moves the redrive cursor of a dead-letter partition, recording it in `log` (on a single
+    /// node a partition of the subscription's own topic; in a cluster the dead-letter
+    /// partition itself); await the returned append before answering.
     pub fn set_redrive_cursor(
         &self,
         partition: usize,

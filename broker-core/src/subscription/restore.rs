@@ -197,3 +197,42 @@ fn apply(restored: &mut Restored, event: SubscriptionEvent) {
         }
     }
 }
+
+/// The furthest redrive cursor of dead-letter partition `dead_letter_partition` that the
+/// subscription's `redriven` events in `log` record (`None` without one): in a cluster the
+/// cursor is kept in the dead-letter partition's own log. Blocking: reads every control entry.
+pub(super) fn redrive_cursor_in(
+    config: &SubscriptionConfig,
+    dead_letter_partition: u32,
+    log: &PartitionHandle,
+) -> Result<Option<u64>> {
+    let mut furthest = None;
+    log.replay_until(
+        LogPosition::default(),
+        LogPosition::MAX,
+        false,
+        |_, item| {
+            let Replayed::Control(entry) = item else {
+                return Ok(());
+            };
+            if control::owner(&entry) != Some(ControlOwner::Subscription) {
+                return Ok(());
+            }
+            // Another topic's subscription events (the dead-letter topic's own subscriptions)
+            // are theirs to judge; only this subscription's cursor matters here.
+            let Ok(SubscriptionEvent::Redriven {
+                subscription,
+                dead_letter_partition: partition,
+                next_offset,
+            }) = SubscriptionEvent::decode(&entry)
+            else {
+                return Ok(());
+            };
+            if subscription == config.uid && partition == dead_letter_partition {
+                furthest = furthest.max(Some(next_offset));
+            }
+            Ok(())
+        },
+    )?;
+    Ok(furthest)
+}

@@ -558,6 +558,14 @@ export interface paths {
          *     original, skip it. The redrive runs to completion even if the client goes away; keep
          *     large redrives under the request timeout with `max_messages`.
          *
+         *     In a cluster each partition of the dead-letter topic is redriven by its leader, one
+         *     leader after another, each with what is left of `max_messages` at `messages_per_second`;
+         *     the answer sums them. Each partition's redrive position is replicated with its dead
+         *     letters, so it survives a failover. A leader that fails part-way answers an error
+         *     (`not_leader`, `replication_timeout`): what was moved before stays moved and the next
+         *     redrive continues after it, except that a crash between appending a batch and recording
+         *     its position redrives that batch again (at least once).
+         *
          *     ```text
          *     curl -H 'content-type: application/json' localhost:8080/v1/topics/orders/subscriptions/billing/redrive \\
          *       -d '{"max_messages": 1000, "messages_per_second": 100}'
@@ -3816,7 +3824,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a partition's leader could not be reached or is being elected (`not_leader`), or did not confirm in time (`replication_timeout`); what moved before stays moved */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -130,6 +130,14 @@ def sync_detailed(
     original, skip it. The redrive runs to completion even if the client goes away; keep
     large redrives under the request timeout with `max_messages`.
 
+    In a cluster each partition of the dead-letter topic is redriven by its leader, one
+    leader after another, each with what is left of `max_messages` at `messages_per_second`;
+    the answer sums them. Each partition's redrive position is replicated with its dead
+    letters, so it survives a failover. A leader that fails part-way answers an error
+    (`not_leader`, `replication_timeout`): what was moved before stays moved and the next
+    redrive continues after it, except that a crash between appending a batch and recording
+    its position redrives that batch again (at least once).
+
     ```text
     curl -H 'content-type: application/json'
     localhost:8080/v1/topics/orders/subscriptions/billing/redrive \\\\
@@ -183,6 +191,14 @@ def sync(
     original, skip it. The redrive runs to completion even if the client goes away; keep
     large redrives under the request timeout with `max_messages`.
 
+    In a cluster each partition of the dead-letter topic is redriven by its leader, one
+    leader after another, each with what is left of `max_messages` at `messages_per_second`;
+    the answer sums them. Each partition's redrive position is replicated with its dead
+    letters, so it survives a failover. A leader that fails part-way answers an error
+    (`not_leader`, `replication_timeout`): what was moved before stays moved and the next
+    redrive continues after it, except that a crash between appending a batch and recording
+    its position redrives that batch again (at least once).
+
     ```text
     curl -H 'content-type: application/json'
     localhost:8080/v1/topics/orders/subscriptions/billing/redrive \\\\
@@ -230,6 +246,14 @@ async def asyncio_detailed(
     `delivery_attempt` 1); the topic's other subscriptions, which had already settled the
     original, skip it. The redrive runs to completion even if the client goes away; keep
     large redrives under the request timeout with `max_messages`.
+
+    In a cluster each partition of the dead-letter topic is redriven by its leader, one
+    leader after another, each with what is left of `max_messages` at `messages_per_second`;
+    the answer sums them. Each partition's redrive position is replicated with its dead
+    letters, so it survives a failover. A leader that fails part-way answers an error
+    (`not_leader`, `replication_timeout`): what was moved before stays moved and the next
+    redrive continues after it, except that a crash between appending a batch and recording
+    its position redrives that batch again (at least once).
 
     ```text
     curl -H 'content-type: application/json'
@@ -281,6 +305,14 @@ async def asyncio(
     `delivery_attempt` 1); the topic's other subscriptions, which had already settled the
     original, skip it. The redrive runs to completion even if the client goes away; keep
     large redrives under the request timeout with `max_messages`.
+
+    In a cluster each partition of the dead-letter topic is redriven by its leader, one
+    leader after another, each with what is left of `max_messages` at `messages_per_second`;
+    the answer sums them. Each partition's redrive position is replicated with its dead
+    letters, so it survives a failover. A leader that fails part-way answers an error
+    (`not_leader`, `replication_timeout`): what was moved before stays moved and the next
+    redrive continues after it, except that a crash between appending a batch and recording
+    its position redrives that batch again (at least once).
 
     ```text
     curl -H 'content-type: application/json'

@@ -1,0 +1,138 @@
+//! Writing already-built records at a partition's leader on another node (the `write` RPC a
+//! redrive uses): three brokers in one process over the in-memory transport. The records
+//! keep their ids and marks on every replica and claim no client id; a node that does not
+//! lead the partition refuses, naming the leader.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker_core::broker::{AckMode, NewMessage};
+use broker_core::message::Record;
+use broker_core::raft::{GroupId, NodeInfo, write_at_leader};
+use broker_core::topic::{TopicConfig, TopicSpec};
+use broker_core::{Broker, BrokerError};
+use bytes::Bytes;
+
+mod raft_support;
+use raft_support::Net;
+use raft_support::nodes::open_cluster_broker;
+
+fn topic() -> TopicConfig {
+    let spec = TopicSpec {
+        name: "orders".into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    spec.into_config_keeping(1_700_000_000_000, 42, 3)
+        .expect("valid")
+}
+
+/// Partition 0's leader, once all three brokers agree on it.
+async fn leader(brokers: &[Arc<Broker>]) -> u64 {
+    for _ in 0..100 {
+        let seen: Vec<Option<u64>> = brokers
+            .iter()
+            .map(|b| b.partition_leader("orders", 0))
+            .collect();
+        if let Some(leader) = seen[0].filter(|_| seen.iter().all(|s| *s == seen[0])) {
+            return leader;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the brokers never agreed on a leader");
+}
+
+fn redriven(id: &str) -> Record {
+    Record {
+        id: id.to_owned(),
+        timestamp_ms: 1_700_000_000_123,
+        key: Some("k".into()),
+        value: Bytes::from_static(b"again"),
+        binary: false,
+        scheduled: false,
+        client_id: false,
+        headers: vec![("wharf-redrive-subscription".into(), "billing".into())],
+        tags: Vec::new(),
+    }
+}
+
+/// The records of partition 0 on `broker`, once it has `count`.
+async fn stored(broker: &Broker, count: usize) -> Vec<Record> {
+    for _ in 0..100 {
+        let read = broker
+            .read_partition("orders", 0, 0, 100, 0, None)
+            .await
+            .expect("reads");
+        if read.messages.len() >= count {
+            return read.messages.into_iter().map(|m| m.record).collect();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("fewer than {count} records arrived");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_written_at_the_leader_from_another_node_keep_their_ids_on_every_replica() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_cluster_broker(id, root.path(), &net, |_| {}).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let leader = leader(&brokers).await;
+    let (asker, follower) = {
+        let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+        (&brokers[(others[0] - 1) as usize], others[1])
+    };
+    let transport = Arc::clone(&asker.replication_settings().expect("a cluster").transport);
+    let group = GroupId::Partition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    let records = vec![redriven("original-1"), redriven("original-2")];
+    write_at_leader(&*transport, leader, group.clone(), &records)
+        .await
+        .expect("the leader writes them");
+    for broker in &brokers {
+        assert_eq!(
+            stored(broker, 2).await,
+            records,
+            "as built, on every replica"
+        );
+    }
+
+    // A node that does not lead the partition refuses, naming the leader.
+    match write_at_leader(&*transport, follower, group, &records).await {
+        Err(BrokerError::NotLeader { leader: named, .. }) => assert_eq!(named, Some(leader)),
+        other => panic!("a follower took the write: {other:?}"),
+    }
+
+    // The ids were no client's produce: a produce with one of them is not a duplicate.
+    let message = NewMessage {
+        key: Some("k".into()),
+        value: Bytes::from_static(b"new"),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: Some("original-1".into()),
+        delay: None,
+    };
+    let outcome = brokers[(leader - 1) as usize]
+        .produce("orders", vec![message], AckMode::All)
+        .await
+        .expect("produced");
+    assert_eq!(outcome.messages.len(), 1);
+    assert!(!outcome.messages[0].duplicate, "{:?}", outcome.messages[0]);
+    assert_eq!(outcome.messages[0].offset, Some(2));
+    for broker in &brokers {
+        broker.shutdown().await;
+    }
+}
