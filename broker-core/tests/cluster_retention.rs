@@ -150,6 +150,33 @@ async fn leader_of(nodes: &[Arc<ClusterNode>]) -> u64 {
     panic!("partition 0 has no leader every node agrees on");
 }
 
+/// The leader of partition 0 of `jobs` ([`leader_of`]) and one of its followers.
+async fn leader_and_follower(nodes: &[Arc<ClusterNode>]) -> (u64, u64) {
+    let leader = leader_of(nodes).await;
+    let follower = nodes
+        .iter()
+        .map(|n| n.node_id())
+        .find(|id| *id != leader)
+        .expect("a follower");
+    (leader, follower)
+}
+
+/// Moves the leadership of partition 0 of `jobs` to node `to`, through the controller leader
+/// among `nodes`, and waits until every node agrees.
+async fn lead_at(nodes: &[Arc<ClusterNode>], to: u64) {
+    // A follower cut off or stopped may have led the controller: wait out its election.
+    until("a controller leader", async || {
+        nodes[0].controller_leader().is_some()
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("found above");
+    nodes[(controller - 1) as usize]
+        .move_leader("jobs", 0, to)
+        .await
+        .expect("moved");
+    assert_eq!(leader_of(nodes).await, to);
+}
+
 /// Produces messages `from..to` at `leader`, ten a batch.
 async fn produce(leader: &ClusterNode, from: u64, to: u64) {
     let mut n = from;
@@ -278,13 +305,8 @@ async fn a_follower_installing_the_snapshot_keeps_the_delayed_messages_and_the_d
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
     let nodes = jobs_on_three_nodes(root.path(), &net).await;
-    let leader_id = leader_of(&nodes).await;
+    let (leader_id, lagging_id) = leader_and_follower(&nodes).await;
     let leader = nodes[(leader_id - 1) as usize].clone();
-    let lagging_id = nodes
-        .iter()
-        .map(|n| n.node_id())
-        .find(|id| *id != leader_id)
-        .expect("a follower");
     let lagging = nodes[(lagging_id - 1) as usize].clone();
     net.cut.lock().expect("lock").insert(lagging_id);
 
@@ -312,12 +334,7 @@ async fn a_follower_installing_the_snapshot_keeps_the_delayed_messages_and_the_d
     let start = read(&lagging, 0).await.0;
     assert!(start > once_at, "the follower was given the whole log");
 
-    let controller = nodes[0].controller_leader().expect("a controller leader");
-    nodes[(controller - 1) as usize]
-        .move_leader("jobs", 0, lagging_id)
-        .await
-        .expect("moved");
-    assert_eq!(leader_of(&nodes).await, lagging_id);
+    lead_at(&nodes, lagging_id).await;
     let mut again = None;
     for _ in 0..50 {
         match lagging
@@ -368,13 +385,8 @@ async fn follower_behind_the_purge(behind: Behind) {
     if behind != Behind::StoppedBeforeSubscription {
         subscribe(&nodes, LEASE_MS).await;
     }
-    let leader_id = leader_of(&nodes).await;
+    let (leader_id, lagging_id) = leader_and_follower(&nodes).await;
     let leader = nodes[(leader_id - 1) as usize].clone();
-    let lagging_id = nodes
-        .iter()
-        .map(|n| n.node_id())
-        .find(|id| *id != leader_id)
-        .expect("a follower");
     let lagging_at = (lagging_id - 1) as usize;
     match behind {
         Behind::CutOff => {
@@ -459,12 +471,7 @@ async fn follower_behind_the_purge(behind: Behind) {
 
     // The follower leads: acked messages never come back, the three leased ones do once their
     // leases end, and 300..320 are delivered once each.
-    let controller = nodes[0].controller_leader().expect("a controller leader");
-    nodes[(controller - 1) as usize]
-        .move_leader("jobs", 0, lagging_id)
-        .await
-        .expect("moved");
-    assert_eq!(leader_of(&nodes).await, lagging_id);
+    lead_at(&nodes, lagging_id).await;
     // Each delivery is acked at once, so none comes back a second time.
     let mut firsts = BTreeSet::new();
     let mut again = BTreeSet::new();

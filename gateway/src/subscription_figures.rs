@@ -227,13 +227,7 @@ mod tests {
     fn figures(uid: u64, served: Vec<bool>, parts: Vec<SubscriptionStats>) -> TopicFigures {
         let spec = SubscriptionSpec {
             name: "s".into(),
-            start: None,
-            ack_timeout_ms: None,
-            retry: None,
-            max_deliveries: None,
-            dead_letter_topic: None,
-            filter: None,
-            ordering: None,
+            ..SubscriptionSpec::default()
         };
         let config = spec.into_config("t", 0, uid).expect("a valid spec");
         TopicFigures {

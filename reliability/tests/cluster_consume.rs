@@ -654,14 +654,14 @@ fn agreed(stats: &Value) -> Value {
     })
 }
 
-/// Until every node describes and lists subscription `sub` of `topic` with `expected`
-/// figures (up to 15 s: an ack's effect reaches the leaders' tables as it commits).
+/// Until every node describes and lists the subscription of `topic` named as it with
+/// `expected` figures (up to 15 s: an ack's effect reaches the leaders' tables as it commits).
 async fn every_node_agrees(http: &reqwest::Client, urls: &[String], topic: &str, expected: Value) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let mut seen = Vec::new();
         for url in urls {
-            let (described, listed) = described_and_listed(http, url, topic, "counted").await;
+            let (described, listed) = described_and_listed(http, url, topic, topic).await;
             seen.push((url.clone(), agreed(&described), agreed(&listed)));
         }
         if seen
