@@ -69,15 +69,16 @@ pub async fn gather(
     )))
 }
 
-/// This node's [`LedFigures`] of `of` if another node asked for them (a request with
-/// `Wharf-Forwarded` and [`LED_FIGURES_HEADER`]), else `None`.
+/// This node's [`LedFigures`] of `of` if another node of a cluster asked for them (a request
+/// with `Wharf-Forwarded` and [`LED_FIGURES_HEADER`]), else `None`.
 pub async fn led_asked(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
     of: FiguresOf<'_>,
 ) -> Result<Option<LedFigures>, ApiError> {
-    if !(headers.contains_key(FORWARDED_HEADER) && headers.contains_key(LED_FIGURES_HEADER)) {
+    let asked = headers.contains_key(FORWARDED_HEADER) && headers.contains_key(LED_FIGURES_HEADER);
+    if state.cluster.is_none() || !asked {
         return Ok(None);
     }
     let figures = state.broker.subscription_figures(topic, of).await?;
