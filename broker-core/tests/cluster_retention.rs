@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
+use broker_core::broker::{AckMode, Delay, NewMessage, ReceiveRequest};
 use broker_core::cluster_node::ClusterNode;
 use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
@@ -150,6 +150,33 @@ async fn leader_of(nodes: &[Arc<ClusterNode>]) -> u64 {
     panic!("partition 0 has no leader every node agrees on");
 }
 
+/// The leader of partition 0 of `jobs` ([`leader_of`]) and one of its followers.
+async fn leader_and_follower(nodes: &[Arc<ClusterNode>]) -> (u64, u64) {
+    let leader = leader_of(nodes).await;
+    let follower = nodes
+        .iter()
+        .map(|n| n.node_id())
+        .find(|id| *id != leader)
+        .expect("a follower");
+    (leader, follower)
+}
+
+/// Moves the leadership of partition 0 of `jobs` to node `to`, through the controller leader
+/// among `nodes`, and waits until every node agrees.
+async fn lead_at(nodes: &[Arc<ClusterNode>], to: u64) {
+    // A follower cut off or stopped may have led the controller: wait out its election.
+    until("a controller leader", async || {
+        nodes[0].controller_leader().is_some()
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("found above");
+    nodes[(controller - 1) as usize]
+        .move_leader("jobs", 0, to)
+        .await
+        .expect("moved");
+    assert_eq!(leader_of(nodes).await, to);
+}
+
 /// Produces messages `from..to` at `leader`, ten a batch.
 async fn produce(leader: &ClusterNode, from: u64, to: u64) {
     let mut n = from;
@@ -265,6 +292,76 @@ async fn a_follower_stopped_before_the_subscription_existed_gets_its_table_from_
     follower_behind_the_purge(Behind::StoppedBeforeSubscription).await;
 }
 
+/// A delayed message's due time: far enough that it never comes due while a test runs.
+const FAR_DELAY_MS: u64 = 600_000;
+
+/// A follower cut off while the leader purged the segments holding a delayed message's
+/// scheduled event and an id's first produce installs the snapshot; once it leads, the
+/// delayed message is still on its schedule (its cancel finds it: a follower that lost it
+/// would never deliver an acknowledged message) and a retried produce of the id is answered
+/// as a duplicate with its first place, not stored again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_installing_the_snapshot_keeps_the_delayed_messages_and_the_dedup_ids() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    let (leader_id, lagging_id) = leader_and_follower(&nodes).await;
+    let leader = nodes[(leader_id - 1) as usize].clone();
+    let lagging = nodes[(lagging_id - 1) as usize].clone();
+    net.cut.lock().expect("lock").insert(lagging_id);
+
+    let mut later = message(0);
+    later.id = Some("later".into());
+    later.delay = Some(Delay::AfterMs(FAR_DELAY_MS));
+    let mut once = message(0);
+    once.id = Some("once".into());
+    let first = leader
+        .broker()
+        .produce("jobs", vec![later, once.clone()], AckMode::All)
+        .await
+        .expect("produced");
+    let once_at = first.messages[1].offset.expect("an offset");
+    produce(&leader, 1, 300).await;
+    until("the leader purged the first segments", async || {
+        read(&leader, 0).await.0 > once_at + 50
+    })
+    .await;
+    net.cut.lock().expect("lock").remove(&lagging_id);
+    until("the lagging follower caught up", async || {
+        read(&lagging, 0).await.1 == read(&leader, 0).await.1
+    })
+    .await;
+    let start = read(&lagging, 0).await.0;
+    assert!(start > once_at, "the follower was given the whole log");
+
+    lead_at(&nodes, lagging_id).await;
+    let mut again = None;
+    for _ in 0..50 {
+        match lagging
+            .broker()
+            .produce("jobs", vec![once.clone()], AckMode::All)
+            .await
+        {
+            Ok(outcome) => {
+                again = Some(outcome);
+                break;
+            }
+            // The new leader may still be applying its predecessor's entries.
+            Err(error) => eprintln!("produce at the new leader: {error}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = again.expect("the new leader takes produces");
+    let cancelled = lagging.broker().cancel_delayed("jobs", "later").await;
+    shutdown(&nodes).await;
+    let retried = &again.messages[0];
+    assert!(
+        retried.duplicate && retried.offset == Some(once_at) && cancelled.is_ok(),
+        "the retried produce (first at {once_at}): {retried:?}; the delayed message's cancel \
+         (an error if the schedule lost it): {cancelled:?}"
+    );
+}
+
 /// How the follower falls behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Behind {
@@ -288,13 +385,8 @@ async fn follower_behind_the_purge(behind: Behind) {
     if behind != Behind::StoppedBeforeSubscription {
         subscribe(&nodes, LEASE_MS).await;
     }
-    let leader_id = leader_of(&nodes).await;
+    let (leader_id, lagging_id) = leader_and_follower(&nodes).await;
     let leader = nodes[(leader_id - 1) as usize].clone();
-    let lagging_id = nodes
-        .iter()
-        .map(|n| n.node_id())
-        .find(|id| *id != leader_id)
-        .expect("a follower");
     let lagging_at = (lagging_id - 1) as usize;
     match behind {
         Behind::CutOff => {
@@ -379,12 +471,7 @@ async fn follower_behind_the_purge(behind: Behind) {
 
     // The follower leads: acked messages never come back, the three leased ones do once their
     // leases end, and 300..320 are delivered once each.
-    let controller = nodes[0].controller_leader().expect("a controller leader");
-    nodes[(controller - 1) as usize]
-        .move_leader("jobs", 0, lagging_id)
-        .await
-        .expect("moved");
-    assert_eq!(leader_of(&nodes).await, lagging_id);
+    lead_at(&nodes, lagging_id).await;
     // Each delivery is acked at once, so none comes back a second time.
     let mut firsts = BTreeSet::new();
     let mut again = BTreeSet::new();

@@ -22,7 +22,9 @@
 //!   cluster metadata names (one hop), and its answer back; [`gather`]: a receive gathered
 //!   from several partition leaders, and acks scattered to them; [`scatter`]: a produce batch
 //!   split over its partitions' leaders, answered as one reply; [`topic_stats`]: a topic's
-//!   stats of the partitions held on other nodes, asked of their leaders.
+//!   stats of the partitions held on other nodes, asked of their leaders;
+//!   [`subscription_figures`]: a subscription's stats summed over its partitions' leaders;
+//!   [`ask_leader`]: the one `GET` both make of a leader.
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -48,6 +50,7 @@
 
 pub mod accept;
 pub mod app;
+pub mod ask_leader;
 pub mod auth;
 pub mod browser_guard;
 pub mod cli;
@@ -76,6 +79,7 @@ pub mod rate_limit;
 pub mod routes;
 pub mod scatter;
 pub mod server;
+pub mod subscription_figures;
 pub mod topic_stats;
 
 pub use app::{AppState, app};

@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::HeaderMap;
 use serde::Deserialize;
 
 use crate::app::AppState;
-use crate::forward::{FORWARDED_HEADER, call};
+use crate::ask_leader::ask_leader;
+use crate::forward::FORWARDED_HEADER;
 use crate::routes::topics::{PartitionStats, Topic};
 
 #[derive(Deserialize)]
@@ -48,28 +48,9 @@ pub async fn fill_from_leaders(state: &AppState, headers: &HeaderMap, topic: &mu
         }
     }
     for (leader, partitions) in by_leader {
-        let Some(address) = cluster.public_addr(leader) else {
-            continue;
-        };
-        let url = format!("http://{address}/v1/topics/{}", topic.name);
-        let answer = call(&url, Method::GET, headers, Bytes::new(), cluster.node_id()).await;
-        let remote: RemoteTopic = match answer {
-            Ok((StatusCode::OK, _, body)) => match serde_json::from_slice(&body) {
-                Ok(remote) => remote,
-                Err(error) => {
-                    tracing::debug!(leader, %error, "a leader's topic stats did not parse");
-                    continue;
-                }
-            },
-            Ok((status, _, _)) => {
-                tracing::debug!(leader, %status, "a leader refused its topic stats");
-                continue;
-            }
-            Err(error) => {
-                tracing::debug!(leader, %error, "a leader could not be asked for topic stats");
-                continue;
-            }
-        };
+        let path = format!("/v1/topics/{}", topic.name);
+        let asked = ask_leader::<RemoteTopic>(cluster, headers, None, leader, &path, "topic stats");
+        let Some(remote) = asked.await else { continue };
         for remote in remote.partition_stats {
             if !partitions.contains(&remote.partition) {
                 continue;

@@ -4,7 +4,8 @@
 //! answers in request order, received on a third, which gathers from every partition's
 //! leader, and acked on the first, which sends each receipt to its partition's leader.
 //! Nothing is lost and nothing acked comes back, until a seek on any node moves every
-//! partition back at its leader.
+//! partition back at its leader. Every node describes a subscription with the same figures,
+//! its partitions' leaders' summed.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -616,4 +617,156 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
         "keys reach both partitions from node 2: {reply}"
     );
     drop(cluster);
+}
+
+/// The stats of subscription `sub` of `topic` as node `url` describes it and as it lists it.
+async fn described_and_listed(
+    http: &reqwest::Client,
+    url: &str,
+    topic: &str,
+    sub: &str,
+) -> (Value, Value) {
+    let base = format!("{url}/v1/topics/{topic}/subscriptions");
+    let get = |url: String| async move {
+        let reply = http.get(url).send().await.expect("an answer");
+        assert_eq!(reply.status().as_u16(), 200, "describe or list");
+        reply.json::<Value>().await.expect("json")
+    };
+    let described = get(format!("{base}/{sub}")).await;
+    let listed = get(base).await;
+    let listed = listed["subscriptions"]
+        .as_array()
+        .and_then(|subs| subs.iter().find(|s| s["name"] == sub))
+        .map(|s| s["stats"].clone())
+        .unwrap_or(Value::Null);
+    (described["stats"].clone(), listed)
+}
+
+/// The figures every node must agree on (the oldest unacked age is a moment's).
+fn agreed(stats: &Value) -> Value {
+    json!({
+        "backlog": stats["backlog"],
+        "in_flight": stats["in_flight"],
+        "delivered": stats["delivered"],
+        "acked": stats["acked"],
+        "delayed": stats["delayed"],
+        "unacked": !stats["oldest_unacked_age_ms"].is_null(),
+    })
+}
+
+/// Until every node describes and lists the subscription of `topic` named as it with
+/// `expected` figures (up to 15 s: an ack's effect reaches the leaders' tables as it commits).
+async fn every_node_agrees(http: &reqwest::Client, urls: &[String], topic: &str, expected: Value) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let mut seen = Vec::new();
+        for url in urls {
+            let (described, listed) = described_and_listed(http, url, topic, topic).await;
+            seen.push((url.clone(), agreed(&described), agreed(&listed)));
+        }
+        if seen
+            .iter()
+            .all(|(_, d, l)| *d == expected && *l == expected)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "expected {expected} on every node, saw {seen:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Three nodes, a topic of three partitions on two replicas each (so each node lacks one
+/// partition, and leads some or none): a subscription's figures are each partition's as its
+/// leader has them, so every node describes and lists the same backlog, in-flight, delivered,
+/// acked and delayed counts, before and after the acks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_describes_a_subscription_with_its_leaders_figures() {
+    const COUNTED: &str = "counted";
+    const RECEIVED: usize = 20;
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let spread = Spread::start().await;
+    let (urls, http) = (spread.urls(), spread.http.clone());
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics", urls[0]),
+        json!({"name": COUNTED, "partitions": 3, "replication_factor": 2}),
+    )
+    .await;
+    assert_eq!(status, 201, "create topic: {body}");
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics/{COUNTED}/subscriptions", urls[1]),
+        json!({"name": COUNTED, "start": "earliest", "ack_timeout_ms": 60000}),
+    )
+    .await;
+    assert_eq!(status, 201, "create subscription: {body}");
+    eprintln!(
+        "leaders of {COUNTED}: {:?}",
+        leaders_seen(&http, &urls[2], COUNTED).await
+    );
+
+    let mut batch: Vec<Value> = (0..MESSAGES)
+        .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}")}))
+        .collect();
+    batch.push(json!({"key": "k0", "value": "later", "delay_ms": 600_000}));
+    produce_batch(
+        &http,
+        &format!("{}/v1/topics/{COUNTED}/messages", urls[0]),
+        &batch,
+    )
+    .await;
+
+    let mut receipts = Vec::new();
+    for _ in 0..20 {
+        if receipts.len() >= RECEIVED {
+            break;
+        }
+        let (status, body) = post(
+            &http,
+            format!(
+                "{}/v1/topics/{COUNTED}/subscriptions/{COUNTED}/receive",
+                urls[2]
+            ),
+            json!({"max_messages": RECEIVED - receipts.len(), "wait_ms": 1000}),
+        )
+        .await;
+        assert_eq!(status, 200, "receive: {body}");
+        for message in body["messages"].as_array().expect("messages") {
+            receipts.push(message["receipt"].as_str().expect("receipt").to_owned());
+        }
+    }
+    assert_eq!(receipts.len(), RECEIVED);
+    let received = RECEIVED as u64;
+    every_node_agrees(
+        &http,
+        &urls,
+        COUNTED,
+        json!({"backlog": MESSAGES, "in_flight": received, "delivered": received,
+            "acked": 0, "delayed": 1, "unacked": true}),
+    )
+    .await;
+
+    let (status, body) = post(
+        &http,
+        format!(
+            "{}/v1/topics/{COUNTED}/subscriptions/{COUNTED}/ack",
+            urls[1]
+        ),
+        json!({ "receipts": receipts }),
+    )
+    .await;
+    assert_eq!(status, 200, "ack: {body}");
+    assert_eq!(body["acked"], RECEIVED, "{body}");
+    every_node_agrees(
+        &http,
+        &urls,
+        COUNTED,
+        json!({"backlog": MESSAGES as u64 - received, "in_flight": 0, "delivered": received,
+            "acked": received, "delayed": 1, "unacked": true}),
+    )
+    .await;
+    drop(spread.cluster);
 }

@@ -6,18 +6,28 @@
 //! first checkpoints the tables its committed log makes (its live tables are never
 //! checkpointed), so its checkpoints move too.
 //!
-//! The snapshot stands in for the purged prefix, so it carries the partition's subscription
-//! tables as of its last entry ([`PartitionTables`]): a follower too far behind installs it,
-//! its log restarting where the snapshot ends, and its tables become the snapshot's.
+//! The snapshot stands in for the purged prefix, so it carries what the partition's log made
+//! as of its last entry ([`PartitionTables`]): its subscription tables and, since snapshot
+//! version 3, its delayed messages not yet due and the dedup index's first results of its
+//! ids. A follower too far behind installs it, its log restarting where the snapshot ends,
+//! and its tables, its share of the schedule and of the dedup index become the snapshot's: a
+//! delayed message whose scheduled event was purged is still moved when it is due once that
+//! follower leads, and a retried produce of an id is still answered as a duplicate. (Without
+//! them, retention, which keeps only what the schedule's and index's positions need, would
+//! lose such a message: the single node's rule relies on its own sled holding the schedule.)
+//! A version 2 snapshot carries neither: the schedule and index then replay the new log.
 
 use std::sync::{Arc, Weak};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::live_tables::Lead;
 use super::{Broker, Topic, background_blocking};
 use crate::clock::now_ms;
+use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
 use crate::raft::{DerivedState, GroupRaft, purge_through_snapshot};
 use crate::schedule::ScheduleChanges;
@@ -25,11 +35,33 @@ use crate::storage::LogPosition;
 use crate::subscription::TableImage;
 use crate::sync::read;
 
-/// The subscription tables of one partition, as its snapshot carries them: every
-/// subscription (by uid) that has its start on the partition.
+/// What one partition's snapshot carries: the subscription tables of every subscription (by
+/// uid) that has its start on the partition, and (`None` in a version 2 snapshot) the
+/// partition's delayed messages and dedup first results.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct CarriedTables {
     tables: Vec<CarriedTable>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    schedule: Option<Vec<CarriedDelay>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ids: Option<Vec<CarriedId>>,
+}
+
+/// A delayed message not yet due: its schedule entry as sled holds it, base64.
+#[derive(Debug, Serialize, Deserialize)]
+struct CarriedDelay {
+    due_ms: u64,
+    seq: u64,
+    entry: String,
+}
+
+/// An id's first result in the dedup index (of this partition).
+#[derive(Debug, Serialize, Deserialize)]
+struct CarriedId {
+    id: String,
+    produced_ms: u64,
+    offset: Option<u64>,
+    deliver_at_ms: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -85,7 +117,36 @@ impl DerivedState for PartitionTables {
         let topic = self.topic()?;
         let log = &topic.partitions[self.partition];
         let subscriptions: Vec<_> = read(&topic.subscriptions).values().cloned().collect();
-        let mut carried = CarriedTables::default();
+        let partition = partition_number(self.partition);
+        let schedule = topic
+            .delays
+            .partition_image(partition)?
+            .into_iter()
+            .map(|(due_ms, seq, entry)| CarriedDelay {
+                due_ms,
+                seq,
+                entry: BASE64.encode(entry),
+            })
+            .collect();
+        // Ids past the dedup window dedup nothing: they stay behind.
+        let horizon = now_ms().saturating_sub(topic.config().dedup_window_ms);
+        let ids = topic
+            .dedup
+            .partition_firsts(partition)?
+            .into_iter()
+            .filter(|(_, first)| first.produced_ms > horizon)
+            .map(|(id, first)| CarriedId {
+                id,
+                produced_ms: first.produced_ms,
+                offset: first.offset,
+                deliver_at_ms: first.deliver_at_ms,
+            })
+            .collect();
+        let mut carried = CarriedTables {
+            schedule: Some(schedule),
+            ids: Some(ids),
+            ..CarriedTables::default()
+        };
         for sub in subscriptions {
             if let Some(table) = sub.snapshot_table(self.partition, log, until)? {
                 carried.tables.push(CarriedTable {
@@ -111,14 +172,43 @@ impl DerivedState for PartitionTables {
         };
         let topic = self.topic()?;
         let log = &topic.partitions[self.partition];
-        // The delay schedule and dedup index replay the new log from its start: their
-        // positions named frames of the replaced log.
+        // The delay schedule and dedup index take the snapshot's share and replay the new log
+        // from its start on top: their positions named frames of the replaced log.
         let partition = partition_number(self.partition);
         let start = LogPosition::default();
-        topic
-            .delays
-            .apply(partition, &ScheduleChanges::default(), start)?;
-        topic.dedup.apply(partition, &[], start)?;
+        match &carried.schedule {
+            Some(schedule) => {
+                let image = schedule
+                    .iter()
+                    .map(|d| {
+                        Ok((
+                            d.due_ms,
+                            d.seq,
+                            BASE64.decode(&d.entry).map_err(|e| undecodable(&e))?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                topic.delays.replace_partition(partition, &image, start)?;
+            }
+            None => topic
+                .delays
+                .apply(partition, &ScheduleChanges::default(), start)?,
+        }
+        let firsts: Vec<(String, FirstResult)> = carried
+            .ids
+            .iter()
+            .flatten()
+            .map(|c| {
+                let first = FirstResult {
+                    produced_ms: c.produced_ms,
+                    partition,
+                    offset: c.offset,
+                    deliver_at_ms: c.deliver_at_ms,
+                };
+                (c.id.clone(), first)
+            })
+            .collect();
+        topic.dedup.apply(partition, &firsts, start)?;
         let subscriptions: Vec<_> = read(&topic.subscriptions).values().cloned().collect();
         for sub in &subscriptions {
             let image = carried
@@ -206,6 +296,14 @@ impl Broker {
             .map(|seat| seat.raft().cloned())
             .collect();
         Some((leading, rafts))
+    }
+}
+
+fn undecodable(error: &dyn std::fmt::Display) -> BrokerError {
+    BrokerError::Corrupt {
+        path: "raft snapshot".into(),
+        position: 0,
+        reason: format!("the snapshot's delay schedule does not decode: {error}"),
     }
 }
 

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
-use super::{Broker, SubscriptionInfo, SubscriptionStats, Topic, blocking};
+use super::live_tables::Lead;
+use super::{
+    Broker, FiguresOf, SubscriptionFigures, SubscriptionInfo, SubscriptionStats, Topic,
+    TopicFigures, blocking,
+};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 use crate::storage::PartitionHandle;
@@ -87,6 +91,57 @@ impl Broker {
         Ok(())
     }
 
+    /// Per-partition figures of `topic`'s subscriptions (those of `of`): what a
+    /// cluster node answers for the partitions it leads, and sums with the other leaders'
+    /// (a non-leader's tables are not live). The tables of partitions served here are made
+    /// live first, as a receive would. The schedule is walked once (blocking pool).
+    pub async fn subscription_figures(
+        &self,
+        topic: &str,
+        of: FiguresOf<'_>,
+    ) -> Result<TopicFigures> {
+        let open = self.topic(topic)?;
+        let subscriptions: Vec<Arc<Subscription>> = match of {
+            FiguresOf::One(name) => vec![open.subscription(name)?],
+            FiguresOf::All => read(&open.subscriptions).values().cloned().collect(),
+            FiguresOf::Topic => Vec::new(),
+        };
+        let count = open.partitions.len();
+        let mut served = vec![false; count];
+        for (partition, serves) in served.iter_mut().enumerate() {
+            *serves = matches!(self.lead(&open, partition), Lead::Single | Lead::Leader(_));
+        }
+        let now = now_ms();
+        let mut figures = Vec::with_capacity(subscriptions.len());
+        for subscription in &subscriptions {
+            let mut partitions = Vec::with_capacity(count);
+            for (partition, serves) in served.iter_mut().enumerate() {
+                // A table that cannot be made live now (leadership just moved) is not this
+                // node's to report: the asking node keeps its own figures for it.
+                if *serves
+                    && !matches!(
+                        self.serve_partition(&open, subscription, partition).await,
+                        Ok(true)
+                    )
+                {
+                    *serves = false;
+                }
+                partitions.push(partition_stats(&open, subscription, partition, now).await?);
+            }
+            figures.push(SubscriptionFigures {
+                config: subscription.config.clone(),
+                partitions,
+            });
+        }
+        let delays = open.delays.clone();
+        let delayed = blocking(move || delays.count_by_partition(count)).await?;
+        Ok(TopicFigures {
+            served,
+            delayed,
+            subscriptions: figures,
+        })
+    }
+
     async fn subscription_info(
         &self,
         topic: &Topic,
@@ -97,35 +152,49 @@ impl Broker {
             delayed: topic.scheduled.load(std::sync::atomic::Ordering::SeqCst),
             ..SubscriptionStats::default()
         };
-        for (partition, log) in topic.partitions.iter().enumerate() {
-            let end = log.end_offset();
-            let (counts, cursor) =
-                subscription.inspect(partition, |t| (t.counts(now, end), t.cursor()));
-            stats.in_flight += counts.in_flight;
-            stats.waiting_retry += counts.waiting_retry;
-            stats.delayed += counts.not_yet_due;
-            stats.backlog += counts.undelivered
-                + counts.in_flight
-                + counts.waiting_retry
-                + counts.dead_lettering;
-            stats.delivered += cursor.delivered;
-            stats.redelivered += cursor.redelivered;
-            stats.acked += cursor.acked;
-            stats.filtered += cursor.filtered;
-            stats.dead_lettered += cursor.dead_lettered;
-            stats.unacked_limit_reached_partitions += u64::from(counts.unacked_limit_reached);
-            if let Some(offset) = counts.oldest_unacked {
-                let age = publish_time(log, offset)
-                    .await?
-                    .map(|t| now.saturating_sub(t));
-                stats.oldest_unacked_age_ms = stats.oldest_unacked_age_ms.max(age);
-            }
+        for partition in 0..topic.partitions.len() {
+            stats.add(&partition_stats(topic, subscription, partition, now).await?);
         }
         Ok(SubscriptionInfo {
             config: subscription.config.clone(),
             stats,
         })
     }
+}
+
+/// `subscription`'s figures on one partition as its table here shows them (`delayed`: only
+/// the messages the table holds back).
+async fn partition_stats(
+    topic: &Topic,
+    subscription: &Subscription,
+    partition: usize,
+    now: u64,
+) -> Result<SubscriptionStats> {
+    let log = &topic.partitions[partition];
+    let end = log.end_offset();
+    let (counts, cursor) = subscription.inspect(partition, |t| (t.counts(now, end), t.cursor()));
+    let mut stats = SubscriptionStats {
+        in_flight: counts.in_flight,
+        waiting_retry: counts.waiting_retry,
+        delayed: counts.not_yet_due,
+        backlog: counts.undelivered
+            + counts.in_flight
+            + counts.waiting_retry
+            + counts.dead_lettering,
+        delivered: cursor.delivered,
+        redelivered: cursor.redelivered,
+        acked: cursor.acked,
+        filtered: cursor.filtered,
+        dead_lettered: cursor.dead_lettered,
+        unacked_limit_reached_partitions: u64::from(counts.unacked_limit_reached),
+        oldest_unacked_age_ms: None,
+    };
+    if let Some(offset) = counts.oldest_unacked {
+        stats.oldest_unacked_age_ms = publish_time(log, offset)
+            .await?
+            .map(|t| now.saturating_sub(t));
+    }
+    Ok(stats)
 }
 
 async fn publish_time(log: &PartitionHandle, offset: u64) -> Result<Option<u64>> {

@@ -183,8 +183,8 @@ pub struct SettleOutcome {
     pub failed: Vec<(String, ReceiptFailure)>,
 }
 
-/// Counters and gauges of one subscription.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Counters and gauges of one subscription (or of one of its partitions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SubscriptionStats {
     /// Messages not yet acked: never delivered, in flight, or waiting for redelivery.
     pub backlog: u64,
@@ -210,6 +210,59 @@ pub struct SubscriptionStats {
     /// [`crate::limits::MAX_UNACKED_PER_PARTITION`] unacked messages: receives get no new
     /// messages from them until some of those are acked (or nacked into dead letters).
     pub unacked_limit_reached_partitions: u64,
+}
+
+impl SubscriptionStats {
+    /// Adds another partition's (or node's) figures: counts add up, the oldest unacked age
+    /// is the larger one.
+    pub fn add(&mut self, other: &SubscriptionStats) {
+        self.backlog += other.backlog;
+        self.in_flight += other.in_flight;
+        self.waiting_retry += other.waiting_retry;
+        self.oldest_unacked_age_ms = self.oldest_unacked_age_ms.max(other.oldest_unacked_age_ms);
+        self.delivered += other.delivered;
+        self.redelivered += other.redelivered;
+        self.acked += other.acked;
+        self.filtered += other.filtered;
+        self.dead_lettered += other.dead_lettered;
+        self.delayed += other.delayed;
+        self.unacked_limit_reached_partitions += other.unacked_limit_reached_partitions;
+    }
+}
+
+/// One subscription's figures on each partition of its topic, as this node's tables show
+/// them (see [`crate::broker::Broker::subscription_figures`]).
+#[derive(Debug, Clone)]
+pub struct SubscriptionFigures {
+    /// Settings.
+    pub config: SubscriptionConfig,
+    /// Per partition, in partition order: its figures here. `delayed` counts only the
+    /// messages its table holds back (not the topic's schedule, see [`TopicFigures`]).
+    pub partitions: Vec<SubscriptionStats>,
+}
+
+/// Whose figures [`crate::broker::Broker::subscription_figures`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FiguresOf<'a> {
+    /// Every subscription of the topic.
+    All,
+    /// The subscription of this name.
+    One(&'a str),
+    /// None: only the topic's delayed messages.
+    Topic,
+}
+
+/// Per-partition figures of a topic's subscriptions on this node, and which partitions this
+/// node serves (whose figures are live here).
+#[derive(Debug, Clone)]
+pub struct TopicFigures {
+    /// Per partition: whether this node serves its subscriptions now (always on a single
+    /// node; in a cluster, only on the partition's leader).
+    pub served: Vec<bool>,
+    /// Per partition: delayed messages not yet due, as this node's schedule holds them.
+    pub delayed: Vec<u64>,
+    /// The subscriptions asked for, in name order.
+    pub subscriptions: Vec<SubscriptionFigures>,
 }
 
 /// A subscription's settings and stats.

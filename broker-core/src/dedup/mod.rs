@@ -146,6 +146,25 @@ impl DedupIndex {
         Ok(())
     }
 
+    /// The first results sled holds of the ids produced to `partition`: what a snapshot of
+    /// the partition carries (`broker::cluster_retention`). Walks the index.
+    pub fn partition_firsts(&self, partition: u32) -> Result<Vec<(String, FirstResult)>> {
+        let mut firsts = Vec::new();
+        for item in self.tree.scan_prefix([ID]) {
+            let (key, value) = item?;
+            let first = decode(&value)?;
+            if first.partition != partition {
+                continue;
+            }
+            let id = key
+                .get(1..)
+                .and_then(|id| std::str::from_utf8(id).ok())
+                .ok_or_else(|| corrupt("id key"))?;
+            firsts.push((id.to_owned(), first));
+        }
+        Ok(firsts)
+    }
+
     /// Removes up to [`MAX_SWEEP`] ids produced `window_ms` or more before `now_ms`; returns
     /// how many it removed.
     pub fn sweep(&self, now_ms: u64, window_ms: u64) -> Result<usize> {
@@ -257,6 +276,24 @@ mod tests {
             offset: Some(7),
             deliver_at_ms: None,
         }
+    }
+
+    #[test]
+    fn a_partitions_first_results_are_those_of_its_ids_only() {
+        let index = index();
+        let mut elsewhere = first(20);
+        elsewhere.partition = 3;
+        record(
+            &index,
+            &[("a", first(10)), ("b", elsewhere), ("c", first(30))],
+        );
+        let mut firsts = index.partition_firsts(2).expect("firsts");
+        firsts.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(
+            firsts,
+            vec![("a".to_owned(), first(10)), ("c".to_owned(), first(30))]
+        );
+        assert_eq!(index.partition_firsts(3).expect("firsts").len(), 1);
     }
 
     #[test]

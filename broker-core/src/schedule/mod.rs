@@ -291,6 +291,61 @@ impl DelayStore {
         self.tree.scan_prefix([DUE]).count()
     }
 
+    /// How many messages sled holds for each of `partitions` partitions. Walks the schedule:
+    /// for stats in a cluster, where the topic-wide counter is this node's alone.
+    pub fn count_by_partition(&self, partitions: usize) -> Result<Vec<u64>> {
+        let mut counts = vec![0; partitions];
+        for entry in self.tree.scan_prefix([DUE]) {
+            let (_, value) = entry?;
+            let Some(word) = value.get(..4) else { continue };
+            let mut bytes = [0; 4];
+            bytes.copy_from_slice(word);
+            if let Some(count) = counts.get_mut(u32::from_be_bytes(bytes) as usize) {
+                *count += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Every message sled holds for `partition`, as `(due_ms, seq, entry)` with the entry as
+    /// sled stores it (partition and one-record frame): what a snapshot of the partition
+    /// carries (`broker::cluster_retention`). Walks the schedule.
+    pub fn partition_image(&self, partition: u32) -> Result<Vec<(u64, u64, Vec<u8>)>> {
+        let mut image = Vec::new();
+        for item in self.tree.scan_prefix([DUE]) {
+            let (key, value) = item?;
+            if value.get(..4) == Some(&partition.to_be_bytes()[..]) {
+                let (due_ms, seq) = parse_due_key(&key)?;
+                image.push((due_ms, seq, value.to_vec()));
+            }
+        }
+        Ok(image)
+    }
+
+    /// Makes `partition`'s schedule in sled `image` (a snapshot's
+    /// [`DelayStore::partition_image`]), reflecting its log up to `position`: the partition's
+    /// messages sled holds that the image lacks are removed.
+    pub fn replace_partition(
+        &self,
+        partition: u32,
+        image: &[(u64, u64, Vec<u8>)],
+        position: LogPosition,
+    ) -> Result<()> {
+        let mut changes = ScheduleChanges::default();
+        for (due_ms, seq, entry) in self.partition_image(partition)? {
+            let held = decode_scheduled(due_ms, seq, &entry)?;
+            changes.cancelled((due_ms, seq), &held.record.id);
+        }
+        for (due_ms, seq, entry) in image {
+            let message = decode_scheduled(*due_ms, *seq, entry)?;
+            if message.partition != partition {
+                return Err(corrupt("snapshot schedule entry of another partition"));
+            }
+            changes.scheduled(message);
+        }
+        self.apply(partition, &changes, position)
+    }
+
     /// Whether a message is being moved, or was moved or cancelled and sled still has it: only
     /// then can the logs hold moved messages the applier has not yet applied (see
     /// `broker::tables`).

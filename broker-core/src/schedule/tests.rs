@@ -162,3 +162,33 @@ fn memory_holding_one_message_less_than_its_bound_has_room_and_at_the_bound_has_
         Err(BrokerError::Overloaded { .. })
     ));
 }
+
+#[test]
+fn a_partitions_image_replaces_that_partitions_schedule_only_and_counts_go_by_partition() {
+    let source = store();
+    stored(&source, &[message("a", 10, 1), message("b", 20, 2)]);
+    let image = source.partition_image(1).expect("image");
+    assert_eq!(image.len(), 2);
+    assert!(source.partition_image(0).expect("image").is_empty());
+
+    let target = store();
+    let mut other = message("other", 5, 3);
+    other.partition = 0;
+    let mut changes = ScheduleChanges::default();
+    changes.scheduled(other);
+    target.apply(0, &changes, at(7)).expect("apply");
+    // What the target had of partition 1 and the image lacks goes; the image's come in.
+    stored(&target, &[message("gone", 15, 4), message("a", 10, 1)]);
+    target
+        .replace_partition(1, &image, LogPosition::default())
+        .expect("replaced");
+    assert_eq!(
+        ids(target.due(u64::MAX, 10).expect("due")),
+        vec!["other", "a", "b"]
+    );
+    assert_eq!(target.lookup_id("gone").expect("lookup"), None);
+    assert_eq!(target.lookup_id("b").expect("lookup"), Some((20, 2)));
+    assert_eq!(target.position(1).expect("position"), Some(at(0)));
+    assert_eq!(target.position(0).expect("position"), Some(at(7)));
+    assert_eq!(target.count_by_partition(2).expect("counts"), vec![1, 2]);
+}

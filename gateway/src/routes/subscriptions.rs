@@ -3,8 +3,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
-use broker_core::broker::{SubscriptionInfo, SubscriptionStats};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use broker_core::broker::{FiguresOf, SubscriptionInfo, SubscriptionStats};
 use broker_core::subscription::{Filter, Ordering, RetryPolicy, StartPosition, SubscriptionSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -13,6 +14,7 @@ use crate::app::AppState;
 use crate::extract::{JsonBody, PathParams};
 use crate::problem::{ApiError, Problem};
 use crate::routes::{SubscriptionPath, TopicPath};
+use crate::subscription_figures::{Gathered, gather};
 
 /// Where a new subscription starts.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]
@@ -337,14 +339,24 @@ pub async fn create_subscription(
     ))]
 pub async fn list_subscriptions(
     State(state): State<AppState>,
+    headers: HeaderMap,
     PathParams(path): PathParams<TopicPath>,
-) -> Result<Json<SubscriptionList>, ApiError> {
-    let subscriptions = state.broker.list_subscriptions(&path.topic).await?;
+) -> Result<Response, ApiError> {
+    let subscriptions = match &state.cluster {
+        None => state.broker.list_subscriptions(&path.topic).await?,
+        Some(_) => match gather(&state, &headers, &path.topic, FiguresOf::All).await? {
+            Gathered::Led(figures) => return Ok(Json(figures).into_response()),
+            Gathered::Infos(infos) => infos,
+        },
+    };
     let subscriptions = subscriptions.into_iter().map(Into::into).collect();
-    Ok(Json(SubscriptionList { subscriptions }))
+    Ok(Json(SubscriptionList { subscriptions }).into_response())
 }
 
 /// Describe a subscription: settings and stats.
+///
+/// In a cluster, any node answers with the same figures: each partition's as its leader has
+/// them, summed (the oldest unacked age is the largest partition's).
 ///
 /// Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
 /// how many messages the tag filter skipped (`filtered`), how many became dead letters
@@ -364,13 +376,27 @@ pub async fn list_subscriptions(
     ))]
 pub async fn describe_subscription(
     State(state): State<AppState>,
+    headers: HeaderMap,
     PathParams(path): PathParams<SubscriptionPath>,
-) -> Result<Json<Subscription>, ApiError> {
-    let info = state
-        .broker
-        .describe_subscription(&path.topic, &path.sub)
-        .await?;
-    Ok(Json(info.into()))
+) -> Result<Response, ApiError> {
+    let info = match &state.cluster {
+        None => {
+            state
+                .broker
+                .describe_subscription(&path.topic, &path.sub)
+                .await?
+        }
+        Some(_) => match gather(&state, &headers, &path.topic, FiguresOf::One(&path.sub)).await? {
+            Gathered::Led(figures) => return Ok(Json(figures).into_response()),
+            Gathered::Infos(infos) => infos.into_iter().next().ok_or_else(|| {
+                ApiError::from(broker_core::BrokerError::SubscriptionNotFound {
+                    topic: path.topic.clone(),
+                    subscription: path.sub.clone(),
+                })
+            })?,
+        },
+    };
+    Ok(Json(Subscription::from(info)).into_response())
 }
 
 /// Delete a subscription and its cursors and leases.

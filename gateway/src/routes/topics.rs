@@ -4,6 +4,8 @@ use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use broker_core::broker::FiguresOf;
 use broker_core::topic::{PartitionInfo, RateLimit, TopicInfo, TopicPatch, TopicSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
@@ -13,6 +15,7 @@ use crate::auth::Principal;
 use crate::extract::{JsonBody, PathParams};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
+use crate::subscription_figures;
 
 /// A topic to create.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -274,10 +277,19 @@ pub async fn describe_topic(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParams(path): PathParams<TopicPath>,
-) -> Result<Json<Topic>, ApiError> {
+) -> Result<Response, ApiError> {
+    let of = FiguresOf::Topic;
+    if let Some(figures) =
+        subscription_figures::led_asked(&state, &headers, &path.topic, of).await?
+    {
+        return Ok(Json(figures).into_response());
+    }
     let mut topic: Topic = state.broker.describe_topic(&path.topic)?.into();
     crate::topic_stats::fill_from_leaders(&state, &headers, &mut topic).await;
-    Ok(Json(topic))
+    if state.cluster.is_some() {
+        topic.delayed = subscription_figures::delayed(&state, &headers, &path.topic).await?;
+    }
+    Ok(Json(topic).into_response())
 }
 
 /// Change a topic's retention, limits or dedup window.

@@ -419,7 +419,10 @@ export interface paths {
         };
         /**
          * Describe a subscription: settings and stats.
-         * @description Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+         * @description In a cluster, any node answers with the same figures: each partition's as its leader has
+         *     them, summed (the oldest unacked age is the largest partition's).
+         *
+         *     Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
          *     how many messages the tag filter skipped (`filtered`), how many became dead letters
          *     (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
          *     on how many partitions the subscription holds as many unacked messages as it may, so that

@@ -90,7 +90,10 @@ def sync_detailed(
 ) -> Response[Problem | Subscription]:
     """Describe a subscription: settings and stats.
 
-     Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+     In a cluster, any node answers with the same figures: each partition's as its leader has
+    them, summed (the oldest unacked age is the largest partition's).
+
+    Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
     how many messages the tag filter skipped (`filtered`), how many became dead letters
     (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
     on how many partitions the subscription holds as many unacked messages as it may, so that
@@ -132,7 +135,10 @@ def sync(
 ) -> Problem | Subscription | None:
     """Describe a subscription: settings and stats.
 
-     Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+     In a cluster, any node answers with the same figures: each partition's as its leader has
+    them, summed (the oldest unacked age is the largest partition's).
+
+    Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
     how many messages the tag filter skipped (`filtered`), how many became dead letters
     (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
     on how many partitions the subscription holds as many unacked messages as it may, so that
@@ -169,7 +175,10 @@ async def asyncio_detailed(
 ) -> Response[Problem | Subscription]:
     """Describe a subscription: settings and stats.
 
-     Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+     In a cluster, any node answers with the same figures: each partition's as its leader has
+    them, summed (the oldest unacked age is the largest partition's).
+
+    Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
     how many messages the tag filter skipped (`filtered`), how many became dead letters
     (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
     on how many partitions the subscription holds as many unacked messages as it may, so that
@@ -209,7 +218,10 @@ async def asyncio(
 ) -> Problem | Subscription | None:
     """Describe a subscription: settings and stats.
 
-     Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
+     In a cluster, any node answers with the same figures: each partition's as its leader has
+    them, summed (the oldest unacked age is the largest partition's).
+
+    Besides `backlog`, `in_flight`, `waiting_retry` and the delivery counters, the stats say
     how many messages the tag filter skipped (`filtered`), how many became dead letters
     (`dead_lettered`), how many delayed messages of the topic are not yet due (`delayed`), and
     on how many partitions the subscription holds as many unacked messages as it may, so that
