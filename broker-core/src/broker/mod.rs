@@ -11,6 +11,8 @@
 //!   logs; `checkpoint`: the same for subscription state.
 //! - `cluster_retention`: retention on a cluster node (a snapshot carrying the subscription
 //!   tables, then Raft's purge).
+//! - `zones`: keeping traffic in a node's zone; `follower_reads`: offset reads an in-sync
+//!   follower serves.
 //!
 //! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
 //! list) change only by single inserts, removes and assignments, so they are taken through
@@ -23,6 +25,7 @@ mod consume;
 mod dead_letters;
 mod delays;
 mod detached;
+mod follower_reads;
 mod live_tables;
 mod metadata;
 mod produce;
@@ -50,6 +53,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
+pub use cluster::PartitionHint;
 pub use types::*;
 pub use zones::LeaderNear;
 
@@ -142,6 +146,8 @@ pub struct Broker {
     /// it uses (topics, sled trees); shutdown takes the write guard to wait for all of it, so
     /// that the data folder can be opened again once shutdown returns.
     background: Arc<tokio::sync::RwLock<()>>,
+    /// Each node's zone as the cluster metadata records it (empty on a single node).
+    zones: RwLock<BTreeMap<u64, String>>,
 }
 
 impl Broker {
@@ -179,6 +185,7 @@ impl Broker {
             memory: std::sync::OnceLock::new(),
             schedule_seq: AtomicU64::new(0),
             background: Arc::default(),
+            zones: RwLock::new(BTreeMap::new()),
         });
         broker.start_replication().await?;
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
