@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::broker::Broker;
 use crate::broker::SubscriptionInfo;
+use crate::broker::{Broker, PartitionHint};
 use crate::cluster::{
     ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
 };
@@ -503,6 +503,13 @@ impl ClusterNode {
                 tracing::warn!(topic = %name, %error, "could not delete a topic");
             }
         }
+        self.broker.set_node_zones(
+            state
+                .nodes()
+                .values()
+                .map(|n| (n.id, n.zone.clone()))
+                .collect(),
+        );
         // Every topic, placed here or not: a node holding none of a topic's partitions still
         // answers for it (forwarding to each partition's leader).
         for (name, record) in state.topics() {
@@ -517,11 +524,15 @@ impl ClusterNode {
             {
                 tracing::warn!(topic = %name, %error, "could not open a topic");
             }
-            let leaders: Vec<Option<u64>> = (0..record.config.partitions)
-                .map(|p| state.partition_leader(name, p).map(|l| l.node))
+            let hints: Vec<PartitionHint> = (0u32..)
+                .zip(&record.placement)
+                .map(|(p, placed)| PartitionHint {
+                    leader: state.partition_leader(name, p).map(|l| l.node),
+                    replicas: placed.replicas.clone(),
+                })
                 .collect();
             self.broker
-                .set_leader_hints(name, record.config.uid, &leaders);
+                .set_partition_hints(name, record.config.uid, &hints);
             self.reconcile_subscriptions(&state, name, caught_up).await;
         }
     }

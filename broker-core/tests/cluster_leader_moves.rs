@@ -282,7 +282,10 @@ async fn concurrent_single_produces_share_entries_and_each_hears_its_own_offset(
     let mut placed = BTreeMap::new();
     while let Some(joined) = produces.join_next().await {
         let (n, offset) = joined.expect("joins");
-        assert!(placed.insert(offset, n).is_none(), "offset {offset} given twice");
+        assert!(
+            placed.insert(offset, n).is_none(),
+            "offset {offset} given twice"
+        );
     }
     let offsets: Vec<u64> = placed.keys().copied().collect();
     assert_eq!(offsets, (0..PRODUCES as u64).collect::<Vec<_>>());

@@ -5,14 +5,15 @@
 //! group from the leaders' reports), and a node outside a partition's group refuses its
 //! produce and reads with `NotLeader` naming that leader, writing nothing. Draining a node
 //! moves its leadership and its replica to a node outside the group, which then serves the
-//! same offsets and subscription state, and the drained node can be removed.
+//! same offsets and subscription state, and the drained node can be removed. A node outside
+//! a partition's group knows whether its leader is in its zone (from the metadata).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
-use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
+use broker_core::broker::{AckMode, LeaderNear, NewMessage, ReceiveRequest};
 use broker_core::cluster_node::ClusterNode;
 use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
@@ -178,6 +179,42 @@ async fn each_node_holds_only_its_partitions_and_forwards_the_others_to_their_le
             }
             assert_eq!(seen, 1, "replica {} of partition {p}", node.node_id());
         }
+    }
+    // Nearness of a partition a node does not hold comes from the metadata's zones: with its
+    // leader moved into the outsider's zone it is near, moved out of it it is not (and an
+    // offset read there then goes first to the replica in the outsider's zone).
+    let holders = replicas(0);
+    let outsider = nodes
+        .iter()
+        .find(|n| !holders.contains(&n.node_id()))
+        .expect("a node outside the group");
+    let zone = |id: u64| id % 3;
+    let in_zone = *holders
+        .iter()
+        .find(|h| zone(**h) == zone(outsider.node_id()))
+        .expect("a replica in the outsider's zone (replicas spread over the three zones)");
+    let elsewhere = *holders
+        .iter()
+        .find(|h| zone(**h) != zone(outsider.node_id()))
+        .expect("a replica in another zone");
+    for (target, near) in [(in_zone, true), (elsewhere, false)] {
+        leader
+            .move_leader(TOPIC, 0, target)
+            .await
+            .expect("the leadership moved");
+        let expected = LeaderNear {
+            leader: Some(target),
+            near,
+        };
+        until("the outsider knows the new leader", || {
+            outsider
+                .broker()
+                .partition_leaders_near(TOPIC)
+                .is_ok_and(|leaders| leaders[0] == expected)
+        })
+        .await;
+        let read_first = outsider.broker().read_replica_near(TOPIC, 0);
+        assert_eq!(read_first, (!near).then_some(in_zone), "leader {target}");
     }
     for node in &nodes {
         node.shutdown().await;

@@ -12,6 +12,11 @@
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
 //! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is never forwarded: it
 //! gathers from every partition's leader instead ([`crate::gather::leaders_to_stream_from`]).
+//!
+//! An offset read may name a replica in this node's zone besides the leader
+//! ([`NearReplica`]): it goes there first, and to the leader only when that replica did not
+//! serve it (it is not in sync, cannot be reached, or answered anything but a page). A read
+//! changes nothing, so asking twice is safe; each ask is still one hop.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -36,6 +41,11 @@ pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(75);
 /// The leader a `not_leader` answer names (none during an election), for [`forward`].
 #[derive(Debug, Clone, Copy)]
 pub struct LeaderHint(pub Option<u64>);
+
+/// A replica in this node's zone that may serve a refused offset read (as an in-sync
+/// follower), to ask before the leader, for [`forward`].
+#[derive(Debug, Clone, Copy)]
+pub struct NearReplica(pub u64);
 
 /// Headers that describe one connection, not the request (RFC 9110 §7.6.1), and those the
 /// first node already judged (`Origin`, `Sec-Fetch-*`): none travels to the leader.
@@ -104,6 +114,29 @@ pub async fn forward(
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
+    let near = response.extensions().get::<NearReplica>().copied();
+    if let Some(NearReplica(node)) = near
+        && node != cluster.node_id()
+        && let Some(address) = cluster.public_addr(node)
+    {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let url = format!("http://{address}{path}");
+        let sent = send(
+            &url,
+            method.clone(),
+            &headers,
+            bytes.clone(),
+            cluster.node_id(),
+        )
+        .await;
+        match sent {
+            Ok(answer) if answer.status().is_success() => return answer,
+            Ok(answer) => {
+                tracing::debug!(status = %answer.status(), node, "a near replica did not serve a read")
+            }
+            Err(error) => tracing::debug!(%error, node, "a near replica could not be asked"),
+        }
+    }
     let Some(LeaderHint(Some(leader))) = response.extensions().get::<LeaderHint>().copied() else {
         return response;
     };

@@ -497,11 +497,37 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
     }
 }
 
+/// An offset read at `url` (again while the answer is 503, for up to 15 s): the node that
+/// served it (`Wharf-Served-By`) and the page.
+async fn offset_read(http: &reqwest::Client, url: &str) -> (Option<u64>, Value) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let reply = http.get(url).send().await.expect("an answer");
+        let status = reply.status().as_u16();
+        let served_by = reply
+            .headers()
+            .get("wharf-served-by")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let body: Value = reply.json().await.unwrap_or(Value::Null);
+        if status == 200 {
+            return (served_by, body);
+        }
+        assert!(
+            status == 503 && Instant::now() < deadline,
+            "offset read: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Zones a, a, b. Partition 0 is led by node 3 (zone b), partition 1 by node 1 (zone a), so
 /// node 2 (zone a) leads nothing: its unkeyed messages, raw and batched, go to partition 1
 /// (led in its zone, not partition 0 as when zones were ignored), node 3's to partition 0
-/// (led there), a receive on node 2 takes partition 1's first and partition 0's once
-/// partition 1 has no more, and a keyed message still goes to its key's partition.
+/// (led there), an offset read of partition 0 on node 2 is served there (an in-sync
+/// follower) with the leader's records, a receive on node 2 takes partition 1's first and
+/// partition 0's once partition 1 has no more, and a keyed message still goes to its key's
+/// partition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     const ZONED: &str = "zoned";
@@ -574,6 +600,34 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
         let (_, reply) = produce_batch(&http, &url, &batch).await;
         assert_eq!(partitions_of(&reply), [expected; 6], "node {node}: {reply}");
     }
+    // An offset read of partition 0 (led by node 3, zone b) on node 2 (zone a, a follower in
+    // sync) is served by node 2 itself, not forwarded to zone b, with the leader's records.
+    let read_url = |node: usize| {
+        format!(
+            "{}/v1/topics/{ZONED}/partitions/0/messages?offset=0&max=1000",
+            urls[node - 1]
+        )
+    };
+    let (served_by, from_leader) = offset_read(&http, &read_url(3)).await;
+    assert_eq!(served_by, Some(3), "the leader serves its own read");
+    assert_eq!(
+        from_leader["messages"].as_array().map(Vec::len),
+        Some(10),
+        "node 3's raw and batched messages: {from_leader}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (served_by, page) = offset_read(&http, &read_url(2)).await;
+        if served_by == Some(2) && page["messages"] == from_leader["messages"] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 2 never served the leader's records itself: by {served_by:?}, {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // A receive on node 2 takes from the leader in its zone (node 1, partition 1) first, and
     // from the other zone's only for what that one did not have.
     let receive_url = format!("{}/v1/topics/{ZONED}/subscriptions/near/receive", urls[1]);
@@ -769,4 +823,90 @@ async fn every_node_describes_a_subscription_with_its_leaders_figures() {
     )
     .await;
     drop(spread.cluster);
+}
+
+/// Zones a, a, b and a partition of two replicas, one in each zone, led in zone b: an offset
+/// read on the zone-a node holding no replica is served by the zone-a replica (a follower
+/// in sync), not the leader in zone b, with the leader's records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offset_read_goes_to_a_replica_in_the_nodes_zone_before_a_far_leader() {
+    const NEAR: &str = "near";
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let (cluster, http) = three_nodes(["a", "a", "b"]);
+    let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics", urls[0]),
+        json!({"name": NEAR, "partitions": 1, "replication_factor": 2}),
+    )
+    .await;
+    assert_eq!(status, 201, "create topic: {body}");
+    leaders_seen(&http, &urls[0], NEAR).await;
+    let view: Value = http
+        .get(format!("{}/v1/cluster", urls[0]))
+        .send()
+        .await
+        .expect("cluster view")
+        .json()
+        .await
+        .expect("json");
+    let replicas: Vec<u64> = view["partitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["topic"] == NEAR)
+        .flat_map(|p| p["replicas"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["node"].as_u64())
+        .collect();
+    // Placement spreads the two replicas over both zones: node 3 and one of nodes 1, 2.
+    assert!(replicas.contains(&3), "replicas {replicas:?}: {view}");
+    let near_replica = *replicas
+        .iter()
+        .find(|n| **n != 3)
+        .expect("a replica in zone a");
+    let outsider = if near_replica == 1 { 2 } else { 1 };
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/cluster/partitions/{NEAR}/0/leader", urls[0]),
+        json!({ "node": 3 }),
+    )
+    .await;
+    assert_eq!(status, 200, "move the leader to zone b: {body}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while leaders_seen(&http, &urls[outsider as usize - 1], NEAR).await != [3] {
+        assert!(
+            Instant::now() < deadline,
+            "node {outsider} never saw node 3 lead"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let batch: Vec<Value> = (0..5).map(|i| json!({"value": format!("v{i}")})).collect();
+    produce_batch(
+        &http,
+        &format!("{}/v1/topics/{NEAR}/messages", urls[2]),
+        &batch,
+    )
+    .await;
+    let read_url = |node: u64| {
+        format!(
+            "{}/v1/topics/{NEAR}/partitions/0/messages?offset=0&max=1000",
+            urls[node as usize - 1]
+        )
+    };
+    let (served_by, from_leader) = offset_read(&http, &read_url(3)).await;
+    assert_eq!(served_by, Some(3));
+    assert_eq!(from_leader["messages"].as_array().map(Vec::len), Some(5));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (served_by, page) = offset_read(&http, &read_url(outsider)).await;
+        if served_by == Some(near_replica) && page["messages"] == from_leader["messages"] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {outsider}'s read was never served by node {near_replica}: by {served_by:?}, {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(cluster);
 }

@@ -19,7 +19,7 @@
 //! leader reports itself to the controller when it gains the leadership
 //! ([`crate::cluster::Command::SetPartitionLeader`], with its term so an older report never
 //! overwrites a newer one), and every node's reconciler copies the reports onto the seats
-//! ([`Broker::set_leader_hints`]). Every request on a partition held elsewhere (produce,
+//! ([`Broker::set_partition_hints`]). Every request on a partition held elsewhere (produce,
 //! receive, settle, seek, offset reads) is refused with [`BrokerError::NotLeader`] naming
 //! the hint, and the gateway forwards it there (one hop); a hint naming a node that since
 //! lost the leadership (or died) costs the client one retry. Subscriptions are opened on
@@ -35,6 +35,15 @@ use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, GroupParts, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
+
+/// What the cluster metadata says of one partition, for [`Broker::set_partition_hints`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionHint {
+    /// The leader its leader last reported (none before any report).
+    pub leader: Option<u64>,
+    /// Its replicas.
+    pub replicas: Vec<u64>,
+}
 
 /// A topic's placement as [`Broker::materialize_placed_topic`] takes it: each partition's
 /// replicas, and the partitions moved since the topic was created.
@@ -184,7 +193,9 @@ impl Broker {
                 }
                 continue;
             }
-            replication.groups.insert(group, raft.clone());
+            replication
+                .groups
+                .insert_followed(group, raft.clone(), Arc::clone(seat.contact()));
             let form = placement.is_some_and(|(_, moved)| !moved.contains(&partition));
             if let Some(members) = members.filter(|_| form)
                 && let Err(e) = raft.initialize(members.clone()).await
@@ -316,18 +327,20 @@ impl Broker {
             .collect()
     }
 
-    /// Records the leaders the metadata names for the partitions of topic `name`
-    /// (incarnation `uid`): `leaders[p]` for partition `p`. The leader of a partition held
-    /// here is what its replica knows; the others' requests are refused naming these.
-    pub fn set_leader_hints(&self, name: &str, uid: u64, leaders: &[Option<u64>]) {
+    /// Records what the metadata says of the partitions of topic `name` (incarnation
+    /// `uid`): `hints[p]` for partition `p`, its leader and replicas. The leader of a
+    /// partition held here is what its replica knows; the others' requests are refused
+    /// naming these, and their offset reads may go to a replica in this node's zone.
+    pub fn set_partition_hints(&self, name: &str, uid: u64, hints: &[PartitionHint]) {
         let Some(topic) = read(&self.topics).get(name).cloned() else {
             return;
         };
         if topic.config().uid != uid {
             return;
         }
-        for (seat, leader) in topic.groups.iter().zip(leaders) {
-            seat.set_hint(*leader);
+        for (seat, hint) in topic.groups.iter().zip(hints) {
+            seat.set_hint(hint.leader);
+            seat.set_replicas(&hint.replicas);
         }
     }
 

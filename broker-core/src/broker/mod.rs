@@ -14,6 +14,8 @@
 //! - `cluster_redrive`: redrive in a cluster (each dead-letter partition by its leader, the
 //!   redriven records appended at the source partitions' leaders, the cursor in the
 //!   dead-letter partition's own log).
+//! - `zones`: keeping traffic in a node's zone; `follower_reads`: offset reads an in-sync
+//!   follower serves.
 //!
 //! The broker's locks (the topic map, each topic's `config` and `subscriptions`, the task
 //! list) change only by single inserts, removes and assignments, so they are taken through
@@ -27,6 +29,7 @@ mod consume;
 mod dead_letters;
 mod delays;
 mod detached;
+mod follower_reads;
 mod live_tables;
 mod metadata;
 mod produce;
@@ -54,6 +57,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
+pub use cluster::PartitionHint;
 pub use types::*;
 pub use zones::LeaderNear;
 
@@ -146,6 +150,8 @@ pub struct Broker {
     /// it uses (topics, sled trees); shutdown takes the write guard to wait for all of it, so
     /// that the data folder can be opened again once shutdown returns.
     background: Arc<tokio::sync::RwLock<()>>,
+    /// Each node's zone as the cluster metadata records it (empty on a single node).
+    zones: RwLock<BTreeMap<u64, String>>,
 }
 
 impl Broker {
@@ -183,6 +189,7 @@ impl Broker {
             memory: std::sync::OnceLock::new(),
             schedule_seq: AtomicU64::new(0),
             background: Arc::default(),
+            zones: RwLock::new(BTreeMap::new()),
         });
         broker.start_replication().await?;
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));

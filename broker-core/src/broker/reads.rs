@@ -1,4 +1,5 @@
-//! Reading a partition by offset, without leases (streams, replay, audit).
+//! Reading a partition by offset, without leases (streams, replay, audit). In a cluster a
+//! follower in sync serves it too (see `follower_reads`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -58,7 +59,13 @@ impl Broker {
             })?;
         // A partition held elsewhere has an empty log here: its reads go to its leader.
         self.require_held(&open, partition)?;
+        let reader = self.offset_reader(&open, partition).await?;
         if offset > log.end_offset() {
+            reader.to_leader(format!(
+                "offset {offset} of partition {partition} of topic '{topic}' (past this \
+                 follower's end, {})",
+                log.end_offset()
+            ))?;
             return Err(BrokerError::OffsetOutOfRange {
                 partition,
                 offset,

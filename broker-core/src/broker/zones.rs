@@ -8,12 +8,21 @@
 //! - A receive gathered from several leaders asks those in this node's zone first and the
 //!   others only when the nearby ones had too little ([`Broker::partition_leaders_near`]).
 //!
+//! - An offset read of a partition this node does not hold goes first to a replica in its
+//!   zone ([`Broker::read_replica_near`]), which serves it as a follower when it is in sync
+//!   (see `follower_reads`), and to the leader otherwise.
+//!
 //! A leader's zone is what the partition group's membership records for it (each node's
-//! zone as the controller placed the replica).
+//! zone as the controller placed the replica) when this node holds a replica, and else what
+//! the cluster metadata records for the leader's node ([`Broker::set_node_zones`]): so a
+//! node that holds none of a partition's replicas knows whether its leader is near too.
+
+use std::collections::BTreeMap;
 
 use super::{Broker, Topic};
 use crate::error::Result;
 use crate::raft::leader_in_zone_of;
+use crate::sync::{read, write};
 
 /// A partition's leader as this node knows it, and whether it is in this node's zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,17 +70,61 @@ impl Broker {
 
     fn leaders_near(&self, topic: &Topic) -> Vec<LeaderNear> {
         let me = self.config.replication.as_ref().map(|r| r.node_id);
+        let zones = read(&self.zones);
+        let same_zone = |node: u64| {
+            let zone = |n: u64| zones.get(&n);
+            me.is_some_and(|me| zone(me).is_some() && zone(node) == zone(me))
+        };
         topic
             .groups
             .iter()
             .map(|seat| {
                 let leader = seat.leader();
-                let near = match (me, seat.raft()) {
-                    (Some(me), Some(raft)) => leader == Some(me) || leader_in_zone_of(raft, me),
+                let near = match (me, leader) {
+                    (Some(me), Some(leader)) => {
+                        leader == me
+                            || seat.raft().is_some_and(|raft| leader_in_zone_of(raft, me))
+                            || same_zone(leader)
+                    }
                     _ => false,
                 };
                 LeaderNear { leader, near }
             })
             .collect()
+    }
+
+    /// Records each node's zone as the cluster metadata has it (node id to zone).
+    pub fn set_node_zones(&self, zones: BTreeMap<u64, String>) {
+        if *read(&self.zones) != zones {
+            *write(&self.zones) = zones;
+        }
+    }
+
+    /// For an offset read of `topic`'s partition `partition`, which this node does not hold:
+    /// a replica in this node's zone to ask before the leader, when the leader is not in it
+    /// (`None`: ask the leader; also on a single node, for a partition held here, or before
+    /// the metadata placed it). A follower asked serves the read only when it is in sync,
+    /// else it answers `NotLeader` and the read goes to the leader. Of several such
+    /// replicas, the partition number chooses, so that reads spread over them.
+    pub fn read_replica_near(&self, topic: &str, partition: u32) -> Option<u64> {
+        let me = self.config.replication.as_ref()?.node_id;
+        let open = self.topic(topic).ok()?;
+        let seat = open.groups.get(partition as usize)?;
+        if seat.held() {
+            return None;
+        }
+        let zones = read(&self.zones);
+        let my_zone = zones.get(&me)?;
+        let near = |node: &u64| zones.get(node) == Some(my_zone);
+        if seat.hint().is_some_and(|leader| near(&leader)) {
+            return None;
+        }
+        let nearby: Vec<u64> = seat
+            .replicas()
+            .into_iter()
+            .filter(|n| *n != me && near(n))
+            .collect();
+        let count = u32::try_from(nearby.len()).ok().filter(|c| *c > 0)?;
+        nearby.get((partition % count) as usize).copied()
     }
 }

@@ -8,11 +8,14 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 use openraft::error::{ClientWriteError, InstallSnapshotError, RaftError};
-use openraft::raft::{InstallSnapshotResponse, VoteResponse};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotResponse, VoteResponse,
+};
 use openraft::{Config, Raft};
 use tokio::sync::Notify;
 
 use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
+use super::contact::LeaderContact;
 use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
@@ -379,14 +382,40 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
 /// The Raft groups of this node, by id; answers RPCs for them.
 #[derive(Default)]
 pub struct RaftGroups {
-    groups: RwLock<BTreeMap<GroupId, Raft<TypeConfig>>>,
+    groups: RwLock<BTreeMap<GroupId, Member>>,
     holds: Arc<Holds>,
+}
+
+/// One group of this node: its Raft, and where the appends it accepts from the leader are
+/// recorded (a partition's, for its follower reads).
+struct Member {
+    raft: Raft<TypeConfig>,
+    contact: Option<Arc<LeaderContact>>,
 }
 
 impl RaftGroups {
     /// Makes `raft` answer RPCs for `group`.
     pub fn insert(&self, group: GroupId, raft: Raft<TypeConfig>) {
-        crate::sync::write(&self.groups).insert(group, raft);
+        let member = Member {
+            raft,
+            contact: None,
+        };
+        crate::sync::write(&self.groups).insert(group, member);
+    }
+
+    /// Makes `raft` answer RPCs for `group`, recording in `contact` each append it accepts
+    /// from the leader.
+    pub fn insert_followed(
+        &self,
+        group: GroupId,
+        raft: Raft<TypeConfig>,
+        contact: Arc<LeaderContact>,
+    ) {
+        let member = Member {
+            raft,
+            contact: Some(contact),
+        };
+        crate::sync::write(&self.groups).insert(group, member);
     }
 
     /// Stops answering for `group`.
@@ -396,7 +425,16 @@ impl RaftGroups {
 
     /// The Raft of `group`, if this node has it.
     pub fn get(&self, group: &GroupId) -> Option<Raft<TypeConfig>> {
-        crate::sync::read(&self.groups).get(group).cloned()
+        crate::sync::read(&self.groups)
+            .get(group)
+            .map(|m| m.raft.clone())
+    }
+
+    /// The Raft of `group` and where its appends are recorded, if this node has it.
+    fn member(&self, group: &GroupId) -> Option<(Raft<TypeConfig>, Option<Arc<LeaderContact>>)> {
+        crate::sync::read(&self.groups)
+            .get(group)
+            .map(|m| (m.raft.clone(), m.contact.clone()))
     }
 
     /// What `group`'s proposer asks before each write: whether its leadership is moving
@@ -408,14 +446,19 @@ impl RaftGroups {
 
 impl RpcHandler for RaftGroups {
     fn handle(&self, group: GroupId, rpc: Rpc, body: Bytes) -> HandlerFuture {
-        let raft = self.get(&group);
+        let member = self.member(&group);
         let holds = Arc::clone(&self.holds);
         Box::pin(async move {
-            let raft = raft.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
+            let (raft, contact) = member.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
             match rpc {
                 Rpc::Append => {
-                    let request = decode_append(body)?;
+                    let request: AppendEntriesRequest<TypeConfig> = decode_append(body)?;
+                    let leader_commit = request.leader_commit.map(|c| c.index);
                     let answer: AppendAnswer = raft.append_entries(request).await;
+                    if let (Some(contact), Ok(AppendEntriesResponse::Success)) = (&contact, &answer)
+                    {
+                        contact.record(leader_commit);
+                    }
                     encode_json(&answer)
                 }
                 Rpc::Vote => {

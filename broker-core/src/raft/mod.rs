@@ -21,6 +21,8 @@
 //! - `network`: [`GroupNetwork`], openraft's network for one group over a [`Transport`].
 //! - `proposer`: [`RaftProposer`]: a replicated partition's writes (the broker's ordinary
 //!   appends and control batches) proposed to its Raft, bounded and timed out.
+//! - `contact`: [`LeaderContact`], when a follower last heard its partition's leader and the
+//!   commit it heard of, for follower reads (at most [`FOLLOWER_READ_MAX_LAG_MS`] behind).
 //! - `controller`: [`ControllerMachine`], the controller group's state machine: committed
 //!   commands handed in order to the node's cluster [`Metadata`], a version to wake on.
 //! - `status`: [`GroupStatus`], one group as this node sees it (leader, term, lag).
@@ -44,6 +46,7 @@
 
 mod coalesce;
 mod codec;
+mod contact;
 mod controller;
 mod groups;
 mod log_store;
@@ -61,6 +64,7 @@ mod transport;
 mod types;
 
 pub use coalesce::{MAX_JOINED_BYTES, MAX_WRITES_IN_FLIGHT, PROPOSE_TIMEOUT_MS};
+pub use contact::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS, Heard, LeaderContact};
 pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
     ControllerReplica, ELECTION_TIMEOUT_MS, GroupParts, HEARTBEAT_MS, PartitionReplica,

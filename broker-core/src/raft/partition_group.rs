@@ -8,11 +8,12 @@
 //! when this node holds a replica, refused with [`BrokerError::NotLeader`] naming the hint
 //! otherwise (the gateway forwards them there).
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use openraft::Raft;
 
+use super::contact::LeaderContact;
 use super::proposer::RaftProposer;
 use super::status::LeaderView;
 use super::transfer::WriteHold;
@@ -29,8 +30,12 @@ pub struct PartitionGroup {
     what: String,
     /// The partition's Raft and its proposer here, once this node holds a replica.
     replica: OnceLock<(Raft<TypeConfig>, RaftProposer)>,
+    /// What this node's replica last heard from the leader (for follower reads).
+    contact: Arc<LeaderContact>,
     /// The leader the cluster metadata records for the partition ([`NO_HINT`]: none).
     hint: AtomicU64,
+    /// The partition's replicas as the cluster metadata places them (empty until known).
+    replicas: RwLock<Vec<u64>>,
 }
 
 impl std::fmt::Debug for PartitionGroup {
@@ -49,7 +54,9 @@ impl PartitionGroup {
         PartitionGroup {
             what,
             replica: OnceLock::new(),
+            contact: Arc::default(),
             hint: AtomicU64::new(NO_HINT),
+            replicas: RwLock::new(Vec::new()),
         }
     }
 
@@ -65,6 +72,12 @@ impl PartitionGroup {
     /// The partition's Raft, when this node holds a replica.
     pub fn raft(&self) -> Option<&Raft<TypeConfig>> {
         self.replica.get().map(|(raft, _)| raft)
+    }
+
+    /// What this node's replica last heard from the partition's leader: the Raft groups
+    /// record there each append they accept for it.
+    pub fn contact(&self) -> &Arc<LeaderContact> {
+        &self.contact
     }
 
     /// Whether this node holds a replica.
@@ -96,6 +109,18 @@ impl PartitionGroup {
     pub fn set_hint(&self, leader: Option<u64>) {
         self.hint
             .store(leader.unwrap_or(NO_HINT), Ordering::Relaxed);
+    }
+
+    /// The partition's replicas as the metadata places them (empty until known).
+    pub fn replicas(&self) -> Vec<u64> {
+        crate::sync::read(&self.replicas).clone()
+    }
+
+    /// Records the partition's replicas as the metadata places them.
+    pub fn set_replicas(&self, replicas: &[u64]) {
+        if crate::sync::read(&self.replicas).as_slice() != replicas {
+            *crate::sync::write(&self.replicas) = replicas.to_vec();
+        }
     }
 
     fn not_held(&self) -> BrokerError {

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use openraft::Raft;
 use openraft::error::{ClientWriteError, RaftError};
 
+use super::coalesce::PROPOSE_TIMEOUT_MS;
 use super::groups::{ProposeAnswer, ProposeRefusal};
-use super::proposer::PROPOSE_TIMEOUT_MS;
 use super::transport::{GroupId, Rpc, RpcCall, RpcError, Transport, TransportError};
 use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};

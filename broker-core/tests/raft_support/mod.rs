@@ -1,5 +1,6 @@
 //! An in-memory network for Raft groups in one process: every RPC goes through the real
-//! codec and a node's `RaftGroups`, and any node can be cut off from all others.
+//! codec and a node's `RaftGroups`, and any node can be cut off from all others, or made
+//! deaf-mute: it takes every RPC but its answers are lost.
 #![allow(dead_code)]
 
 pub mod nodes;
@@ -11,11 +12,13 @@ use broker_core::raft::{
     RaftGroups, RpcCall, RpcHandler, Transport, TransportError, TransportFuture,
 };
 
-/// Every node's RPC handler, and which nodes are cut off from all others.
+/// Every node's RPC handler, which nodes are cut off from all others, and which nodes' answers
+/// are lost (they still handle what they are sent).
 #[derive(Default)]
 pub struct Net {
     pub nodes: Mutex<BTreeMap<u64, Arc<RaftGroups>>>,
     pub cut: Mutex<BTreeSet<u64>>,
+    pub mute: Mutex<BTreeSet<u64>>,
 }
 
 /// One node's side of the network.
@@ -29,6 +32,7 @@ impl Transport for NodeTransport {
         let cut = self.net.cut.lock().expect("lock");
         let reachable = !cut.contains(&self.me) && !cut.contains(&target);
         drop(cut);
+        let mute = self.net.mute.lock().expect("lock").contains(&target);
         let handler = self.net.nodes.lock().expect("lock").get(&target).cloned();
         Box::pin(async move {
             let unreachable = |reason: &str| TransportError::Unreachable {
@@ -47,6 +51,7 @@ impl Transport for NodeTransport {
             )
             .await
             {
+                Ok(Ok(_)) if mute => Err(unreachable("its answer was lost")),
                 Ok(Ok(answer)) => Ok(answer),
                 Ok(Err(e)) => Err(TransportError::Refused {
                     node: target,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::event::{Offset, Outcome, Partition};
+use crate::event::{NodeId, Offset, Outcome, Partition};
 
 /// Bound on opening a TCP connection to a node: loopback connects in microseconds, so a node
 /// that takes longer is paused or gone.
@@ -151,7 +151,14 @@ pub struct Page {
     pub next_offset: Offset,
     /// The partition's end offset when it was read.
     pub end_offset: Offset,
+    /// The node that served the read (`Wharf-Served-By`, in a cluster): a node whose
+    /// replica is not in sync with its leader sends the read on.
+    #[serde(skip)]
+    pub served_by: Option<NodeId>,
 }
+
+/// The header naming the node that served an offset read.
+pub const SERVED_BY_HEADER: &str = "wharf-served-by";
 
 #[derive(Debug, Deserialize)]
 struct ProblemBody {
@@ -290,7 +297,16 @@ impl Api {
                 "{url}/v1/topics/{topic}/partitions/{partition}/messages"
             ))
             .query(&[("offset", offset), ("max", u64::from(max))]);
-        self.call(request, self.timeout).await
+        let (reply, headers) = self.call_keeping_headers(request, self.timeout).await;
+        let served_by = headers
+            .as_ref()
+            .and_then(|h| h.get(SERVED_BY_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        match reply {
+            Reply::Ok(page) => Reply::Ok(Page { served_by, ..page }),
+            other => other,
+        }
     }
 
     async fn call_ignoring_body(&self, request: RequestBuilder) -> Reply<()> {
@@ -307,16 +323,33 @@ impl Api {
         request: RequestBuilder,
         timeout: Duration,
     ) -> Reply<T> {
+        self.call_keeping_headers(request, timeout).await.0
+    }
+
+    /// [`Self::call`], with the reply's headers when one came.
+    async fn call_keeping_headers<T: DeserializeOwned>(
+        &self,
+        request: RequestBuilder,
+        timeout: Duration,
+    ) -> (Reply<T>, Option<reqwest::header::HeaderMap>) {
         let response = match request.timeout(timeout).send().await {
             Ok(response) => response,
-            Err(error) if error.is_connect() => return Reply::Refused(error.to_string()),
+            Err(error) if error.is_connect() => return (Reply::Refused(error.to_string()), None),
             Err(error) => {
-                return Reply::Unknown {
-                    status: None,
-                    detail: error.to_string(),
-                };
+                return (
+                    Reply::Unknown {
+                        status: None,
+                        detail: error.to_string(),
+                    },
+                    None,
+                );
             }
         };
+        let headers = response.headers().clone();
+        (Self::read_reply(response).await, Some(headers))
+    }
+
+    async fn read_reply<T: DeserializeOwned>(response: reqwest::Response) -> Reply<T> {
         let status = response.status();
         let body = response.bytes().await;
         match (status.is_success(), body) {

@@ -1,4 +1,5 @@
-//! The drain: every partition of every node holding it read by offset, from 0 to its end.
+//! The drain: every partition of every node holding it read by offset, from 0 to its end,
+//! each page served by that node itself (never a read it sent on to the leader).
 
 use std::time::Instant;
 
@@ -84,6 +85,20 @@ async fn partition_of(
             )
             .await;
         match reply {
+            // Another node's log is not this node's: wait until its replica is in sync and
+            // serves the read itself.
+            Reply::Ok(page)
+                if page.served_by.is_some_and(|n| n != endpoint.node)
+                    && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(RETRY_PAUSE).await;
+            }
+            Reply::Ok(page) if page.served_by.is_some_and(|n| n != endpoint.node) => {
+                return Err(failed(format!(
+                    "at offset {offset}: served by node {:?}, never by this node",
+                    page.served_by
+                )));
+            }
             Reply::Ok(page) => {
                 let next = page.next_offset;
                 let progressed = next > offset || !page.messages.is_empty();

@@ -366,6 +366,16 @@ export interface paths {
         /**
          * Read a partition by offset.
          * @description Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
+         *
+         *     In a cluster the read may be served by a follower rather than the partition's leader
+         *     (as Kafka's follower fetching): by the node asked when it holds an in-sync replica, else
+         *     by a replica in the asked node's zone, else by the leader. A follower serves only
+         *     committed records, and only while in sync: it heard the leader within 250 ms and applied
+         *     what the leader had committed then. So a page is at most 250 ms behind the leader's
+         *     commit: a record committed within the last 250 ms may be missing yet (read again, or
+         *     long-poll with `wait_ms`, which a follower wakes as it applies), and `end_offset` is the
+         *     serving replica's committed end. An offset past a follower's end is read from the leader.
+         *     The header `Wharf-Served-By` names the node that served the read.
          */
         get: operations["read_partition"];
         put?: never;
@@ -2867,6 +2877,8 @@ export interface operations {
             /** @description A page of the log */
             200: {
                 headers: {
+                    /** @description In a cluster: the id of the node that served the read (the leader or a follower) */
+                    "Wharf-Served-By"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -115,6 +115,16 @@ def sync_detailed(
 
      Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
 
+    In a cluster the read may be served by a follower rather than the partition's leader
+    (as Kafka's follower fetching): by the node asked when it holds an in-sync replica, else
+    by a replica in the asked node's zone, else by the leader. A follower serves only
+    committed records, and only while in sync: it heard the leader within 250 ms and applied
+    what the leader had committed then. So a page is at most 250 ms behind the leader's
+    commit: a record committed within the last 250 ms may be missing yet (read again, or
+    long-poll with `wait_ms`, which a follower wakes as it applies), and `end_offset` is the
+    serving replica's committed end. An offset past a follower's end is read from the leader.
+    The header `Wharf-Served-By` names the node that served the read.
+
     Args:
         topic (str):
         partition (int):
@@ -158,6 +168,16 @@ def sync(
 
      Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
 
+    In a cluster the read may be served by a follower rather than the partition's leader
+    (as Kafka's follower fetching): by the node asked when it holds an in-sync replica, else
+    by a replica in the asked node's zone, else by the leader. A follower serves only
+    committed records, and only while in sync: it heard the leader within 250 ms and applied
+    what the leader had committed then. So a page is at most 250 ms behind the leader's
+    commit: a record committed within the last 250 ms may be missing yet (read again, or
+    long-poll with `wait_ms`, which a follower wakes as it applies), and `end_offset` is the
+    serving replica's committed end. An offset past a follower's end is read from the leader.
+    The header `Wharf-Served-By` names the node that served the read.
+
     Args:
         topic (str):
         partition (int):
@@ -195,6 +215,16 @@ async def asyncio_detailed(
     """Read a partition by offset.
 
      Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
+
+    In a cluster the read may be served by a follower rather than the partition's leader
+    (as Kafka's follower fetching): by the node asked when it holds an in-sync replica, else
+    by a replica in the asked node's zone, else by the leader. A follower serves only
+    committed records, and only while in sync: it heard the leader within 250 ms and applied
+    what the leader had committed then. So a page is at most 250 ms behind the leader's
+    commit: a record committed within the last 250 ms may be missing yet (read again, or
+    long-poll with `wait_ms`, which a follower wakes as it applies), and `end_offset` is the
+    serving replica's committed end. An offset past a follower's end is read from the leader.
+    The header `Wharf-Served-By` names the node that served the read.
 
     Args:
         topic (str):
@@ -236,6 +266,16 @@ async def asyncio(
     """Read a partition by offset.
 
      Reads the log without leases; at the end of the log, long-polls up to `wait_ms`.
+
+    In a cluster the read may be served by a follower rather than the partition's leader
+    (as Kafka's follower fetching): by the node asked when it holds an in-sync replica, else
+    by a replica in the asked node's zone, else by the leader. A follower serves only
+    committed records, and only while in sync: it heard the leader within 250 ms and applied
+    what the leader had committed then. So a page is at most 250 ms behind the leader's
+    commit: a record committed within the last 250 ms may be missing yet (read again, or
+    long-poll with `wait_ms`, which a follower wakes as it applies), and `end_offset` is the
+    serving replica's committed end. An offset past a follower's end is read from the leader.
+    The header `Wharf-Served-By` names the node that served the read.
 
     Args:
         topic (str):
