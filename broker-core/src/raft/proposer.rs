@@ -18,7 +18,8 @@ use crate::storage::{EntryBody, ProposalSlot, ProposeFuture, Proposer};
 pub const MAX_PROPOSALS_IN_FLIGHT: usize = 1024;
 
 /// Proposes one partition's entries on this node, through its writer task (which joins the
-/// proposals that wait into one entry, see [`super::coalesce`]).
+/// proposals that wait into one entry: at most [`MAX_WRITES_IN_FLIGHT`](super::MAX_WRITES_IN_FLIGHT)
+/// entries in Raft at once, the proposals that queue meanwhile joined into the next).
 pub struct RaftProposer {
     node_id: u64,
     raft: Raft<TypeConfig>,
