@@ -42,6 +42,24 @@ fn message(value: String) -> NewMessage {
     }
 }
 
+/// Three brokers over one in-memory network, each with the one-partition topic `orders`
+/// replicated on all three.
+async fn orders_on_three_brokers(root: &Path) -> Vec<Arc<Broker>> {
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_broker(id, root, &net).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    brokers
+}
+
 /// Partition 0's leader once every broker agrees on it.
 async fn agreed_leader(brokers: &[Arc<Broker>]) -> u64 {
     for _ in 0..100 {
@@ -104,18 +122,7 @@ async fn produce_at(broker: &Broker, from: usize, count: usize, committed: &mut 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leadership_moves_to_each_follower_in_turn_and_no_committed_message_is_lost() {
     let root = tempfile::tempdir().expect("dir");
-    let net = Arc::new(Net::default());
-    let mut brokers = Vec::new();
-    for id in 1..=3 {
-        brokers.push(open_broker(id, root.path(), &net).await);
-    }
-    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
-    for broker in &brokers {
-        broker
-            .materialize_topic(topic(), members.clone())
-            .await
-            .expect("materializes");
-    }
+    let brokers = orders_on_three_brokers(root.path()).await;
     let group = GroupId::Partition {
         topic: "orders".into(),
         partition: 0,
@@ -200,18 +207,7 @@ async fn keep_producing(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leadership_moves_while_a_producer_keeps_writing() {
     let root = tempfile::tempdir().expect("dir");
-    let net = Arc::new(Net::default());
-    let mut brokers = Vec::new();
-    for id in 1..=3 {
-        brokers.push(open_broker(id, root.path(), &net).await);
-    }
-    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
-    for broker in &brokers {
-        broker
-            .materialize_topic(topic(), members.clone())
-            .await
-            .expect("materializes");
-    }
+    let brokers = orders_on_three_brokers(root.path()).await;
     let group = GroupId::Partition {
         topic: "orders".into(),
         partition: 0,
@@ -250,18 +246,7 @@ async fn a_leadership_moves_while_a_producer_keeps_writing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_single_produces_share_entries_and_each_hears_its_own_offset() {
     let root = tempfile::tempdir().expect("dir");
-    let net = Arc::new(Net::default());
-    let mut brokers = Vec::new();
-    for id in 1..=3 {
-        brokers.push(open_broker(id, root.path(), &net).await);
-    }
-    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
-    for broker in &brokers {
-        broker
-            .materialize_topic(topic(), members.clone())
-            .await
-            .expect("materializes");
-    }
+    let brokers = orders_on_three_brokers(root.path()).await;
     let leader = brokers[(agreed_leader(&brokers).await - 1) as usize].clone();
     let before = leader
         .partition_status("orders", 0)
