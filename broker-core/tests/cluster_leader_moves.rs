@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::open_cluster_broker;
+use raft_support::nodes::{open_cluster_broker, read_own_replica};
 
 async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
     open_cluster_broker(id, root, net, |_| {}).await
@@ -78,10 +78,7 @@ async fn agreed_leader(brokers: &[Arc<Broker>]) -> u64 {
 }
 
 async fn values(broker: &Broker) -> Vec<String> {
-    let read = broker
-        .read_partition("orders", 0, 0, 1000, 0, None)
-        .await
-        .expect("reads");
+    let read = read_own_replica(broker, "orders", 0, 0, 1000).await;
     read.messages
         .into_iter()
         .map(|m| String::from_utf8_lossy(&m.record.value).into_owned())

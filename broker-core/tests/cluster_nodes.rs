@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{node_record, start_cluster_node};
+use raft_support::nodes::{node_record, read_own_replica, start_cluster_node};
 
 async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
     let me = node_record(id, format!("zone-{id}"), 7000);
@@ -113,11 +113,7 @@ async fn a_topic_created_at_the_controller_leader_is_served_by_every_node() {
     for node in &nodes {
         let mut seen = 0;
         for _ in 0..100 {
-            let read = node
-                .broker()
-                .read_partition("orders", partition, 0, 10, 0, None)
-                .await
-                .expect("reads");
+            let read = read_own_replica(node.broker(), "orders", partition, 0, 10).await;
             seen = read.messages.len();
             if seen == 1 {
                 break;

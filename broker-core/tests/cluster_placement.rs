@@ -21,7 +21,7 @@ use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{node_record, start_cluster_node};
+use raft_support::nodes::{node_record, read_own_replica, start_cluster_node};
 
 const NODES: u64 = 5;
 const TOPIC: &str = "orders";
@@ -166,11 +166,7 @@ async fn each_node_holds_only_its_partitions_and_forwards_the_others_to_their_le
         for node in nodes.iter().filter(|n| holders.contains(&n.node_id())) {
             let mut seen = 0;
             for _ in 0..100 {
-                let read = node
-                    .broker()
-                    .read_partition(TOPIC, p, 0, 10, 0, None)
-                    .await
-                    .expect("a replica reads");
+                let read = read_own_replica(node.broker(), TOPIC, p, 0, 10).await;
                 seen = read.messages.len();
                 if seen == 1 {
                     break;
@@ -337,21 +333,14 @@ async fn draining_a_partition_leader_moves_its_replica_with_its_offsets_and_acks
     let mut expected = after.clone();
     expected.sort_unstable();
     assert_eq!(voters, expected);
-    let read = new_replica
-        .broker()
-        .read_partition(TOPIC, 0, 0, 100, 0, None)
-        .await
-        .expect("the new replica reads");
+    let read = read_own_replica(new_replica.broker(), TOPIC, 0, 0, 100).await;
     let offsets: Vec<u64> = read.messages.iter().map(|m| m.offset).collect();
     let old_replica = *after
         .iter()
         .find(|r| before.contains(r))
         .expect("an old replica");
-    let kept: Vec<u64> = by_id(old_replica)
-        .broker()
-        .read_partition(TOPIC, 0, 0, 100, 0, None)
+    let kept: Vec<u64> = read_own_replica(by_id(old_replica).broker(), TOPIC, 0, 0, 100)
         .await
-        .expect("an old replica reads")
         .messages
         .iter()
         .map(|m| m.offset)

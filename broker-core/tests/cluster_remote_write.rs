@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::open_cluster_broker;
+use raft_support::nodes::{open_cluster_broker, read_own_replica};
 
 fn topic() -> TopicConfig {
     let spec = TopicSpec {
@@ -60,10 +60,7 @@ fn redriven(id: &str) -> Record {
 /// The records of partition 0 on `broker`, once it has `count`.
 async fn stored(broker: &Broker, count: usize) -> Vec<Record> {
     for _ in 0..100 {
-        let read = broker
-            .read_partition("orders", 0, 0, 100, 0, None)
-            .await
-            .expect("reads");
+        let read = read_own_replica(broker, "orders", 0, 0, 100).await;
         if read.messages.len() >= count {
             return read.messages.into_iter().map(|m| m.record).collect();
         }

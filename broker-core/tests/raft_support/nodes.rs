@@ -75,3 +75,29 @@ pub async fn start_cluster_node(
     };
     ClusterNode::start(broker, start).await.expect("starts")
 }
+
+/// Partition `partition` of `topic` as `broker`'s own replica holds it, from `offset`: a
+/// follower out of sync with its leader (not heard from it lately, e.g. on a loaded machine)
+/// sends reads to the leader ([`broker_core::BrokerError::NotLeader`]), so this asks again
+/// for up to 10 s until the replica serves the read itself.
+pub async fn read_own_replica(
+    broker: &Broker,
+    topic: &str,
+    partition: u32,
+    offset: u64,
+    max: usize,
+) -> broker_core::broker::PartitionRead {
+    for _ in 0..100 {
+        match broker
+            .read_partition(topic, partition, offset, max, 0, None)
+            .await
+        {
+            Ok(read) => return read,
+            Err(broker_core::BrokerError::NotLeader { .. }) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("reads: {other:?}"),
+        }
+    }
+    panic!("the replica of {topic} partition {partition} never served a read itself");
+}
