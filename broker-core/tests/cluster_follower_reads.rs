@@ -8,15 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::broker::{AckMode, NewMessage, PartitionRead};
+use broker_core::broker::{AckMode, PartitionRead};
 use broker_core::raft::{FOLLOWER_READ_MAX_LAG_MS, NodeInfo};
-use broker_core::topic::{TopicConfig, TopicSpec};
 use broker_core::{Broker, BrokerError};
 use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::open_cluster_broker;
+use raft_support::nodes::{agreed_leader, one_partition_topic, open_cluster_broker, text_message};
 
 const TOPIC: &str = "orders";
 /// Messages committed before the followers are tested.
@@ -26,45 +25,6 @@ const UNCOMMITTED: usize = 5;
 
 async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
     open_cluster_broker(id, root, net, |_| {}).await
-}
-
-fn topic() -> TopicConfig {
-    let spec = TopicSpec {
-        name: TOPIC.into(),
-        partitions: Some(1),
-        ..TopicSpec::default()
-    };
-    spec.into_config_keeping(1_700_000_000_000, 42, 3)
-        .expect("valid")
-}
-
-fn message(value: String) -> NewMessage {
-    NewMessage {
-        key: None,
-        value: Bytes::from(value),
-        binary: false,
-        headers: Vec::new(),
-        tags: Vec::new(),
-        id: None,
-        delay: None,
-    }
-}
-
-/// The partition's leader, once all three brokers agree on it.
-async fn leader(brokers: &[Arc<Broker>]) -> u64 {
-    for _ in 0..100 {
-        let seen: Vec<Option<u64>> = brokers
-            .iter()
-            .map(|b| b.partition_leader(TOPIC, 0))
-            .collect();
-        if let Some(leader) = seen[0]
-            && seen.iter().all(|s| *s == Some(leader))
-        {
-            return leader;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the brokers never agreed on a leader");
 }
 
 async fn read(broker: &Broker, offset: u64, wait_ms: u64) -> Result<PartitionRead, BrokerError> {
@@ -107,16 +67,16 @@ async fn an_in_sync_follower_serves_only_committed_records_the_same_as_the_leade
     let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
     for broker in &brokers {
         broker
-            .materialize_topic(topic(), members.clone())
+            .materialize_topic(one_partition_topic(TOPIC, 42), members.clone())
             .await
             .expect("materialized");
     }
-    let led_by = leader(&brokers).await;
+    let led_by = agreed_leader(&brokers, TOPIC).await;
     let by_id = |id: u64| Arc::clone(&brokers[(id - 1) as usize]);
     let lead = by_id(led_by);
     let followers: Vec<u64> = (1..=3).filter(|id| *id != led_by).collect();
     for i in 0..COMMITTED {
-        lead.produce(TOPIC, vec![message(format!("m{i}"))], AckMode::All)
+        lead.produce(TOPIC, vec![text_message(format!("m{i}"))], AckMode::All)
             .await
             .expect("produced");
     }
@@ -132,7 +92,7 @@ async fn an_in_sync_follower_serves_only_committed_records_the_same_as_the_leade
     let poller = by_id(followers[0]);
     let poll = tokio::spawn(async move { read(&poller, COMMITTED, 10_000).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    lead.produce(TOPIC, vec![message("late".into())], AckMode::All)
+    lead.produce(TOPIC, vec![text_message("late".into())], AckMode::All)
         .await
         .expect("produced");
     let woken = poll
@@ -151,7 +111,9 @@ async fn an_in_sync_follower_serves_only_committed_records_the_same_as_the_leade
     net.cut.lock().expect("lock").insert(lost);
     let writer = Arc::clone(&lead);
     let pending = tokio::spawn(async move {
-        let batch = (0..UNCOMMITTED).map(|i| message(format!("u{i}"))).collect();
+        let batch = (0..UNCOMMITTED)
+            .map(|i| text_message(format!("u{i}")))
+            .collect();
         writer.produce(TOPIC, batch, AckMode::All).await
     });
     let holding = by_id(holder);
@@ -194,7 +156,7 @@ async fn an_in_sync_follower_serves_only_committed_records_the_same_as_the_leade
     net.cut.lock().expect("lock").clear();
     // The pending produce's outcome is either; what counts is that all replicas agree.
     drop(pending.await.expect("joined"));
-    let led_by = leader(&brokers).await;
+    let led_by = agreed_leader(&brokers, TOPIC).await;
     let lead = by_id(led_by);
     let count = read(&lead, 0, 0)
         .await

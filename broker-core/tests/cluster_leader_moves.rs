@@ -7,39 +7,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use broker_core::Broker;
-use broker_core::broker::{AckMode, NewMessage};
+use broker_core::broker::AckMode;
 use broker_core::raft::{GroupId, NodeInfo, TRANSFER_WAIT_MS, TransferCoordinator};
-use broker_core::topic::{TopicConfig, TopicSpec};
-use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{open_cluster_broker, read_own_replica};
+use raft_support::nodes::{
+    agreed_leader, one_partition_topic, open_cluster_broker, read_own_replica, text_message,
+};
 
 async fn open_broker(id: u64, root: &Path, net: &Arc<Net>) -> Arc<Broker> {
     open_cluster_broker(id, root, net, |_| {}).await
-}
-
-fn topic() -> TopicConfig {
-    let spec = TopicSpec {
-        name: "orders".into(),
-        partitions: Some(1),
-        ..TopicSpec::default()
-    };
-    spec.into_config_keeping(1_700_000_000_000, 7, 3)
-        .expect("valid")
-}
-
-fn message(value: String) -> NewMessage {
-    NewMessage {
-        key: None,
-        value: Bytes::from(value),
-        binary: false,
-        headers: Vec::new(),
-        tags: Vec::new(),
-        id: None,
-        delay: None,
-    }
 }
 
 /// Three brokers over one in-memory network, each with the one-partition topic `orders`
@@ -53,28 +31,11 @@ async fn orders_on_three_brokers(root: &Path) -> Vec<Arc<Broker>> {
     let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|i| (i, NodeInfo::default())).collect();
     for broker in &brokers {
         broker
-            .materialize_topic(topic(), members.clone())
+            .materialize_topic(one_partition_topic("orders", 7), members.clone())
             .await
             .expect("materializes");
     }
     brokers
-}
-
-/// Partition 0's leader once every broker agrees on it.
-async fn agreed_leader(brokers: &[Arc<Broker>]) -> u64 {
-    for _ in 0..100 {
-        let seen: Vec<Option<u64>> = brokers
-            .iter()
-            .map(|b| b.partition_leader("orders", 0))
-            .collect();
-        if let Some(leader) = seen[0]
-            && seen.iter().all(|s| *s == Some(leader))
-        {
-            return leader;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the brokers never agreed on a leader");
 }
 
 async fn values(broker: &Broker) -> Vec<String> {
@@ -108,7 +69,7 @@ async fn produce_at(broker: &Broker, from: usize, count: usize, committed: &mut 
     broker
         .produce(
             "orders",
-            batch.iter().cloned().map(message).collect(),
+            batch.iter().cloned().map(text_message).collect(),
             AckMode::All,
         )
         .await
@@ -124,7 +85,7 @@ async fn a_leadership_moves_to_each_follower_in_turn_and_no_committed_message_is
         topic: "orders".into(),
         partition: 0,
     };
-    let first = agreed_leader(&brokers).await;
+    let first = agreed_leader(&brokers, "orders").await;
     let mut committed = Vec::new();
     produce_at(&brokers[(first - 1) as usize], 0, 20, &mut committed).await;
     let followers: Vec<u64> = (1..=3).filter(|id| *id != first).collect();
@@ -149,7 +110,7 @@ async fn a_leadership_moves_to_each_follower_in_turn_and_no_committed_message_is
         );
         assert_eq!(moved.leader, target);
         assert!(took < Duration::from_millis(TRANSFER_WAIT_MS), "{took:?}");
-        assert_eq!(agreed_leader(&brokers).await, target);
+        assert_eq!(agreed_leader(&brokers, "orders").await, target);
         let new_leader = &brokers[(target - 1) as usize];
         produce_at(new_leader, 20 * (round + 1), 20, &mut committed).await;
         converged(&brokers, &committed).await;
@@ -181,7 +142,7 @@ async fn keep_producing(
         for broker in &brokers {
             let t = Instant::now();
             let r = broker
-                .produce("orders", vec![message(value.clone())], AckMode::All)
+                .produce("orders", vec![text_message(value.clone())], AckMode::All)
                 .await;
             if t.elapsed() > Duration::from_millis(100) || r.is_err() {
                 eprintln!("DEBUG produce {:?} {:?}", t.elapsed(), r.as_ref().err());
@@ -209,7 +170,7 @@ async fn a_leadership_moves_while_a_producer_keeps_writing() {
         topic: "orders".into(),
         partition: 0,
     };
-    let mut leader = agreed_leader(&brokers).await;
+    let mut leader = agreed_leader(&brokers, "orders").await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let producer = tokio::spawn(keep_producing(brokers.clone(), Arc::clone(&stop)));
     let replication = brokers[0].replication_settings().expect("replicates");
@@ -244,7 +205,7 @@ async fn a_leadership_moves_while_a_producer_keeps_writing() {
 async fn concurrent_single_produces_share_entries_and_each_hears_its_own_offset() {
     let root = tempfile::tempdir().expect("dir");
     let brokers = orders_on_three_brokers(root.path()).await;
-    let leader = brokers[(agreed_leader(&brokers).await - 1) as usize].clone();
+    let leader = brokers[(agreed_leader(&brokers, "orders").await - 1) as usize].clone();
     let before = leader
         .partition_status("orders", 0)
         .and_then(|s| s.last_index)
@@ -255,7 +216,7 @@ async fn concurrent_single_produces_share_entries_and_each_hears_its_own_offset(
         let leader = Arc::clone(&leader);
         produces.spawn(async move {
             let outcome = leader
-                .produce("orders", vec![message(format!("c{n}"))], AckMode::All)
+                .produce("orders", vec![text_message(format!("c{n}"))], AckMode::All)
                 .await
                 .expect("committed");
             (n, outcome.messages[0].offset.expect("an offset"))

@@ -101,3 +101,44 @@ pub async fn read_own_replica(
     }
     panic!("the replica of {topic} partition {partition} never served a read itself");
 }
+
+/// A plain text message: no key, headers, tags, id or delay.
+pub fn text_message(value: String) -> broker_core::broker::NewMessage {
+    broker_core::broker::NewMessage {
+        key: None,
+        value: bytes::Bytes::from(value),
+        binary: false,
+        headers: Vec::new(),
+        tags: Vec::new(),
+        id: None,
+        delay: None,
+    }
+}
+
+/// The one-partition topic `name` of incarnation `uid`, replicated on three nodes.
+pub fn one_partition_topic(name: &str, uid: u64) -> broker_core::topic::TopicConfig {
+    let spec = broker_core::topic::TopicSpec {
+        name: name.into(),
+        partitions: Some(1),
+        ..broker_core::topic::TopicSpec::default()
+    };
+    spec.into_config_keeping(1_700_000_000_000, uid, 3)
+        .expect("valid")
+}
+
+/// Partition 0 of `topic`'s leader once every broker agrees on it (up to 10 s).
+pub async fn agreed_leader(brokers: &[Arc<Broker>], topic: &str) -> u64 {
+    for _ in 0..100 {
+        let seen: Vec<Option<u64>> = brokers
+            .iter()
+            .map(|b| b.partition_leader(topic, 0))
+            .collect();
+        if let Some(leader) = seen[0]
+            && seen.iter().all(|s| *s == Some(leader))
+        {
+            return leader;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the brokers never agreed on a leader");
+}
