@@ -19,7 +19,7 @@
 //! majority's, so no committed entry is lost by a move.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -114,13 +114,34 @@ pub enum TransferError {
 }
 
 /// The holds this node keeps, by group: a hold's number, so that the timer of an earlier
-/// hold does not lift a later one, and the voter it is for.
+/// hold does not lift a later one.
 #[derive(Default)]
 pub(super) struct Holds {
-    current: Mutex<BTreeMap<GroupId, (u64, u64)>>,
+    current: Mutex<BTreeMap<GroupId, u64>>,
     issued: std::sync::atomic::AtomicU64,
-    /// Entries each group's proposer is writing now (proposed, not yet answered).
-    writing: Mutex<BTreeMap<GroupId, Arc<AtomicUsize>>>,
+    /// Each group's writes, as its proposer and its holds see them.
+    writes: Mutex<BTreeMap<GroupId, Arc<GroupWrites>>>,
+}
+
+/// No move under way (node ids never take this value).
+const NOT_MOVING: u64 = u64::MAX;
+
+/// One group's writes on this node: how many entries its proposer is writing now, and the
+/// voter its leadership is moving to while a hold lasts. Atomics, so that the proposer's
+/// check before each entry takes no lock.
+#[derive(Debug)]
+struct GroupWrites {
+    writing: AtomicUsize,
+    moving_to: AtomicU64,
+}
+
+impl Default for GroupWrites {
+    fn default() -> Self {
+        GroupWrites {
+            writing: AtomicUsize::new(0),
+            moving_to: AtomicU64::new(NOT_MOVING),
+        }
+    }
 }
 
 /// Whether a group's leadership is being moved away from this node, as its proposer asks
@@ -129,26 +150,22 @@ pub(super) struct Holds {
 /// them as a heartbeat would; so under a steady produce the move could never finish.
 #[derive(Clone)]
 pub struct WriteHold {
-    holds: Arc<Holds>,
-    group: GroupId,
-    writing: Arc<AtomicUsize>,
+    writes: Arc<GroupWrites>,
 }
 
 /// An entry being written, counted until it is dropped (see [`WriteHold::begin_write`]).
-pub struct Writing(Arc<AtomicUsize>);
+pub struct Writing(Arc<GroupWrites>);
 
 impl Drop for Writing {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.writing.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 impl WriteHold {
     /// The voter the group's leadership is moving to, while this node is held for the move.
     pub fn moving_to(&self) -> Option<u64> {
-        crate::sync::lock(&self.holds.current)
-            .get(&self.group)
-            .map(|(_, target)| *target)
+        Some(self.writes.moving_to.load(Ordering::SeqCst)).filter(|t| *t != NOT_MOVING)
     }
 
     /// Counts an entry about to be proposed until the returned guard drops, or the voter
@@ -157,8 +174,8 @@ impl WriteHold {
     /// [`TransferStep::Hold`]), so no entry reaches the log after the move has checked the
     /// target holds it all.
     pub fn begin_write(&self) -> Result<Writing, u64> {
-        self.writing.fetch_add(1, Ordering::SeqCst);
-        let writing = Writing(Arc::clone(&self.writing));
+        self.writes.writing.fetch_add(1, Ordering::SeqCst);
+        let writing = Writing(Arc::clone(&self.writes));
         match self.moving_to() {
             Some(target) => Err(target),
             None => Ok(writing),
@@ -167,25 +184,31 @@ impl WriteHold {
 }
 
 impl Holds {
-    /// The [`WriteHold`] of `group` on this node.
-    pub(super) fn write_hold(self: &Arc<Self>, group: GroupId) -> WriteHold {
-        let writing = Arc::clone(
-            crate::sync::lock(&self.writing)
+    fn writes_of(&self, group: &GroupId) -> Arc<GroupWrites> {
+        Arc::clone(
+            crate::sync::lock(&self.writes)
                 .entry(group.clone())
                 .or_default(),
-        );
+        )
+    }
+
+    /// The [`WriteHold`] of `group` on this node.
+    pub(super) fn write_hold(&self, group: GroupId) -> WriteHold {
         WriteHold {
-            holds: Arc::clone(self),
-            group,
-            writing,
+            writes: self.writes_of(&group),
         }
     }
 
     /// Whether `group`'s proposer is writing no entry now.
     fn writes_idle(&self, group: &GroupId) -> bool {
-        crate::sync::lock(&self.writing)
-            .get(group)
-            .is_none_or(|w| w.load(Ordering::SeqCst) == 0)
+        self.writes_of(group).writing.load(Ordering::SeqCst) == 0
+    }
+
+    /// Marks `group` moving to `target` (`None`: not moving); the caller holds `current`.
+    fn set_moving(&self, group: &GroupId, target: Option<u64>) {
+        self.writes_of(group)
+            .moving_to
+            .store(target.unwrap_or(NOT_MOVING), Ordering::SeqCst);
     }
 
     /// Holds `raft` (heartbeats and elections off, no new writes) for `ms` while its
@@ -200,14 +223,19 @@ impl Holds {
         let number = self
             .issued
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        crate::sync::lock(&self.current).insert(group.clone(), (number, target));
+        {
+            let mut current = crate::sync::lock(&self.current);
+            current.insert(group.clone(), number);
+            self.set_moving(&group, Some(target));
+        }
         switches(raft, false);
         let (holds, raft) = (Arc::clone(self), raft.clone());
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             let mut current = crate::sync::lock(&holds.current);
-            if current.get(&group).map(|(n, _)| *n) == Some(number) {
+            if current.get(&group) == Some(&number) {
                 current.remove(&group);
+                holds.set_moving(&group, None);
                 switches(&raft, true);
                 tracing::warn!(%group, "a leadership hold ran out without a release");
             }
@@ -216,7 +244,11 @@ impl Holds {
 
     /// Lifts the hold of `group`, if any.
     pub(super) fn release(&self, group: &GroupId, raft: &Raft<TypeConfig>) {
-        crate::sync::lock(&self.current).remove(group);
+        {
+            let mut current = crate::sync::lock(&self.current);
+            current.remove(group);
+            self.set_moving(group, None);
+        }
         switches(raft, true);
     }
 }
