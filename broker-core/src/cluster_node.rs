@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -70,6 +71,9 @@ pub struct ClusterNode {
     peers: Vec<u64>,
     /// Held while the controller leader adds joined nodes to the controller's voters.
     growing: Arc<tokio::sync::Mutex<()>>,
+    /// Whether the metadata has held this start's registration (see `reconcile`): it has
+    /// caught up with everything committed before this process started.
+    caught_up: AtomicBool,
 }
 
 /// Where and who a node is.
@@ -126,6 +130,8 @@ impl ClusterNode {
         {
             tracing::debug!(error = %e, "the controller group was formed before");
         }
+        // Behind until the metadata holds this start's registration (see `reconcile`).
+        broker.set_metadata_behind(true);
         let node = Arc::new(ClusterNode {
             me: start.me,
             broker,
@@ -133,6 +139,7 @@ impl ClusterNode {
             controller,
             peers,
             growing: Arc::new(tokio::sync::Mutex::new(())),
+            caught_up: AtomicBool::new(false),
         });
         tokio::spawn(register(Arc::downgrade(&node)));
         tokio::spawn(reconcile_loop(Arc::downgrade(&node)));
@@ -186,13 +193,16 @@ impl ClusterNode {
         metrics.membership_config.membership().voter_ids().count() as u32
     }
 
-    /// Whether the node serves: the controller has a leader and the node is registered.
+    /// Whether the node serves: the controller has a leader and the metadata holds this
+    /// node's registration as it is now, so it has caught up with everything committed
+    /// before this start.
     pub fn ready(&self) -> bool {
         self.controller_leader().is_some()
-            && self
-                .controller
-                .machine
-                .read(|s| s.node(self.me.id).is_some())
+            && (self.caught_up.load(Ordering::SeqCst)
+                || self
+                    .controller
+                    .machine
+                    .read(|s| s.node(self.me.id) == Some(&self.me)))
     }
 
     fn not_controller_leader(&self) -> BrokerError {
@@ -491,7 +501,10 @@ impl ClusterNode {
         // after the node started, so the metadata has then caught up with everything
         // committed before. Until then a restarted node's metadata is still being re-applied
         // from empty, and deleting what it does not list yet would destroy replicas.
-        let caught_up = state.node(self.me.id) == Some(&self.me);
+        // Sticky: a later change of the record (a drain) does not make the metadata behind.
+        let caught_up =
+            self.caught_up.load(Ordering::SeqCst) || state.node(self.me.id) == Some(&self.me);
+        self.caught_up.store(caught_up, Ordering::SeqCst);
         // Deletions first: a topic deleted and created again under the same name is a new
         // topic (another uid) whose files must not meet the old one's.
         for name in self.broker.topic_names().into_iter().filter(|_| caught_up) {
@@ -535,6 +548,8 @@ impl ClusterNode {
                 .set_partition_hints(name, record.config.uid, &hints);
             self.reconcile_subscriptions(&state, name, caught_up).await;
         }
+        // Only now: what the caught-up metadata lists is open here.
+        self.broker.set_metadata_behind(!caught_up);
     }
 
     /// Reports to the controller each partition this node leads in a term the metadata

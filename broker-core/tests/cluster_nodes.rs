@@ -471,3 +471,83 @@ async fn a_partition_leader_cut_off_from_the_others_hands_out_no_message() {
         node.broker().shutdown().await;
     }
 }
+
+/// A node restarted after a subscription was created, and cut off so that its copy of the
+/// metadata cannot catch up, answers `not_leader` (503, retried) for a subscription it does
+/// not know yet rather than "no such subscription" (404, final); once it has caught up it
+/// serves the subscription, and one that does not exist is not found again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_behind_on_the_metadata_calls_no_subscription_missing() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut nodes = jobs_on_three_nodes(root.path(), &net, None).await;
+    // A follower of the partition stops (its leader stays, so the subscription's start is
+    // written at once).
+    let leader = partition_leader(&nodes, "jobs").await;
+    let gone = (1..=3).find(|id| *id != leader).expect("a follower");
+    let stopped = nodes.remove((gone - 1) as usize);
+    stopped.shutdown().await;
+    stopped.broker().shutdown().await;
+    net.nodes.lock().expect("lock").remove(&gone);
+    drop(stopped);
+    until("a controller leader the other two agree on", || {
+        nodes[0]
+            .controller_leader()
+            .is_some_and(|id| id != gone && nodes[1].controller_leader() == Some(id))
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("found above");
+    let admin = nodes
+        .iter()
+        .find(|n| n.node_id() == controller)
+        .expect("among them");
+    let late = SubscriptionSpec {
+        name: "late".into(),
+        ..work(None)
+    };
+    admin
+        .create_subscription("jobs", late)
+        .await
+        .expect("subscription");
+
+    // Back, as `wharf serve` starts a node (registering anew), but cut off.
+    net.cut.lock().expect("lock").insert(gone);
+    let mut me = node_record(gone, format!("zone-{gone}"), 7000);
+    me.joined_ms = broker_core::clock::now_ms();
+    let back = start_cluster_node(me, root.path(), &net, &[1, 2, 3], false, |_| {}).await;
+    assert!(!back.ready(), "ready before its metadata caught up");
+    for name in ["late", "nope"] {
+        match back.broker().receive("jobs", name, receive(1, 0)).await {
+            Err(BrokerError::NotLeader { .. }) => {}
+            other => panic!("{name} at a node behind on the metadata: {other:?}"),
+        }
+    }
+
+    net.cut.lock().expect("lock").remove(&gone);
+    until("the restarted node caught up with the metadata", || {
+        back.ready() && back.broker().subscription_uid("jobs", "late").is_some()
+    })
+    .await;
+    let mut answer = None;
+    for _ in 0..100 {
+        match back.broker().receive("jobs", "nope", receive(1, 0)).await {
+            Err(BrokerError::NotLeader { .. }) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => {
+                answer = Some(other);
+                break;
+            }
+        }
+    }
+    assert!(
+        matches!(answer, Some(Err(BrokerError::SubscriptionNotFound { .. }))),
+        "a missing subscription once caught up: {answer:?}"
+    );
+    back.shutdown().await;
+    back.broker().shutdown().await;
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}

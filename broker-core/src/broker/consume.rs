@@ -53,7 +53,7 @@ impl Broker {
         )?;
         check_range("wait_ms", request.wait_ms, 0, MAX_WAIT_MS)?;
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let lease_ms = match request.ack_timeout_ms {
             Some(ms) => validate_ack_timeout("ack_timeout_ms", ms)?,
             None => sub.config.ack_timeout_ms,

@@ -207,7 +207,7 @@ impl Broker {
     ) -> Result<u64> {
         self.check_running()?;
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let RedriveBudget { limit, per_second } = RedriveBudget::new(max_messages, per_second)?;
         let Ok(dlq) = self.topic(&sub.config.dead_letter_topic) else {
             return Ok(0);
@@ -262,7 +262,7 @@ impl Broker {
         subscription: &str,
     ) -> Result<Option<TopicInfo>> {
         let open = self.topic(sub_topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let dlq = read(&self.topics)
             .get(&sub.config.dead_letter_topic)
             .cloned();

@@ -152,6 +152,11 @@ pub struct Broker {
     background: Arc<tokio::sync::RwLock<()>>,
     /// Each node's zone as the cluster metadata records it (empty on a single node).
     zones: RwLock<BTreeMap<u64, String>>,
+    /// In a cluster, whether this node's copy of the metadata may still lack topics and
+    /// subscriptions that exist (a restarted node re-applying it, see
+    /// [`Broker::set_metadata_behind`]): a topic or subscription it does not know is then not
+    /// known to be missing. Never set on a single node.
+    metadata_behind: AtomicBool,
 }
 
 impl Broker {
@@ -190,6 +195,7 @@ impl Broker {
             schedule_seq: AtomicU64::new(0),
             background: Arc::default(),
             zones: RwLock::new(BTreeMap::new()),
+            metadata_behind: AtomicBool::new(false),
         });
         broker.start_replication().await?;
         broker.spawn_task(topics::retention_loop(Arc::downgrade(&broker)));
@@ -271,12 +277,40 @@ impl Broker {
     }
 
     fn topic(&self, name: &str) -> Result<Arc<Topic>> {
-        read(&self.topics)
-            .get(name)
-            .cloned()
-            .ok_or_else(|| BrokerError::TopicNotFound {
+        read(&self.topics).get(name).cloned().ok_or_else(|| {
+            self.unless_behind(BrokerError::TopicNotFound {
                 topic: name.to_owned(),
             })
+        })
+    }
+
+    /// Subscription `name` of `topic`, as [`Topic::subscription`], but not called missing
+    /// while this node's metadata is behind.
+    fn subscription_in(&self, topic: &Topic, name: &str) -> Result<Arc<Subscription>> {
+        topic.subscription(name).map_err(|e| self.unless_behind(e))
+    }
+
+    /// `missing` (a topic or subscription this node does not know), or, while this node's
+    /// cluster metadata is behind ([`Broker::set_metadata_behind`]), `not_leader` for the
+    /// metadata: 503 with `Retry-After` rather than a 404 a client would take as final.
+    fn unless_behind(&self, missing: BrokerError) -> BrokerError {
+        if self.metadata_behind.load(Ordering::SeqCst) {
+            BrokerError::NotLeader {
+                what: "cluster metadata (this node is catching up)".into(),
+                leader: None,
+            }
+        } else {
+            missing
+        }
+    }
+
+    /// In a cluster: whether this node's copy of the metadata may still lack what exists. A
+    /// restarted node is behind until the metadata it applied holds its own registration of
+    /// this start (proposed after it started, so committed after everything before it); a
+    /// topic or subscription it does not know meanwhile answers `not_leader` instead of
+    /// not-found.
+    pub fn set_metadata_behind(&self, behind: bool) {
+        self.metadata_behind.store(behind, Ordering::SeqCst);
     }
 
     fn check_running(&self) -> Result<()> {

@@ -55,7 +55,7 @@ impl Broker {
     ) -> Result<BTreeMap<u32, u64>> {
         self.check_running()?;
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let partitions = open.config().partitions;
         let mut positions = BTreeMap::new();
         for (partition, log) in (0u32..).zip(&open.partitions) {

@@ -64,7 +64,7 @@ impl Broker {
             )
             .await?;
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         for partition in 0..sub.partitions() {
             if self.serve_partition(&open, &sub, partition).await? {
                 self.move_dead_letters(&open, &sub, partition).await?;
@@ -105,7 +105,7 @@ impl Broker {
             ));
         }
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let mut outcome = SettleOutcome::default();
         let mut by_partition: BTreeMap<usize, Vec<(&String, ReceiptData)>> = BTreeMap::new();
         for receipt in receipts {
@@ -201,7 +201,7 @@ impl Broker {
         receipts: &[String],
     ) -> Result<Vec<bool>> {
         let open = self.topic(topic)?;
-        let sub = open.subscription(subscription)?;
+        let sub = self.subscription_in(&open, subscription)?;
         let now = now_ms();
         Ok(receipts
             .iter()

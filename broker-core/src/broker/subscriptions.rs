@@ -74,7 +74,7 @@ impl Broker {
     /// One subscription's settings and stats.
     pub async fn describe_subscription(&self, topic: &str, name: &str) -> Result<SubscriptionInfo> {
         let open = self.topic(topic)?;
-        let subscription = open.subscription(name)?;
+        let subscription = self.subscription_in(&open, name)?;
         self.subscription_info(&open, &subscription).await
     }
 
@@ -83,7 +83,7 @@ impl Broker {
         self.check_running()?;
         let _admin = self.admin.lock().await;
         let open = self.topic(topic)?;
-        let subscription = open.subscription(name)?;
+        let subscription = self.subscription_in(&open, name)?;
         self.metadata.remove_subscription(&subscription.config)?;
         self.persist().await?;
         write(&open.subscriptions).remove(name);
@@ -102,7 +102,7 @@ impl Broker {
     ) -> Result<TopicFigures> {
         let open = self.topic(topic)?;
         let subscriptions: Vec<Arc<Subscription>> = match of {
-            FiguresOf::One(name) => vec![open.subscription(name)?],
+            FiguresOf::One(name) => vec![self.subscription_in(&open, name)?],
             FiguresOf::All => read(&open.subscriptions).values().cloned().collect(),
             FiguresOf::Topic => Vec::new(),
         };
