@@ -1,4 +1,4 @@
-//! Faults against a real three-process cluster (the `wharf` binary, cluster preview), with
+//! Faults against a real three-process cluster (the `wharf` binary), with
 //! producers (`ack=all`, unique values) and consumers (receive + ack through one subscription,
 //! spread over the nodes) running throughout, and the checker judging the history after the
 //! consumers consumed everything acknowledged and every node is drained: acknowledged messages
@@ -45,6 +45,11 @@ const CONSUME_GRACE: Duration = Duration::from_secs(12);
 const RATE: u32 = 150;
 /// Bound on every wait for the cluster to reach a state (a new leader, replicas agreeing).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on the first acknowledged writes after every node was killed at once: all three
+/// recover their logs and elect a controller leader and every partition's leader from cold.
+/// Killing and restarting them took 7.7 s on a loaded 2-core machine (debug builds); the
+/// unavailability is reported, not bounded here.
+const COLD_START_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// Taken by every test, so only one three-node cluster runs at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -502,13 +507,15 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
         let mut cluster = three_nodes_with(|spec| spec.ready_timeout = lone_ready);
         // Every leader dies, yet the same nodes may well lead again after the restart.
         let run = run_header("R3", "kill-all", "kill_all", false, &cluster);
+        // The producers must outlast the warm-up and a cold restart of all three (4 s and
+        // 7.7 s on a loaded machine), or no write could be acknowledged after it.
         let Producing {
             recorder,
             workload,
             running,
             started,
             producing,
-        } = start_producing(&cluster, fault_seconds(9), run).await;
+        } = start_producing(&cluster, fault_seconds(18), run).await;
         let mut leaders = Leaders::default();
         let mut outages = Vec::new();
         loop {
@@ -534,11 +541,13 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
             for &id in &all {
                 recorder.record_fault("kill_all", Some(id), Phase::End, true);
             }
-            let acked = running.wait_acked(acked_before + 50, SETTLE_TIMEOUT).await;
+            let acked = running
+                .wait_acked(acked_before + 50, COLD_START_TIMEOUT)
+                .await;
             outages.push(since.elapsed());
             assert!(
                 acked,
-                "no write acknowledged within {SETTLE_TIMEOUT:?} of the restart"
+                "no write acknowledged within {COLD_START_TIMEOUT:?} of the restart"
             );
             leaders.observe_all(&cluster, &recorder, &all).await;
             if started.elapsed() + Duration::from_secs(9) > producing {
