@@ -265,12 +265,14 @@ async fn every_replica_deletes_old_segments_and_produce_and_consume_go_on() {
         assert_eq!(values.last().map(|(o, _)| *o), Some(399));
         assert!(start < 400 - 50, "retention kept too little: {start}");
     }
-    // Produce goes on after the purge, and the subscription reads from the log's start.
+    // Produce goes on after the purge, and the subscription reads from the log's start. Its
+    // lease events grow the log, so retention may purge on meanwhile: messages it deletes
+    // before they are delivered are skipped, and their receipts no longer ack.
     produce(&leader, 400, 410).await;
     let start = read(&leader, 0).await.0;
     let mut seen = BTreeSet::new();
     let mut receipts = Vec::new();
-    while seen.len() < (410 - start) as usize {
+    while seen.last() != Some(&409) {
         let got = leader
             .broker()
             .receive("jobs", "work", receive(100, 1_000))
@@ -278,22 +280,30 @@ async fn every_replica_deletes_old_segments_and_produce_and_consume_go_on() {
             .expect("received");
         assert!(!got.is_empty(), "nothing more to receive after {seen:?}");
         for delivery in got {
-            assert!(seen.insert(delivery.message.offset), "delivered twice");
-            assert_eq!(
-                delivery.message.record.value,
-                message(delivery.message.offset).value
-            );
-            receipts.push(delivery.receipt);
+            let offset = delivery.message.offset;
+            assert!(seen.insert(offset), "delivered twice");
+            assert_eq!(delivery.message.record.value, message(offset).value);
+            receipts.push((offset, delivery.receipt));
         }
     }
     assert!(seen.first().is_some_and(|first| *first >= start));
-    assert_eq!(seen.last(), Some(&409));
     let acked = leader
         .broker()
-        .ack("jobs", "work", &receipts)
+        .ack(
+            "jobs",
+            "work",
+            &receipts.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
+        )
         .await
         .expect("acked");
-    assert_eq!(acked.succeeded, receipts.len());
+    let kept = read(&leader, 0).await.0;
+    let still_held = receipts.iter().filter(|(o, _)| *o >= kept).count();
+    assert!(
+        acked.succeeded >= still_held && still_held > 0,
+        "{} of {} receipts acked; {still_held} of them for messages from {kept}, still held",
+        acked.succeeded,
+        receipts.len()
+    );
     shutdown(&nodes).await;
 }
 
