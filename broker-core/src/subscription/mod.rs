@@ -226,9 +226,13 @@ impl Subscription {
         self.save(partition, changes, replica.position)
     }
 
-    /// In a cluster, the table of `partition` as the committed log up to `until` makes it
-    /// (its checkpoint replayed up to there, the live table untouched), for a snapshot of the
-    /// log; `None` while it has no start there. Blocking.
+    /// In a cluster, the table of `partition` as the committed log makes it at `until` or
+    /// later, for a snapshot of the log ending there: its checkpoint replayed up to `until`,
+    /// or, when the checkpoint is past `until` (a leader checkpoints its committed log before
+    /// retention asks for a snapshot, so it usually is), the checkpoint as it is. The live
+    /// table is untouched. A replica installing it receives the events after `until` again
+    /// and replays them over it (see `restore::clamp_to_surviving_log`). `None` while it has
+    /// no start there. Blocking.
     pub fn snapshot_table(
         &self,
         partition: usize,

@@ -1,7 +1,7 @@
 //! Opening a subscription: each partition's lease table is its last checkpoint in sled,
-//! clamped to the log that survived, then brought up to date by replaying the partition log's
-//! control entries from the checkpoint's position (its own kinds only: see [`crate::control`]). The log is the truth; the checkpoint only
-//! shortens the replay.
+//! clamped to the log that survived (on a single node), then brought up to date by replaying
+//! the partition log's control entries from the checkpoint's position (its own kinds only:
+//! see [`crate::control`]). The log is the truth; the checkpoint only shortens the replay.
 //!
 //! In a cluster a partition with no checkpoint replays its whole log: its start is the first
 //! `sought` event its leader wrote (see `Subscription::make_live`), the same on every replica.
@@ -31,9 +31,10 @@ pub(super) struct Restored {
 }
 
 /// Opens one partition's table: from its checkpoint (or at `start`, for a partition that has
-/// none), clamped to the log's end and replayed from the checkpoint's position. A partition
-/// with no checkpoint replays nothing on a single node (the subscription is new), and its
-/// whole log in a cluster (`replicated`). Blocking.
+/// none), clamped to the log's end on a single node (see [`clamp_to_surviving_log`]) and
+/// replayed from the checkpoint's position. A partition with no checkpoint replays nothing on
+/// a single node (the subscription is new), and its whole log in a cluster (`replicated`).
+/// Blocking.
 pub(super) fn restore_partition(
     config: &SubscriptionConfig,
     store: &SubscriptionStore,
@@ -81,9 +82,37 @@ pub(super) fn restore_partition_until(
             (table, from, !replicated)
         }
     };
-    // A checkpoint can be ahead of the log after a power loss under `--fsync never` or an
-    // interval: what the log lost never happened, and new messages will reuse its offsets.
-    let end = log.end_offset();
+    if !replicated {
+        clamp_to_surviving_log(config, partition, &mut table, log.end_offset());
+    }
+    let mut restored = Restored {
+        table,
+        errors: Vec::new(),
+        redrive: BTreeMap::new(),
+        position: from.min(end_position),
+        started,
+    };
+    replay_events_until(config, partition, log, &mut restored, until)?;
+    Ok(restored)
+}
+
+/// On a single node, a checkpoint can be ahead of the log after a power loss under `--fsync
+/// never` or an interval: what the log lost never happened, and new messages will reuse its
+/// offsets, so the table forgets them (their counts stay).
+///
+/// Never in a cluster: a checkpoint there holds committed events only (a leader's live table
+/// is never checkpointed), so the offsets it knows past this replica's end are committed ones
+/// its log has yet to receive, with the same messages. That is the usual state after a
+/// snapshot install: the carried table is its leader's checkpoint, taken at the leader's
+/// committed end, past the snapshot's last entry. Clamping it would forget the settles of
+/// those offsets but not their counts, and the replay of the events the new log then receives
+/// would count them again.
+fn clamp_to_surviving_log(
+    config: &SubscriptionConfig,
+    partition: u32,
+    table: &mut LeaseTable,
+    end: u64,
+) {
     if table.next_offset() > end {
         tracing::warn!(
             subscription = %config.name,
@@ -94,15 +123,6 @@ pub(super) fn restore_partition_until(
         );
     }
     table.clamp_to(end);
-    let mut restored = Restored {
-        table,
-        errors: Vec::new(),
-        redrive: BTreeMap::new(),
-        position: from.min(end_position),
-        started,
-    };
-    replay_events_until(config, partition, log, &mut restored, until)?;
-    Ok(restored)
 }
 
 /// Replays the partition log's events of this subscription from `restored.position` to the
