@@ -13,12 +13,18 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::{Broker, blocking};
-use crate::error::Result;
+use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, MembershipStep, SNAPSHOT_FILE, change_members};
 use crate::storage::RaftState;
 use crate::sync::read;
+
+/// Longest this node waits for the leader's answer on whether its replica is released: it
+/// answers from its metrics at once, and meanwhile this replica answers no RPC of its group
+/// (a node still a voter would be missing from it for that long; asked again later).
+const RELEASED_ASK_MS: u64 = 2_000;
 
 impl Broker {
     /// Drops this node's replica of partition `partition` of topic `name` (incarnation
@@ -61,15 +67,21 @@ impl Broker {
         };
         replication.groups.remove(&group);
         let step = MembershipStep::Released { node: me };
-        let asked = change_members(
+        let ask = change_members(
             me,
             &replication.groups,
             replication.transport.as_ref(),
             leader,
             &group,
             &step,
-        )
-        .await;
+        );
+        let asked = match tokio::time::timeout(Duration::from_millis(RELEASED_ASK_MS), ask).await {
+            Ok(asked) => asked,
+            Err(_) => Err(BrokerError::ReplicationTimeout {
+                what: format!("{group}: whether this node's replica is released"),
+                ms: RELEASED_ASK_MS,
+            }),
+        };
         let _admin = self.admin.lock().await;
         let still_seated = seat.seated().is_some_and(|now| Arc::ptr_eq(&now, &seated));
         let placed_here = seat.replicas().contains(&me);
@@ -93,9 +105,12 @@ impl Broker {
         let Some(log) = topic.partitions.get(partition as usize).cloned() else {
             return Ok(false);
         };
-        log.reset_entries(0).await?;
+        // The vote and snapshot first: a crash between the two steps then leaves entries and
+        // no vote, a replica that restarts, is no member, and is dropped again; the other order
+        // could leave a vote and a committed id past an empty log.
         let dir = log.dir().to_path_buf();
         blocking(move || remove_replica_state(&dir)).await?;
+        log.reset_entries(0).await?;
         tracing::info!(%group, "dropped a replica moved off this node");
         Ok(true)
     }
@@ -109,7 +124,7 @@ fn remove_replica_state(dir: &std::path::Path) -> Result<()> {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(crate::error::BrokerError::io(&path, e)),
+            Err(e) => return Err(BrokerError::io(&path, e)),
         }
     }
     // Syncs the directory, which makes the removals above durable too.
