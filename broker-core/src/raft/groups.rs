@@ -480,7 +480,7 @@ impl RpcHandler for RaftGroups {
                     encode_json(&answer)
                 }
                 Rpc::Write => {
-                    let answer = super::remote_write::answer_write(&raft, body).await?;
+                    let answer = super::remote_write::answer_write(seat.as_deref(), body).await?;
                     encode_json(&answer)
                 }
                 Rpc::Snapshot => {
