@@ -50,6 +50,11 @@ const REGISTER_RETRY_MS: u64 = 250;
 /// couple of heartbeats, a small part of the outage a new leader's election already costs
 /// the nodes that forward to it.
 const LEADER_REPORT_MS: u64 = 100;
+/// How often a node looks for replicas the metadata moved off it that it still holds: the
+/// move's last step (the new configuration committing) follows the placement change, with
+/// no metadata command to wake the reconciler; half a second keeps a moved replica's files
+/// briefly at the cost of one metadata scan (in memory).
+const RELEASE_CHECK_MS: u64 = 500;
 /// How long one proposal relayed to the controller leader may take.
 const RELAY_TIMEOUT_MS: u64 = 6_000;
 /// Most voters the controller leader grows the controller group to as nodes join (later
@@ -145,6 +150,7 @@ impl ClusterNode {
         tokio::spawn(reconcile_loop(Arc::downgrade(&node)));
         tokio::spawn(membership_loop(Arc::downgrade(&node)));
         tokio::spawn(report_leaders_loop(Arc::downgrade(&node)));
+        tokio::spawn(release_loop(Arc::downgrade(&node)));
         Ok(node)
     }
 
@@ -588,6 +594,40 @@ impl ClusterNode {
         }
     }
 
+    /// Drops the replicas this node holds that the metadata places elsewhere, each once the
+    /// partition's leader answers that its group left this node out
+    /// ([`Broker::release_replica`]). Only once this node's registration is applied (the
+    /// metadata caught up, as for deletions).
+    async fn release_moved_replicas(&self) {
+        let state = self.state();
+        // Its own record as registered, in whatever state a drain since left it.
+        let registered = state.node(self.me.id).is_some_and(|n| {
+            let as_registered = NodeRecord {
+                state: self.me.state,
+                ..n.clone()
+            };
+            as_registered == self.me
+        });
+        if !registered {
+            return;
+        }
+        let me = self.node_id();
+        for (name, record) in state.topics() {
+            for (partition, placed) in (0u32..).zip(&record.placement) {
+                if placed.replicas.contains(&me) || !self.broker.holds_partition(name, partition) {
+                    continue;
+                }
+                let released = self
+                    .broker
+                    .release_replica(name, record.config.uid, partition)
+                    .await;
+                if let Err(error) = released {
+                    tracing::warn!(topic = %name, partition, %error, "could not drop a replica moved away");
+                }
+            }
+        }
+    }
+
     /// Brings a topic's subscriptions open here in line with the metadata.
     async fn reconcile_subscriptions(&self, state: &ClusterState, topic: &str, caught_up: bool) {
         for (name, uid) in self.broker.subscription_uids(topic) {
@@ -713,6 +753,17 @@ async fn reconcile_loop(node: Weak<ClusterNode>) {
         if version.changed().await.is_err() {
             return;
         }
+    }
+}
+
+/// Drops replicas moved off this node every [`RELEASE_CHECK_MS`], until the node is gone.
+async fn release_loop(node: Weak<ClusterNode>) {
+    loop {
+        {
+            let Some(node) = node.upgrade() else { return };
+            node.release_moved_replicas().await;
+        }
+        tokio::time::sleep(Duration::from_millis(RELEASE_CHECK_MS)).await;
     }
 }
 

@@ -1,7 +1,9 @@
 //! Writing already-built records at a partition's leader on another node (the `write` RPC a
 //! redrive uses): three brokers in one process over the in-memory transport. The records
 //! keep their ids and marks on every replica and claim no client id; a node that does not
-//! lead the partition refuses, naming the leader.
+//! lead the partition refuses, naming the leader. A write arriving while the leader holds
+//! its writes for a leadership move is refused naming the move's target, as a produce there
+//! is, and writes nothing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,7 +11,9 @@ use std::time::Duration;
 
 use broker_core::broker::{AckMode, NewMessage};
 use broker_core::message::Record;
-use broker_core::raft::{GroupId, NodeInfo, write_at_leader};
+use broker_core::raft::{
+    GroupId, NodeInfo, Rpc, RpcCall, TRANSFER_HOLD_MS, TransferStep, write_at_leader,
+};
 use broker_core::topic::{TopicConfig, TopicSpec};
 use broker_core::{Broker, BrokerError};
 use bytes::Bytes;
@@ -129,6 +133,82 @@ async fn records_written_at_the_leader_from_another_node_keep_their_ids_on_every
     assert_eq!(outcome.messages.len(), 1);
     assert!(!outcome.messages[0].duplicate, "{:?}", outcome.messages[0]);
     assert_eq!(outcome.messages[0].offset, Some(2));
+    for broker in &brokers {
+        broker.shutdown().await;
+    }
+}
+
+/// Sends transfer step `step` for partition 0 to node `to`, answered.
+async fn transfer_step(transport: &dyn broker_core::raft::Transport, to: u64, step: &TransferStep) {
+    let call = RpcCall {
+        group: GroupId::Partition {
+            topic: "orders".into(),
+            partition: 0,
+        },
+        rpc: Rpc::Transfer,
+        body: Bytes::from(serde_json::to_vec(step).expect("encodes")),
+        timeout: Duration::from_secs(10),
+    };
+    transport.call(to, call).await.expect("the step answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_during_a_held_leader_move_is_refused_naming_the_target() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_cluster_broker(id, root.path(), &net, |_| {}).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let leader = leader(&brokers).await;
+    let (asker, target) = {
+        let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+        (&brokers[(others[0] - 1) as usize], others[1])
+    };
+    let transport = Arc::clone(&asker.replication_settings().expect("a cluster").transport);
+    let group = GroupId::Partition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    let hold = TransferStep::Hold {
+        target,
+        ms: TRANSFER_HOLD_MS,
+    };
+    transfer_step(&*transport, leader, &hold).await;
+    match write_at_leader(&*transport, leader, group.clone(), &[redriven("held")]).await {
+        Err(BrokerError::NotLeader { leader: named, .. }) => assert_eq!(named, Some(target)),
+        other => panic!("the leader took a write while holding them: {other:?}"),
+    }
+    transfer_step(&*transport, leader, &TransferStep::Release).await;
+
+    // Released: the write goes through (at whichever node leads by now), and the refused
+    // one was never written.
+    let mut written = false;
+    for _ in 0..50 {
+        let now = self::leader(&brokers).await;
+        match write_at_leader(&*transport, now, group.clone(), &[redriven("after")]).await {
+            Ok(()) => {
+                written = true;
+                break;
+            }
+            Err(BrokerError::NotLeader { .. }) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("the write after the release: {other:?}"),
+        }
+    }
+    assert!(written, "no write went through after the release");
+    for broker in &brokers {
+        let ids: Vec<String> = stored(broker, 1).await.into_iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec!["after".to_owned()]);
+    }
     for broker in &brokers {
         broker.shutdown().await;
     }

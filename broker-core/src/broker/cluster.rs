@@ -195,7 +195,7 @@ impl Broker {
             }
             replication
                 .groups
-                .insert_followed(group, raft.clone(), Arc::clone(seat.contact()));
+                .insert_followed(group, raft.clone(), Arc::clone(seat));
             let form = placement.is_some_and(|(_, moved)| !moved.contains(&partition));
             if let Some(members) = members.filter(|_| form)
                 && let Err(e) = raft.initialize(members.clone()).await
@@ -287,7 +287,10 @@ impl Broker {
     /// What this node knows of the group of `topic`'s partition `partition` (`None` on a
     /// single node, or when this node holds no replica of it).
     pub fn partition_status(&self, topic: &str, partition: u32) -> Option<GroupStatus> {
-        self.seat(topic, partition)?.raft().map(GroupStatus::of)
+        self.seat(topic, partition)?
+            .raft()
+            .as_ref()
+            .map(GroupStatus::of)
     }
 
     /// The node leading partition `partition` of `topic`, as this node knows it: its own

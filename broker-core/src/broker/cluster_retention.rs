@@ -290,11 +290,7 @@ impl Broker {
         let leading = (0..topic.partitions.len())
             .map(|p| matches!(self.lead(topic, p), Lead::Leader(_)))
             .collect();
-        let rafts = topic
-            .groups
-            .iter()
-            .map(|seat| seat.raft().cloned())
-            .collect();
+        let rafts = topic.groups.iter().map(|seat| seat.raft()).collect();
         Some((leading, rafts))
     }
 }

@@ -52,7 +52,7 @@ impl Broker {
         let Some(raft) = seat.raft() else {
             return Ok(Reader::Leader);
         };
-        let view = LeaderView::of(raft);
+        let view = LeaderView::of(&raft);
         if view.leader == Some(replication.node_id) {
             return Ok(Reader::Leader);
         }

@@ -24,6 +24,7 @@
 mod checkpoint;
 mod cluster;
 mod cluster_redrive;
+mod cluster_release;
 mod cluster_retention;
 mod consume;
 mod dead_letters;

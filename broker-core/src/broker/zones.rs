@@ -83,7 +83,7 @@ impl Broker {
                 let near = match (me, leader) {
                     (Some(me), Some(leader)) => {
                         leader == me
-                            || seat.raft().is_some_and(|raft| leader_in_zone_of(raft, me))
+                            || seat.raft().is_some_and(|raft| leader_in_zone_of(&raft, me))
                             || same_zone(leader)
                     }
                     _ => false,

@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 
 use super::{ADMIN_WAIT_MS, ClusterNode};
 use crate::cluster::{
-    ClusterError, ClusterState, Command, LeaderMove, plan_drain, plan_leader_balance,
+    ClusterError, ClusterState, Command, LeaderMove, NodeState, plan_drain, plan_leader_balance,
 };
 use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, MembershipStep, NodeInfo, TransferCoordinator, change_members};
@@ -162,6 +162,23 @@ impl ClusterNode {
             leaders,
             replicas_kept: u32::try_from(replicas_kept).unwrap_or(u32::MAX),
         })
+    }
+
+    /// Cancels the drain of node `id`: it is Active again and may take replicas (its
+    /// replicas moved away stay where they are; a later placement may bring them back).
+    pub async fn undrain_node(&self, id: u64) -> Result<()> {
+        self.lead_controller()?;
+        let state = self.state();
+        let mut record = state
+            .node(id)
+            .cloned()
+            .ok_or(ClusterError::UnknownNode { node: id })?;
+        record.state = NodeState::Active;
+        let command = Command::UpsertNode(record);
+        state.clone().apply(&command)?;
+        self.propose(&command).await?;
+        let active = || self.state().node(id).is_some_and(|n| n.is_active());
+        self.wait_for(ADMIN_WAIT_MS, active).await
     }
 
     /// Removes node `id`: out of the controller's voters, then out of the metadata. Refused

@@ -15,10 +15,10 @@ use openraft::{Config, Raft};
 use tokio::sync::Notify;
 
 use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
-use super::contact::LeaderContact;
 use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
+use super::partition_group::PartitionGroup;
 use super::proposer::RaftProposer;
 use super::snapshot::{DerivedState, NoDerivedState};
 use super::state_machine::PartitionMachine;
@@ -386,34 +386,33 @@ pub struct RaftGroups {
     holds: Arc<Holds>,
 }
 
-/// One group of this node: its Raft, and where the appends it accepts from the leader are
-/// recorded (a partition's, for its follower reads).
+/// One group of this node: its Raft, and for a partition its seat (where the appends it
+/// accepts from the leader are recorded, for its follower reads, and the proposer other
+/// nodes' writes go through).
 struct Member {
     raft: Raft<TypeConfig>,
-    contact: Option<Arc<LeaderContact>>,
+    seat: Option<Arc<PartitionGroup>>,
 }
 
 impl RaftGroups {
     /// Makes `raft` answer RPCs for `group`.
     pub fn insert(&self, group: GroupId, raft: Raft<TypeConfig>) {
-        let member = Member {
-            raft,
-            contact: None,
-        };
+        let member = Member { raft, seat: None };
         crate::sync::write(&self.groups).insert(group, member);
     }
 
-    /// Makes `raft` answer RPCs for `group`, recording in `contact` each append it accepts
-    /// from the leader.
+    /// Makes `raft`, seated in `seat`, answer RPCs for partition group `group`: each append
+    /// it accepts from the leader is recorded in the seat's contact, and other nodes' writes
+    /// go through the seat's proposer as this node's own do.
     pub fn insert_followed(
         &self,
         group: GroupId,
         raft: Raft<TypeConfig>,
-        contact: Arc<LeaderContact>,
+        seat: Arc<PartitionGroup>,
     ) {
         let member = Member {
             raft,
-            contact: Some(contact),
+            seat: Some(seat),
         };
         crate::sync::write(&self.groups).insert(group, member);
     }
@@ -430,11 +429,11 @@ impl RaftGroups {
             .map(|m| m.raft.clone())
     }
 
-    /// The Raft of `group` and where its appends are recorded, if this node has it.
-    fn member(&self, group: &GroupId) -> Option<(Raft<TypeConfig>, Option<Arc<LeaderContact>>)> {
+    /// The Raft of `group` and its seat, if this node has it.
+    fn member(&self, group: &GroupId) -> Option<(Raft<TypeConfig>, Option<Arc<PartitionGroup>>)> {
         crate::sync::read(&self.groups)
             .get(group)
-            .map(|m| (m.raft.clone(), m.contact.clone()))
+            .map(|m| (m.raft.clone(), m.seat.clone()))
     }
 
     /// What `group`'s proposer asks before each write: whether its leadership is moving
@@ -449,15 +448,14 @@ impl RpcHandler for RaftGroups {
         let member = self.member(&group);
         let holds = Arc::clone(&self.holds);
         Box::pin(async move {
-            let (raft, contact) = member.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
+            let (raft, seat) = member.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
             match rpc {
                 Rpc::Append => {
                     let request: AppendEntriesRequest<TypeConfig> = decode_append(body)?;
                     let leader_commit = request.leader_commit.map(|c| c.index);
                     let answer: AppendAnswer = raft.append_entries(request).await;
-                    if let (Some(contact), Ok(AppendEntriesResponse::Success)) = (&contact, &answer)
-                    {
-                        contact.record(leader_commit);
+                    if let (Some(seat), Ok(AppendEntriesResponse::Success)) = (&seat, &answer) {
+                        seat.contact().record(leader_commit);
                     }
                     encode_json(&answer)
                 }
@@ -482,7 +480,7 @@ impl RpcHandler for RaftGroups {
                     encode_json(&answer)
                 }
                 Rpc::Write => {
-                    let answer = super::remote_write::answer_write(&raft, body).await?;
+                    let answer = super::remote_write::answer_write(seat.as_deref(), body).await?;
                     encode_json(&answer)
                 }
                 Rpc::Snapshot => {

@@ -8,6 +8,10 @@
 //!    when asked (its tables then follow the same log from its start);
 //! 3. [`MembershipStep::SetVoters`]: the voters become the new replica set (openraft commits a
 //!    joint configuration, then the new one); a voter left out stops being one.
+//!
+//! A node the move left out then asks the leader [`MembershipStep::Released`] before it
+//! drops its replica: the leader stops replicating to it as soon as the new configuration is
+//! appended, so the node's own Raft may never learn that configuration was committed.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -45,6 +49,14 @@ pub enum MembershipStep {
     SetVoters {
         /// The new voters.
         voters: BTreeSet<u64>,
+    },
+    /// Answers done only when `node` is neither voter nor learner of the group's
+    /// configuration, that configuration is not joint, and it is committed (applied at the
+    /// leader): a committed configuration never rolls back, so a replica on `node` is no
+    /// longer needed.
+    Released {
+        /// The node.
+        node: u64,
     },
 }
 
@@ -119,6 +131,7 @@ pub async fn answer_membership(raft: &Raft<TypeConfig>, step: MembershipStep) ->
                 Err(e) => Err(MembershipRefusal::Failed(e.to_string())),
             }
         }
+        MembershipStep::Released { node } => released(raft, node),
         MembershipStep::SetVoters { voters } => {
             match tokio::time::timeout(timeout, raft.change_membership(voters, false)).await {
                 Ok(Ok(_)) => Ok(()),
@@ -126,6 +139,34 @@ pub async fn answer_membership(raft: &Raft<TypeConfig>, step: MembershipStep) ->
                 Err(_) => Err(MembershipRefusal::Timeout),
             }
         }
+    }
+}
+
+/// [`MembershipStep::Released`] at `raft`, which must lead the group.
+fn released(raft: &Raft<TypeConfig>, node: u64) -> MembershipAnswer {
+    let metrics = raft.metrics();
+    let metrics = metrics.borrow();
+    if metrics.current_leader != Some(metrics.id) {
+        return Err(MembershipRefusal::NotLeader(metrics.current_leader));
+    }
+    let stored = &metrics.membership_config;
+    let membership = stored.membership();
+    let committed = match (stored.log_id(), metrics.last_applied) {
+        (None, _) => true,
+        (Some(config), Some(applied)) => applied.index >= config.index,
+        (Some(_), None) => false,
+    };
+    let joint = membership.get_joint_config().len() > 1;
+    let member =
+        membership.voter_ids().any(|v| v == node) || membership.learner_ids().any(|l| l == node);
+    match (committed && !joint, member) {
+        (true, false) => Ok(()),
+        (false, _) => Err(MembershipRefusal::Failed(
+            "the group's configuration is changing".into(),
+        )),
+        (true, true) => Err(MembershipRefusal::Failed(format!(
+            "node {node} is still a member"
+        ))),
     }
 }
 

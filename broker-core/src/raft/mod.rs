@@ -76,7 +76,7 @@ pub use membership::{
     change_members,
 };
 pub use network::{GroupNetwork, PeerLink};
-pub use partition_group::PartitionGroup;
+pub use partition_group::{PartitionGroup, Seated};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
 pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};

@@ -7,9 +7,12 @@
 //! (its hint) instead. A partition's writes go through its seat ([`Proposer`]): to its Raft
 //! when this node holds a replica, refused with [`BrokerError::NotLeader`] naming the hint
 //! otherwise (the gateway forwards them there).
+//!
+//! The seat is replaceable: a replica moved off this node is unseated
+//! ([`PartitionGroup::unseat`]) and a later move back seats a fresh one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 use openraft::Raft;
 
@@ -28,8 +31,8 @@ const NO_HINT: u64 = 0;
 pub struct PartitionGroup {
     /// How errors name the partition.
     what: String,
-    /// The partition's Raft and its proposer here, once this node holds a replica.
-    replica: OnceLock<(Raft<TypeConfig>, RaftProposer)>,
+    /// The partition's Raft and its proposer here, while this node holds a replica.
+    replica: RwLock<Option<Arc<Seated>>>,
     /// What this node's replica last heard from the leader (for follower reads).
     contact: Arc<LeaderContact>,
     /// The leader the cluster metadata records for the partition ([`NO_HINT`]: none).
@@ -38,11 +41,19 @@ pub struct PartitionGroup {
     replicas: RwLock<Vec<u64>>,
 }
 
+/// A replica seated here: its Raft and the proposer its writes go through.
+pub struct Seated {
+    /// The partition's Raft on this node.
+    pub raft: Raft<TypeConfig>,
+    /// Its writes' proposer (write hold, in-flight bound, entry joining).
+    pub proposer: RaftProposer,
+}
+
 impl std::fmt::Debug for PartitionGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PartitionGroup")
             .field("what", &self.what)
-            .field("held", &self.replica.get().is_some())
+            .field("held", &self.held())
             .field("hint", &self.hint())
             .finish()
     }
@@ -53,7 +64,7 @@ impl PartitionGroup {
     pub fn new(what: String) -> PartitionGroup {
         PartitionGroup {
             what,
-            replica: OnceLock::new(),
+            replica: RwLock::new(None),
             contact: Arc::default(),
             hint: AtomicU64::new(NO_HINT),
             replicas: RwLock::new(Vec::new()),
@@ -61,17 +72,38 @@ impl PartitionGroup {
     }
 
     /// Seats `raft`, this node's (`node_id`) replica of the partition, its writes stopped
-    /// while `write_hold` says its leadership is moving away; the first one set stays
-    /// (`false` when one was set before).
+    /// while `write_hold` says its leadership is moving away; one seated already stays
+    /// (`false` when one is seated).
     pub fn hold(&self, node_id: u64, raft: Raft<TypeConfig>, write_hold: WriteHold) -> bool {
+        let mut replica = crate::sync::write(&self.replica);
+        if replica.is_some() {
+            return false;
+        }
         let proposer =
             RaftProposer::new(node_id, raft.clone(), self.what.clone()).with_write_hold(write_hold);
-        self.replica.set((raft, proposer)).is_ok()
+        *replica = Some(Arc::new(Seated { raft, proposer }));
+        true
+    }
+
+    /// Takes the seated replica away (its Raft, for the caller to shut down): from then on
+    /// the partition's requests are refused naming the hint, as for any partition this node
+    /// does not hold, and a later [`PartitionGroup::hold`] seats a fresh replica.
+    pub fn unseat(&self) -> Option<Raft<TypeConfig>> {
+        crate::sync::write(&self.replica)
+            .take()
+            .map(|seated| seated.raft.clone())
+    }
+
+    /// The seated replica, when this node holds one.
+    pub fn seated(&self) -> Option<Arc<Seated>> {
+        crate::sync::read(&self.replica).clone()
     }
 
     /// The partition's Raft, when this node holds a replica.
-    pub fn raft(&self) -> Option<&Raft<TypeConfig>> {
-        self.replica.get().map(|(raft, _)| raft)
+    pub fn raft(&self) -> Option<Raft<TypeConfig>> {
+        crate::sync::read(&self.replica)
+            .as_ref()
+            .map(|seated| seated.raft.clone())
     }
 
     /// What this node's replica last heard from the partition's leader: the Raft groups
@@ -82,13 +114,13 @@ impl PartitionGroup {
 
     /// Whether this node holds a replica.
     pub fn held(&self) -> bool {
-        self.replica.get().is_some()
+        crate::sync::read(&self.replica).is_some()
     }
 
     /// Who leads the partition as this node's replica knows (one read of its metrics), or
     /// `None` when this node holds no replica.
     pub fn view(&self) -> Option<LeaderView> {
-        self.raft().map(LeaderView::of)
+        self.raft().as_ref().map(LeaderView::of)
     }
 
     /// The partition's leader: as this node's replica knows it, or else as the metadata
@@ -133,15 +165,15 @@ impl PartitionGroup {
 
 impl Proposer for PartitionGroup {
     fn reserve(&self) -> Result<ProposalSlot> {
-        match self.replica.get() {
-            Some((_, proposer)) => proposer.reserve(),
+        match self.seated() {
+            Some(seated) => seated.proposer.reserve(),
             None => Err(self.not_held()),
         }
     }
 
     fn propose(&self, slot: ProposalSlot, body: EntryBody) -> ProposeFuture {
-        match self.replica.get() {
-            Some((_, proposer)) => proposer.propose(slot, body),
+        match self.seated() {
+            Some(seated) => seated.proposer.propose(slot, body),
             None => {
                 let refusal = self.not_held();
                 Box::pin(async move { Err(refusal) })

@@ -7,25 +7,30 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use openraft::Raft;
-use openraft::error::{ClientWriteError, RaftError};
 
 use super::coalesce::PROPOSE_TIMEOUT_MS;
 use super::groups::{ProposeAnswer, ProposeRefusal};
+use super::partition_group::PartitionGroup;
 use super::transport::{GroupId, Rpc, RpcCall, RpcError, Transport, TransportError};
-use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
-use crate::storage::{BatchKind, EntryBody};
+use crate::storage::{BatchKind, EntryBody, Proposer};
 
+/// How long the leader's proposer waits for a write at most: its entry's commit bound, and
+/// as long again behind the entries queued ahead of it ([`super::RaftProposer`]).
+const LEADER_WRITE_WAIT_MS: u64 = 2 * PROPOSE_TIMEOUT_MS;
 /// Longest a write call may take: the leader's own bound on committing it, plus a margin
 /// for the call itself.
-pub const WRITE_CALL_TIMEOUT_MS: u64 = PROPOSE_TIMEOUT_MS + 2_000;
+pub const WRITE_CALL_TIMEOUT_MS: u64 = LEADER_WRITE_WAIT_MS + 2_000;
 
-/// Proposes the message batch `body` (an [`Rpc::Write`]'s request) to `raft`, this node's
-/// replica of the group, which must lead it; anything but a message batch is refused.
+/// Proposes the message batch `body` (an [`Rpc::Write`]'s request) through `seat`, this
+/// node's seat in the partition's group, as a produce here is: refused unless this node leads
+/// the partition and its leadership is not moving away (naming the leader to ask), or when
+/// the partition has too many proposals in flight; joined with the writes that wait. The
+/// records go as they are (ids kept, no dedup claim). Anything but a message batch, or a
+/// group with no seat (the controller's), is refused.
 pub async fn answer_write(
-    raft: &Raft<TypeConfig>,
+    seat: Option<&PartitionGroup>,
     mut body: Bytes,
 ) -> std::result::Result<ProposeAnswer, RpcError> {
     let malformed = |reason: String| RpcError::Malformed {
@@ -36,17 +41,28 @@ pub async fn answer_write(
     if entry.kind() != BatchKind::Messages || !body.is_empty() {
         return Err(malformed("not one message batch".into()));
     }
-    let timeout = Duration::from_millis(PROPOSE_TIMEOUT_MS);
-    Ok(
-        match tokio::time::timeout(timeout, raft.client_write(entry)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
-                Err(ProposeRefusal::NotLeader(forward.leader_id))
-            }
-            Ok(Err(e)) => Err(ProposeRefusal::Failed(e.to_string())),
-            Err(_) => Err(ProposeRefusal::Timeout),
-        },
-    )
+    let Some(seat) = seat else {
+        return Err(malformed("not a partition's group".into()));
+    };
+    let slot = match seat.reserve() {
+        Ok(slot) => slot,
+        Err(refusal) => return Ok(Err(refusal_of(refusal))),
+    };
+    // The proposer bounds the wait (its own timeout covers the writes queued ahead).
+    Ok(seat
+        .propose(slot, entry)
+        .await
+        .map(|_| ())
+        .map_err(refusal_of))
+}
+
+/// What a refused or failed proposal answers the writing node.
+fn refusal_of(error: BrokerError) -> ProposeRefusal {
+    match error {
+        BrokerError::NotLeader { leader, .. } => ProposeRefusal::NotLeader(leader),
+        BrokerError::ReplicationTimeout { .. } => ProposeRefusal::Timeout,
+        other => ProposeRefusal::Failed(other.to_string()),
+    }
 }
 
 /// Asks node `leader` to append `records` (already built: ids, timestamps and marks as they
@@ -93,7 +109,7 @@ pub async fn write_at_leader(
         },
         ProposeRefusal::Timeout => BrokerError::ReplicationTimeout {
             what,
-            ms: PROPOSE_TIMEOUT_MS,
+            ms: LEADER_WRITE_WAIT_MS,
         },
         ProposeRefusal::Failed(reason) => BrokerError::NotLeader {
             what: format!("{what} (node {leader}: {reason})"),

@@ -68,6 +68,20 @@ impl RaftState {
         sync_dir(dir)
     }
 
+    /// Deletes the state saved in `dir`, durably (none saved: nothing to do): a replica
+    /// dropped from this node starts again from no vote. Blocking file I/O.
+    pub fn remove(dir: &Path) -> Result<()> {
+        for name in [FILE_NAME, TEMP_NAME] {
+            let path = dir.join(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BrokerError::io(&path, e)),
+            }
+        }
+        sync_dir(dir)
+    }
+
     fn encode(&self) -> Result<Vec<u8>> {
         let mut fields = Vec::new();
         for field in [&self.vote, &self.purged, &self.committed] {

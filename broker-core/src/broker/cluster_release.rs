@@ -1,0 +1,142 @@
+//! Dropping a replica moved off this node: once the partition's group committed a
+//! configuration without this node, its Raft here stops, its seat empties (the partition's
+//! requests are then refused naming its leader, as for any partition held elsewhere) and its
+//! files are deleted, leaving the empty log every node keeps for a partition it does not
+//! hold. A later move back seats a fresh replica, which its leader fills again.
+//!
+//! Safety: nothing is deleted while the controller metadata still places a replica here, nor
+//! before the partition's leader answers that its committed, non-joint configuration has
+//! neither this node as voter nor as learner ([`MembershipStep::Released`]): until then a
+//! rolled-back move could still need this replica. This node stops answering the group's
+//! RPCs before it asks, so a leader that adds it back meanwhile finds no replica here and
+//! counts nothing as copied to the files about to go.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Broker, blocking};
+use crate::error::{BrokerError, Result};
+use crate::raft::{GroupId, MembershipStep, SNAPSHOT_FILE, change_members};
+use crate::storage::RaftState;
+use crate::sync::read;
+
+/// Longest this node waits for the leader's answer on whether its replica is released: it
+/// answers from its metrics at once, and meanwhile this replica answers no RPC of its group
+/// (a node still a voter would be missing from it for that long; asked again later).
+const RELEASED_ASK_MS: u64 = 2_000;
+
+impl Broker {
+    /// Drops this node's replica of partition `partition` of topic `name` (incarnation
+    /// `uid`) when the metadata no longer places it here and the partition's leader answers
+    /// that the group's committed configuration left this node out. `Ok(true)`: dropped;
+    /// `Ok(false)`: nothing to drop, or not yet (asked again later).
+    pub async fn release_replica(&self, name: &str, uid: u64, partition: u32) -> Result<bool> {
+        let Some(replication) = self.config.replication.clone() else {
+            return Ok(false);
+        };
+        let me = replication.node_id;
+        let Some(topic) = read(&self.topics).get(name).cloned() else {
+            return Ok(false);
+        };
+        if topic.config().uid != uid {
+            return Ok(false);
+        }
+        let Some(seat) = topic.groups.get(partition as usize).cloned() else {
+            return Ok(false);
+        };
+        let Some(seated) = seat.seated() else {
+            return Ok(false);
+        };
+        if seat.replicas().contains(&me) || seat.replicas().is_empty() {
+            return Ok(false);
+        }
+        // Ask the leader as this replica last knew it, else as the metadata records it; never
+        // this node itself (a leader that removed itself steps down once that commits).
+        let leader = seat
+            .view()
+            .and_then(|view| view.leader)
+            .filter(|l| *l != me)
+            .or_else(|| seat.hint().filter(|l| *l != me));
+        let Some(leader) = leader else {
+            return Ok(false);
+        };
+        let group = GroupId::Partition {
+            topic: name.to_owned(),
+            partition,
+        };
+        replication.groups.remove(&group);
+        let step = MembershipStep::Released { node: me };
+        let ask = change_members(
+            me,
+            &replication.groups,
+            replication.transport.as_ref(),
+            leader,
+            &group,
+            &step,
+        );
+        let asked = match tokio::time::timeout(Duration::from_millis(RELEASED_ASK_MS), ask).await {
+            Ok(asked) => asked,
+            Err(_) => Err(BrokerError::ReplicationTimeout {
+                what: format!("{group}: whether this node's replica is released"),
+                ms: RELEASED_ASK_MS,
+            }),
+        };
+        let _admin = self.admin.lock().await;
+        let still_seated = seat.seated().is_some_and(|now| Arc::ptr_eq(&now, &seated));
+        let placed_here = seat.replicas().contains(&me);
+        if let Err(error) = asked.as_ref()
+            && still_seated
+        {
+            tracing::debug!(%group, leader, %error, "a replica moved away is not released yet");
+        }
+        if asked.is_err() || placed_here || !still_seated || topic.deleted.load(Ordering::SeqCst) {
+            if still_seated {
+                replication
+                    .groups
+                    .insert_followed(group, seated.raft.clone(), Arc::clone(&seat));
+            }
+            return Ok(false);
+        }
+        seat.unseat();
+        if let Err(e) = seated.raft.shutdown().await {
+            tracing::warn!(error = %e, %group, "a released group did not stop cleanly");
+        }
+        let Some(log) = topic.partitions.get(partition as usize).cloned() else {
+            return Ok(false);
+        };
+        // The vote and snapshot first: a crash between the two steps then leaves entries and
+        // no vote, a replica that restarts, is no member, and is dropped again; the other order
+        // could leave a vote and a committed id past an empty log.
+        let dir = log.dir().to_path_buf();
+        blocking(move || remove_replica_state(&dir)).await?;
+        log.reset_entries(0).await?;
+        tracing::info!(%group, "dropped a replica moved off this node");
+        Ok(true)
+    }
+}
+
+/// Deletes a replica's Raft state and kept snapshot from its partition directory `dir`,
+/// durably. Blocking file I/O.
+fn remove_replica_state(dir: &std::path::Path) -> Result<()> {
+    for name in [SNAPSHOT_FILE.to_owned(), format!("{SNAPSHOT_FILE}.tmp")] {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(BrokerError::io(&path, e)),
+        }
+    }
+    // Syncs the directory, which makes the removals above durable too.
+    RaftState::remove(dir)
+}
+
+impl Broker {
+    /// The directory of partition `partition` of topic `name` on this node (every node keeps
+    /// one per partition; it holds data only where a replica is seated).
+    pub fn partition_dir(&self, name: &str, partition: u32) -> Option<std::path::PathBuf> {
+        let topics = read(&self.topics);
+        let log = topics.get(name)?.partitions.get(partition as usize)?;
+        Some(log.dir().to_path_buf())
+    }
+}
