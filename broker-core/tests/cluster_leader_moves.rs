@@ -140,13 +140,9 @@ async fn keep_producing(
         let value = format!("w{next}");
         let mut taken = false;
         for broker in &brokers {
-            let t = Instant::now();
             let r = broker
                 .produce("orders", vec![text_message(value.clone())], AckMode::All)
                 .await;
-            if t.elapsed() > Duration::from_millis(100) || r.is_err() {
-                eprintln!("DEBUG produce {:?} {:?}", t.elapsed(), r.as_ref().err());
-            }
             if r.is_ok() {
                 taken = true;
                 break;
