@@ -7,9 +7,9 @@
 //! checkpointed), so its checkpoints move too.
 //!
 //! The snapshot stands in for the purged prefix, so it carries what the partition's log made
-//! as of its last entry ([`PartitionTables`]): its subscription tables and, since snapshot
-//! version 3, its delayed messages not yet due and the dedup index's first results of its
-//! ids. A follower too far behind installs it, its log restarting where the snapshot ends,
+//! as of its last entry ([`PartitionTables`], in the format of [`super::carried`]): its
+//! subscription tables and, since snapshot version 3, its delayed messages not yet due and
+//! the dedup index's first results of its ids (binary since version 4). A follower too far behind installs it, its log restarting where the snapshot ends,
 //! and its tables, its share of the schedule and of the dedup index become the snapshot's: a
 //! delayed message whose scheduled event was purged is still moved when it is due once that
 //! follower leads, and a retried produce of an id is still answered as a duplicate. (Without
@@ -19,11 +19,9 @@
 
 use std::sync::{Arc, Weak};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 
+use super::carried::{CarriedDelay, CarriedId, CarriedTable, CarriedTables};
 use super::live_tables::Lead;
 use super::{Broker, Topic, background_blocking};
 use crate::clock::now_ms;
@@ -32,43 +30,7 @@ use crate::error::{BrokerError, Result};
 use crate::raft::{DerivedState, GroupRaft, purge_through_snapshot};
 use crate::schedule::ScheduleChanges;
 use crate::storage::LogPosition;
-use crate::subscription::TableImage;
 use crate::sync::read;
-
-/// What one partition's snapshot carries: the subscription tables of every subscription (by
-/// uid) that has its start on the partition, and (`None` in a version 2 snapshot) the
-/// partition's delayed messages and dedup first results.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct CarriedTables {
-    tables: Vec<CarriedTable>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    schedule: Option<Vec<CarriedDelay>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    ids: Option<Vec<CarriedId>>,
-}
-
-/// A delayed message not yet due: its schedule entry as sled holds it, base64.
-#[derive(Debug, Serialize, Deserialize)]
-struct CarriedDelay {
-    due_ms: u64,
-    seq: u64,
-    entry: String,
-}
-
-/// An id's first result in the dedup index (of this partition).
-#[derive(Debug, Serialize, Deserialize)]
-struct CarriedId {
-    id: String,
-    produced_ms: u64,
-    offset: Option<u64>,
-    deliver_at_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct CarriedTable {
-    subscription: u64,
-    table: TableImage,
-}
 
 /// The state derived from one partition's log that its snapshots carry: its subscription
 /// tables.
@@ -122,11 +84,7 @@ impl DerivedState for PartitionTables {
             .delays
             .partition_image(partition)?
             .into_iter()
-            .map(|(due_ms, seq, entry)| CarriedDelay {
-                due_ms,
-                seq,
-                entry: BASE64.encode(entry),
-            })
+            .map(|(due_ms, seq, entry)| CarriedDelay { due_ms, seq, entry })
             .collect();
         // Ids past the dedup window dedup nothing: they stay behind.
         let horizon = now_ms().saturating_sub(topic.config().dedup_window_ms);
@@ -155,21 +113,11 @@ impl DerivedState for PartitionTables {
                 });
             }
         }
-        serde_json::to_vec(&carried)
-            .map(Bytes::from)
-            .map_err(|e| BrokerError::invalid("snapshot tables", e.to_string()))
+        carried.encode().map(Bytes::from)
     }
 
     fn install(&self, derived: &[u8]) -> Result<()> {
-        let carried: CarriedTables = if derived.is_empty() {
-            CarriedTables::default()
-        } else {
-            serde_json::from_slice(derived).map_err(|e| BrokerError::Corrupt {
-                path: "raft snapshot".into(),
-                position: 0,
-                reason: format!("the snapshot's subscription tables do not decode: {e}"),
-            })?
-        };
+        let carried = CarriedTables::decode(derived)?;
         let topic = self.topic()?;
         let log = &topic.partitions[self.partition];
         // The delay schedule and dedup index take the snapshot's share and replay the new log
@@ -178,16 +126,10 @@ impl DerivedState for PartitionTables {
         let start = LogPosition::default();
         match &carried.schedule {
             Some(schedule) => {
-                let image = schedule
+                let image: Vec<_> = schedule
                     .iter()
-                    .map(|d| {
-                        Ok((
-                            d.due_ms,
-                            d.seq,
-                            BASE64.decode(&d.entry).map_err(|e| undecodable(&e))?,
-                        ))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                    .map(|d| (d.due_ms, d.seq, d.entry.clone()))
+                    .collect();
                 topic.delays.replace_partition(partition, &image, start)?;
             }
             None => topic
@@ -292,14 +234,6 @@ impl Broker {
             .collect();
         let rafts = topic.groups.iter().map(|seat| seat.raft()).collect();
         Some((leading, rafts))
-    }
-}
-
-fn undecodable(error: &dyn std::fmt::Display) -> BrokerError {
-    BrokerError::Corrupt {
-        path: "raft snapshot".into(),
-        position: 0,
-        reason: format!("the snapshot's delay schedule does not decode: {error}"),
     }
 }
 

@@ -21,6 +21,7 @@
 //! list) change only by single inserts, removes and assignments, so they are taken through
 //! [`crate::sync`] and stay usable after a holder panicked.
 
+mod carried;
 mod checkpoint;
 mod cluster;
 mod cluster_redrive;

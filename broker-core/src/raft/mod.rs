@@ -85,7 +85,7 @@ pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
 pub type GroupRaft = openraft::Raft<TypeConfig>;
 pub use snapshot::{
     DerivedState, NoDerivedState, SNAPSHOT_FILE, SNAPSHOT_MAGIC, SNAPSHOT_VERSION,
-    SNAPSHOT_VERSION_2, SnapshotBody, SnapshotError,
+    SNAPSHOT_VERSION_2, SNAPSHOT_VERSION_3, SnapshotBody, SnapshotError,
 };
 pub use state_machine::PartitionMachine;
 pub use status::{GroupStatus, LeaderView, leader_in_zone_of};

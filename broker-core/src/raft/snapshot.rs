@@ -4,8 +4,8 @@
 //! A snapshot stands in for the log prefix a purge deletes, so it holds what a replica needs
 //! from that prefix: where the log continues (the next offset) and the state the broker
 //! derives from the prefix's control entries (subscription tables: see [`DerivedState`]),
-//! opaque to this module. Format, version [`SNAPSHOT_VERSION`] (3; version 2 has the same
-//! framing and is still read, see [`SNAPSHOT_VERSION_2`]): the magic [`SNAPSHOT_MAGIC`],
+//! opaque to this module. Format, version [`SNAPSHOT_VERSION`] (4; versions 2 and 3 have the
+//! same framing and are still read, see [`SNAPSHOT_VERSION_2`] and [`SNAPSHOT_VERSION_3`]): the magic [`SNAPSHOT_MAGIC`],
 //! the version byte, the next offset (u64), the derived state's length (u64) and bytes, and
 //! a CRC32C of everything before it (u32), all big-endian. A version 1 snapshot (JSON
 //! `{"next_offset":N}`, built before snapshots carried derived state) still decodes, with no
@@ -25,12 +25,16 @@ use crate::error::{BrokerError, Result};
 /// First bytes of a partition snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"WSNP";
 /// The snapshot format this build writes.
-pub const SNAPSHOT_VERSION: u8 = 3;
+pub const SNAPSHOT_VERSION: u8 = 4;
+/// The earlier version with the same framing whose derived state is JSON carrying the delay
+/// schedule and dedup ids too; still read (version 4 carries them in a compact binary form,
+/// about half the bytes with many delayed messages or ids).
+pub const SNAPSHOT_VERSION_3: u8 = 3;
 /// The earlier version with the same framing, still read: its derived state carries the
 /// subscription tables only (version 3 adds the delay schedule and dedup ids, which the
 /// broker finds missing in a version 2 one).
 pub const SNAPSHOT_VERSION_2: u8 = 2;
-/// Bytes of a version 2 or 3 snapshot besides its derived state: magic, version, next offset,
+/// Bytes of a version 2, 3 or 4 snapshot besides its derived state: magic, version, next offset,
 /// length, checksum.
 const FRAMING_BYTES: usize = 4 + 1 + 8 + 8 + 4;
 /// The file holding a replica's latest snapshot, in its partition's directory.
@@ -100,7 +104,7 @@ impl SnapshotBody {
         if bytes[..4] != SNAPSHOT_MAGIC {
             return Err(SnapshotError::BadMagic);
         }
-        if bytes[4] != SNAPSHOT_VERSION && bytes[4] != SNAPSHOT_VERSION_2 {
+        if ![SNAPSHOT_VERSION, SNAPSHOT_VERSION_3, SNAPSHOT_VERSION_2].contains(&bytes[4]) {
             return Err(SnapshotError::UnknownVersion(bytes[4]));
         }
         if bytes.len() < FRAMING_BYTES {
@@ -264,14 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn a_version_2_body_still_decodes_and_this_build_writes_version_3() {
-        let mut bytes = body().encode();
-        assert_eq!(bytes[4], 3);
-        bytes[4] = SNAPSHOT_VERSION_2;
-        let end = bytes.len() - 4;
-        let crc = crc32c::crc32c(&bytes[..end]);
-        bytes[end..].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(SnapshotBody::decode(&bytes), Ok(body()));
+    fn version_2_and_3_bodies_still_decode_and_this_build_writes_version_4() {
+        assert_eq!(body().encode()[4], 4);
+        for version in [SNAPSHOT_VERSION_2, SNAPSHOT_VERSION_3] {
+            let mut bytes = body().encode();
+            bytes[4] = version;
+            let end = bytes.len() - 4;
+            let crc = crc32c::crc32c(&bytes[..end]);
+            bytes[end..].copy_from_slice(&crc.to_be_bytes());
+            assert_eq!(SnapshotBody::decode(&bytes), Ok(body()));
+        }
     }
 
     #[test]

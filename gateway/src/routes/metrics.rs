@@ -5,13 +5,19 @@
 //!
 //! A scrape reports at most [`MAX_SCRAPED_SUBSCRIPTIONS`] subscriptions (whole topics at a
 //! time, in name order); how many it left out is itself a gauge.
+//!
+//! In a cluster a partition's subscription tables and delay schedule are live only on its
+//! leader, so each node exports the per-subscription and per-topic gauges of the partitions it
+//! leads and nothing for those it follows or does not hold: a `sum by (topic,
+//! subscription)` over every node is the cluster's figure, the same a describe answers (a
+//! `max` for the oldest unacked age). A single node leads all its partitions.
 
 use std::fmt::Write;
 
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use broker_core::broker::SubscriptionInfo;
+use broker_core::broker::{FiguresOf, SubscriptionInfo, SubscriptionStats, TopicFigures};
 
 use crate::app::AppState;
 
@@ -21,6 +27,14 @@ use crate::app::AppState;
 /// Prometheus' usual 10 s scrape timeout. Topics past the cap are left out whole and counted
 /// in `wharf_metrics_subscriptions_omitted`.
 pub const MAX_SCRAPED_SUBSCRIPTIONS: usize = 1_000;
+
+/// What the per-partition gauges' help adds: in a cluster, whose figures a node exports and
+/// how to add them up over nodes. A macro so that `concat!` can put it in each help text.
+macro_rules! led_only {
+    () => {
+        " In a cluster each node counts only the partitions it leads: sum over nodes (max for an age)."
+    };
+}
 
 /// The exposition's content type: the Prometheus text format, version 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -130,32 +144,49 @@ async fn scrape_families(state: &AppState) -> Vec<Family> {
 async fn subscription_families(state: &AppState) -> Vec<Family> {
     let mut backlog = Family::new(
         "wharf_subscription_backlog_messages",
-        "Messages not yet acked: undelivered, in flight or waiting for a retry.",
+        concat!(
+            "Messages not yet acked: undelivered, in flight or waiting for a retry.",
+            led_only!()
+        ),
     );
     let mut in_flight = Family::new(
         "wharf_subscription_in_flight_messages",
-        "Messages leased to a consumer.",
+        concat!("Messages leased to a consumer.", led_only!()),
     );
     let mut waiting = Family::new(
         "wharf_subscription_waiting_retry_messages",
-        "Messages waiting out a retry backoff.",
+        concat!("Messages waiting out a retry backoff.", led_only!()),
     );
     let mut oldest = Family::new(
         "wharf_subscription_oldest_unacked_age_seconds",
-        "Age of the oldest unacked message.",
+        concat!("Age of the oldest unacked message.", led_only!()),
     );
     let mut at_limit = Family::new(
         "wharf_subscription_unacked_limit_reached_partitions",
-        "Partitions on which the subscription holds its limit of unacked messages, so receives get no new ones there.",
+        concat!(
+            "Partitions on which the subscription holds its limit of unacked messages, so receives get no new ones there.",
+            led_only!()
+        ),
     );
     let mut delayed = Family::new(
         "wharf_topic_delayed_messages",
-        "Delayed messages not yet due.",
+        concat!("Delayed messages not yet due.", led_only!()),
     );
-    for topic in state.broker.list_topics() {
-        delayed.push(vec![("topic", topic.config.name)], topic.delayed as f64);
+    let (delays, reported, omitted) = if state.cluster.is_some() {
+        led_subscriptions(state).await
+    } else {
+        let delays = state
+            .broker
+            .list_topics()
+            .into_iter()
+            .map(|topic| (topic.config.name, topic.delayed))
+            .collect();
+        let (reported, omitted) = scraped_subscriptions(state).await;
+        (delays, reported, omitted)
+    };
+    for (topic, count) in delays {
+        delayed.push(vec![("topic", topic)], count as f64);
     }
-    let (reported, omitted) = scraped_subscriptions(state).await;
     for (topic, subscriptions) in reported {
         for info in subscriptions {
             let labels = vec![("topic", topic.clone()), ("subscription", info.config.name)];
@@ -182,9 +213,73 @@ async fn subscription_families(state: &AppState) -> Vec<Family> {
     ]
 }
 
+/// Each topic's delayed messages, and its subscriptions' stats as [`scraped_subscriptions`]
+/// picks them, counting only the partitions this node of a cluster leads (see the module
+/// docs). A topic removed meanwhile is left out.
+async fn led_subscriptions(state: &AppState) -> (Vec<(String, u64)>, Reported, usize) {
+    let mut topics = state.broker.list_topics();
+    topics.sort_by(|a, b| a.config.name.cmp(&b.config.name));
+    let mut budget = MAX_SCRAPED_SUBSCRIPTIONS;
+    let mut omitted = 0;
+    let (mut delays, mut reported) = (Vec::new(), Vec::new());
+    for topic in topics {
+        let of = if topic.subscriptions == 0 {
+            FiguresOf::Topic
+        } else if topic.subscriptions > budget {
+            omitted += topic.subscriptions;
+            FiguresOf::Topic
+        } else {
+            FiguresOf::All
+        };
+        let name = topic.config.name;
+        let Ok(figures) = state.broker.subscription_figures(&name, of).await else {
+            continue;
+        };
+        let (delayed, subscriptions) = led_sums(figures);
+        delays.push((name.clone(), delayed));
+        if of == FiguresOf::All {
+            budget = budget.saturating_sub(subscriptions.len());
+            reported.push((name, subscriptions));
+        }
+    }
+    (delays, reported, omitted)
+}
+
+/// The delayed messages and each subscription's stats of the partitions `figures` says this
+/// node serves (leads), added up.
+fn led_sums(figures: TopicFigures) -> (u64, Vec<SubscriptionInfo>) {
+    let served = |p: usize| figures.served.get(p).copied().unwrap_or(false);
+    let delayed = (0..)
+        .zip(&figures.delayed)
+        .filter(|(p, _)| served(*p))
+        .map(|(_, n)| n)
+        .sum();
+    let subscriptions = figures
+        .subscriptions
+        .iter()
+        .map(|s| {
+            let mut stats = SubscriptionStats {
+                delayed,
+                ..SubscriptionStats::default()
+            };
+            for (_, partition) in (0..).zip(&s.partitions).filter(|(p, _)| served(*p)) {
+                stats.add(partition);
+            }
+            SubscriptionInfo {
+                config: s.config.clone(),
+                stats,
+            }
+        })
+        .collect();
+    (delayed, subscriptions)
+}
+
+/// Topics with their subscriptions' stats, in topic name order.
+type Reported = Vec<(String, Vec<SubscriptionInfo>)>;
+
 /// Each topic's subscriptions with stats, in topic name order, while the total stays within
 /// [`MAX_SCRAPED_SUBSCRIPTIONS`]; and how many subscriptions were left out.
-async fn scraped_subscriptions(state: &AppState) -> (Vec<(String, Vec<SubscriptionInfo>)>, usize) {
+async fn scraped_subscriptions(state: &AppState) -> (Reported, usize) {
     let mut topics = state.broker.list_topics();
     topics.sort_by(|a, b| a.config.name.cmp(&b.config.name));
     let mut budget = MAX_SCRAPED_SUBSCRIPTIONS;
