@@ -41,6 +41,12 @@ pub const HEARTBEAT_MS: u64 = 50;
 /// Shorter would let a loaded machine's scheduling hiccups depose healthy leaders.
 pub const ELECTION_TIMEOUT_MS: (u64, u64) = (250, 500);
 
+/// Most entries openraft reads from the log for one append to a follower (its default is
+/// 300). Entries joined from many produces are up to [`super::coalesce::MAX_JOINED_BYTES`]
+/// each, so this bounds what a leader holds in memory per follower catching up (64 MiB);
+/// [`super::network::MAX_APPEND_BYTES`] then bounds each append's body.
+pub const MAX_PAYLOAD_ENTRIES: u64 = 64;
+
 /// The openraft settings every group of this node uses.
 pub fn raft_config() -> Result<Arc<Config>> {
     let config = Config {
@@ -53,6 +59,7 @@ pub fn raft_config() -> Result<Arc<Config>> {
         // snapshot would delete segments derived state still needs.
         snapshot_policy: openraft::SnapshotPolicy::Never,
         max_in_snapshot_log_to_keep: u64::MAX,
+        max_payload_entries: MAX_PAYLOAD_ENTRIES,
         ..Config::default()
     };
     config

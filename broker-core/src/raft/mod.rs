@@ -67,15 +67,16 @@ pub use coalesce::{MAX_JOINED_BYTES, MAX_WRITES_IN_FLIGHT, PROPOSE_TIMEOUT_MS};
 pub use contact::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS, Heard, LeaderContact};
 pub use controller::{ControllerMachine, Metadata};
 pub use groups::{
-    ControllerReplica, ELECTION_TIMEOUT_MS, GroupParts, HEARTBEAT_MS, PartitionReplica,
-    ProposeAnswer, ProposeRefusal, RaftGroups, ReplicaSpec, propose_command, raft_config,
+    ControllerReplica, ELECTION_TIMEOUT_MS, GroupParts, HEARTBEAT_MS, MAX_PAYLOAD_ENTRIES,
+    PartitionReplica, ProposeAnswer, ProposeRefusal, RaftGroups, ReplicaSpec, propose_command,
+    raft_config,
 };
 pub use log_store::LogStore;
 pub use membership::{
     MEMBERSHIP_STEP_MS, MembershipAnswer, MembershipRefusal, MembershipStep, answer_membership,
     change_members,
 };
-pub use network::{GroupNetwork, PeerLink};
+pub use network::{GroupNetwork, MAX_APPEND_BYTES, PeerLink};
 pub use partition_group::{PartitionGroup, Seated};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};

@@ -11,6 +11,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
+use openraft::{Entry, EntryPayload, LogId};
 
 use super::codec::{AppendAnswer, decode_json, encode_append, encode_json};
 use super::transport::{GroupId, Rpc, RpcCall, RpcError, Transport, TransportError};
@@ -47,6 +48,38 @@ pub struct PeerLink {
     transport: Arc<dyn Transport>,
     group: GroupId,
     target: u64,
+}
+
+/// Most entry bytes one append carries (at least one entry, whatever its size): a follower
+/// catching up is sent its entries in pieces of this size. openraft sends up to
+/// [`super::groups::MAX_PAYLOAD_ENTRIES`] entries at once, and entries joined from many
+/// produces are up to [`super::coalesce::MAX_JOINED_BYTES`] each; with openraft's default of
+/// 300 entries a follower that fell behind under a steady produce of 100 KiB batches was sent
+/// appends beyond [`super::transport::MAX_RPC_BYTES`], refused them, and was sent the same
+/// again: the leader's memory grew to 1.8 GB and elections churned (`loadtest/run --cluster`).
+pub const MAX_APPEND_BYTES: usize = 16 * 1024 * 1024;
+
+/// Cuts `entries` after the longest prefix (at least one entry) within `budget` bytes of
+/// entry bodies; returns the last entry kept when it cut any.
+fn keep_within(entries: &mut Vec<Entry<TypeConfig>>, budget: usize) -> Option<LogId<u64>> {
+    let mut bytes = 0usize;
+    let mut keep = 0usize;
+    for entry in entries.iter() {
+        let size = match &entry.payload {
+            EntryPayload::Normal(body) => body.len(),
+            EntryPayload::Blank | EntryPayload::Membership(_) => 0,
+        };
+        if keep > 0 && bytes + size > budget {
+            break;
+        }
+        bytes += size;
+        keep += 1;
+    }
+    if keep == entries.len() {
+        return None;
+    }
+    entries.truncate(keep);
+    entries.last().map(|e| e.log_id)
 }
 
 type RpcResult<T, E = openraft::error::Infallible> =
@@ -88,9 +121,18 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<u64>> {
+        let mut rpc = rpc;
+        let cut_after = keep_within(&mut rpc.entries, MAX_APPEND_BYTES);
         let answer = self.call(Rpc::Append, encode_append(&rpc), &option).await?;
         let answer: AppendAnswer = decode_json(&answer).map_err(|e| undecodable(&e))?;
-        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+        let answer = answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))?;
+        // The follower has what was sent, not what was asked: openraft sends the rest next.
+        Ok(match (answer, cut_after) {
+            (AppendEntriesResponse::Success, Some(last)) => {
+                AppendEntriesResponse::PartialSuccess(Some(last))
+            }
+            (answer, _) => answer,
+        })
     }
 
     async fn install_snapshot(
@@ -113,5 +155,51 @@ impl RaftNetwork<TypeConfig> for PeerLink {
         let answer: Result<VoteResponse<u64>, RaftError<u64>> =
             decode_json(&answer).map_err(|e| undecodable(&e))?;
         answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
+
+    use super::keep_within;
+    use crate::raft::types::TypeConfig;
+    use crate::storage::EntryBody;
+
+    fn entry(index: u64, value_bytes: usize) -> Entry<TypeConfig> {
+        let body = EntryBody::meta(1, &Bytes::from(vec![b'x'; value_bytes])).expect("body");
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(body),
+        }
+    }
+
+    fn indexes(entries: &[Entry<TypeConfig>]) -> Vec<u64> {
+        entries.iter().map(|e| e.log_id.index).collect()
+    }
+
+    #[test]
+    fn an_append_keeps_the_entries_within_the_budget_and_names_the_last_one_sent() {
+        let mut entries: Vec<_> = (1..=4).map(|i| entry(i, 1_000)).collect();
+        let size = match &entries[0].payload {
+            EntryPayload::Normal(body) => body.len(),
+            _ => unreachable!("built above"),
+        };
+        let cut = keep_within(&mut entries, 2 * size + size / 2);
+        assert_eq!(indexes(&entries), vec![1, 2]);
+        assert_eq!(cut.map(|id| id.index), Some(2));
+    }
+
+    #[test]
+    fn an_append_within_the_budget_is_sent_whole_and_an_oversized_entry_alone() {
+        let mut entries: Vec<_> = (1..=3).map(|i| entry(i, 100)).collect();
+        assert_eq!(keep_within(&mut entries, 1 << 20), None);
+        assert_eq!(indexes(&entries), vec![1, 2, 3]);
+
+        let mut entries: Vec<_> = (1..=3).map(|i| entry(i, 10_000)).collect();
+        let cut = keep_within(&mut entries, 10);
+        assert_eq!(indexes(&entries), vec![1]);
+        assert_eq!(cut.map(|id| id.index), Some(1));
     }
 }
