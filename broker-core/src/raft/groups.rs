@@ -43,9 +43,9 @@ pub const ELECTION_TIMEOUT_MS: (u64, u64) = (250, 500);
 
 /// Most entries openraft reads from the log for one append to a follower (its default is
 /// 300). Entries joined from many produces are up to [`super::coalesce::MAX_JOINED_BYTES`]
-/// each, so this bounds what a leader holds in memory per follower catching up (64 MiB);
+/// each, so this bounds what a leader reads and holds per follower catching up (32 MiB);
 /// [`super::network::MAX_APPEND_BYTES`] then bounds each append's body.
-pub const MAX_PAYLOAD_ENTRIES: u64 = 64;
+pub const MAX_PAYLOAD_ENTRIES: u64 = 32;
 
 /// The openraft settings every group of this node uses.
 pub fn raft_config() -> Result<Arc<Config>> {

@@ -51,13 +51,14 @@ pub struct PeerLink {
 }
 
 /// Most entry bytes one append carries (at least one entry, whatever its size): a follower
-/// catching up is sent its entries in pieces of this size. openraft sends up to
-/// [`super::groups::MAX_PAYLOAD_ENTRIES`] entries at once, and entries joined from many
-/// produces are up to [`super::coalesce::MAX_JOINED_BYTES`] each; with openraft's default of
-/// 300 entries a follower that fell behind under a steady produce of 100 KiB batches was sent
-/// appends beyond [`super::transport::MAX_RPC_BYTES`], refused them, and was sent the same
-/// again: the leader's memory grew to 1.8 GB and elections churned (`loadtest/run --cluster`).
-pub const MAX_APPEND_BYTES: usize = 16 * 1024 * 1024;
+/// catching up is sent its entries in pieces of this size. openraft gives an append the
+/// heartbeat interval ([`super::groups::HEARTBEAT_MS`], 50 ms) and, when it does not finish,
+/// sends the same entries again at once; unbounded, an append held up to
+/// [`super::groups::MAX_PAYLOAD_ENTRIES`] entries of up to [`super::coalesce::MAX_JOINED_BYTES`]
+/// each (300 of them with openraft's default: beyond [`super::transport::MAX_RPC_BYTES`] too),
+/// which a follower behind could never take in time. 4 MiB is copied over the network and
+/// fsynced by a follower well within the deadline.
+pub const MAX_APPEND_BYTES: usize = 4 * 1024 * 1024;
 
 /// Cuts `entries` after the longest prefix (at least one entry) within `budget` bytes of
 /// entry bodies; returns the last entry kept when it cut any.
