@@ -596,21 +596,13 @@ impl ClusterNode {
 
     /// Drops the replicas this node holds that the metadata places elsewhere, each once the
     /// partition's leader answers that its group left this node out
-    /// ([`Broker::release_replica`]). Only once this node's registration is applied (the
-    /// metadata caught up, as for deletions).
+    /// ([`Broker::release_replica`]). Only once the metadata has caught up (`caught_up`, as
+    /// for deletions).
     async fn release_moved_replicas(&self) {
-        let state = self.state();
-        // Its own record as registered, in whatever state a drain since left it.
-        let registered = state.node(self.me.id).is_some_and(|n| {
-            let as_registered = NodeRecord {
-                state: self.me.state,
-                ..n.clone()
-            };
-            as_registered == self.me
-        });
-        if !registered {
+        if !self.caught_up.load(Ordering::SeqCst) {
             return;
         }
+        let state = self.state();
         let me = self.node_id();
         for (name, record) in state.topics() {
             for (partition, placed) in (0u32..).zip(&record.placement) {

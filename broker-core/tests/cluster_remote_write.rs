@@ -6,6 +6,7 @@
 //! is, and writes nothing.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,24 @@ async fn leader(brokers: &[Arc<Broker>]) -> u64 {
     panic!("the brokers never agreed on a leader");
 }
 
+/// Three brokers over `net`, each holding the one-partition topic `orders` ([`topic`]), and
+/// the id of its leader.
+async fn orders_on_three_brokers(root: &Path, net: &Arc<Net>) -> (Vec<Arc<Broker>>, u64) {
+    let mut brokers = Vec::new();
+    for id in 1..=3 {
+        brokers.push(open_cluster_broker(id, root, net, |_| {}).await);
+    }
+    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
+    for broker in &brokers {
+        broker
+            .materialize_topic(topic(), members.clone())
+            .await
+            .expect("materializes");
+    }
+    let leader = leader(&brokers).await;
+    (brokers, leader)
+}
+
 fn redriven(id: &str) -> Record {
     Record {
         id: id.to_owned(),
@@ -77,18 +96,7 @@ async fn stored(broker: &Broker, count: usize) -> Vec<Record> {
 async fn records_written_at_the_leader_from_another_node_keep_their_ids_on_every_replica() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let mut brokers = Vec::new();
-    for id in 1..=3 {
-        brokers.push(open_cluster_broker(id, root.path(), &net, |_| {}).await);
-    }
-    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
-    for broker in &brokers {
-        broker
-            .materialize_topic(topic(), members.clone())
-            .await
-            .expect("materializes");
-    }
-    let leader = leader(&brokers).await;
+    let (brokers, leader) = orders_on_three_brokers(root.path(), &net).await;
     let (asker, follower) = {
         let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
         (&brokers[(others[0] - 1) as usize], others[1])
@@ -156,18 +164,7 @@ async fn transfer_step(transport: &dyn broker_core::raft::Transport, to: u64, st
 async fn a_write_during_a_held_leader_move_is_refused_naming_the_target() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let mut brokers = Vec::new();
-    for id in 1..=3 {
-        brokers.push(open_cluster_broker(id, root.path(), &net, |_| {}).await);
-    }
-    let members: BTreeMap<u64, NodeInfo> = (1..=3).map(|id| (id, NodeInfo::default())).collect();
-    for broker in &brokers {
-        broker
-            .materialize_topic(topic(), members.clone())
-            .await
-            .expect("materializes");
-    }
-    let leader = leader(&brokers).await;
+    let (brokers, leader) = orders_on_three_brokers(root.path(), &net).await;
     let (asker, target) = {
         let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
         (&brokers[(others[0] - 1) as usize], others[1])

@@ -10,31 +10,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+mod api_calls;
+use api_calls::post_when_ready;
+
 const TOPIC: &str = "stalled";
 const SUB: &str = "reader";
 const MESSAGES: usize = 30;
 /// The client's bound on the receive: far below the forward timeout a hung near leader held
 /// a receive for, far above the near call's deadline and the receive's own wait.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
-
-async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let reply = http.post(url).json(&body).send().await.expect("an answer");
-    let status = reply.status().as_u16();
-    (status, reply.json().await.unwrap_or(Value::Null))
-}
-
-/// [`post`], again while the answer is 503 (a group electing, a leader not known yet), for
-/// up to 20 s.
-async fn post_when_ready(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (status, answer) = post(http, url, body.clone()).await;
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 /// The leader of each partition of [`TOPIC`] as node `url` knows it, once all have one.
 async fn leaders(http: &reqwest::Client, url: &str) -> Vec<u64> {

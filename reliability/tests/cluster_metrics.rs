@@ -9,30 +9,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+mod api_calls;
+use api_calls::{post, post_when_ready};
+
 const TOPIC: &str = "gauged";
 const SUB: &str = "watched";
 const MESSAGES: usize = 30;
 const RECEIVED: usize = 10;
 const DELAYED: usize = 2;
-
-async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let reply = http.post(url).json(&body).send().await.expect("an answer");
-    let status = reply.status().as_u16();
-    (status, reply.json().await.unwrap_or(Value::Null))
-}
-
-/// [`post`], again while the answer is 503 (a group electing, a leader not known yet), for
-/// up to 20 s.
-async fn post_when_ready(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (status, answer) = post(http, url, body.clone()).await;
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 async fn get_text(http: &reqwest::Client, url: &str) -> String {
     let reply = http.get(url).send().await.expect("an answer");

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+mod api_calls;
+use api_calls::post_when_ready;
+
 const TOPIC: &str = "orders";
 const SUB: &str = "billing";
 /// The dead-letter topic the subscription gets by default.
@@ -18,25 +21,6 @@ const DLQ: &str = "orders.billing.dlq";
 const MESSAGES: usize = 30;
 /// Deliveries before a message is a dead letter: two nacks each, to keep the test short.
 const MAX_DELIVERIES: u32 = 2;
-
-async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let reply = http.post(url).json(&body).send().await.expect("an answer");
-    let status = reply.status().as_u16();
-    (status, reply.json().await.unwrap_or(Value::Null))
-}
-
-/// [`post`], again while the answer is 503 (a group electing, a leader not known yet), for
-/// up to 20 s.
-async fn post_when_ready(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (status, answer) = post(http, url, body.clone()).await;
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 async fn get(http: &reqwest::Client, url: &str) -> Value {
     let reply = http.get(url).send().await.expect("an answer");
