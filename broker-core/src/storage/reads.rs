@@ -21,6 +21,9 @@ struct FrameCursor<'a> {
     position: u64,
     /// Step over message frames unread (a replay of control entries).
     skip_messages: bool,
+    /// The published end when the cursor was made: it reads no frame at or past it, where
+    /// bytes may still be written or cut (a replica's uncommitted Raft tail).
+    until: LogPosition,
 }
 
 /// One frame a cursor passed.
@@ -40,12 +43,15 @@ impl FrameCursor<'_> {
         }
     }
 
-    /// The next frame and where it starts, or `None` past the last segment's end. A frame
+    /// The next frame and where it starts, or `None` at the published end. A frame
     /// that fails its checks is [`BrokerError::Corrupt`]: what a reader may reach was verified
     /// when it was written or recovered, so a bad frame there is damage, never a torn write.
     fn next(&mut self) -> Result<Option<(LogPosition, Step)>> {
         loop {
             let start = self.here();
+            if start >= self.until {
+                return Ok(None);
+            }
             let step = if self.skip_messages {
                 self.segment.scan_control_at(self.position)?
             } else {
@@ -102,6 +108,7 @@ impl LogView {
                 segment,
                 position: chunk.position,
                 skip_messages: false,
+                until: self.end_position(),
             })),
             None if offset < self.start_offset() => Ok(None),
             None => Err(BrokerError::Corrupt {
@@ -153,7 +160,9 @@ impl LogView {
             let Some(batch) = cursor.next_messages()? else {
                 break;
             };
-            if take_records(&batch, next, end, limits, &mut out, &mut gathered) {
+            // Kept for the next read, which then starts from the frame after it.
+            let reaches_end = batch.header.next_offset() >= end;
+            if take_records(&batch, next, end, limits, &mut out, &mut gathered) || reaches_end {
                 self.remember_read(batch, cursor.here());
                 return Ok(out);
             }
@@ -220,6 +229,7 @@ impl LogView {
                 segment,
                 position: last.after.position,
                 skip_messages: false,
+                until: self.end_position(),
             })
     }
 
@@ -305,11 +315,9 @@ impl LogView {
             segment,
             position,
             skip_messages: !with_messages,
+            until: end,
         };
-        while let Some((start, step)) = cursor.next()? {
-            if start >= end {
-                break;
-            }
+        while let Some((_, step)) = cursor.next()? {
             let Step::Frame(batch) = step else { continue };
             let after = cursor.here();
             match batch.header.kind {

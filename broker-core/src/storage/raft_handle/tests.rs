@@ -136,6 +136,36 @@ async fn entries_read_back_by_index_and_readers_see_only_what_raft_applied() {
 }
 
 #[tokio::test]
+async fn a_read_of_everything_visible_stops_at_the_published_end() {
+    // Past the published end the bytes are Raft's to cut at any moment (a deposed leader's
+    // tail gives way while a consumer reads): a read that looked there met a file shorter
+    // than it had just been (UnexpectedEof). Damaging those bytes makes a look visible.
+    let node = Node::new();
+    let log = node.open(None);
+    append(
+        &log,
+        vec![meta(1, 1), messages(1, 2, 0, 3), messages(1, 3, 3, 2)],
+    )
+    .await;
+    log.publish_applied(2, &node.on_commit).expect("publishes");
+    let unpublished = log.locate_entry(3).expect("reads").expect("entry 3");
+    let segment = node.dir.join("00000000000000000000.log");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("opens");
+    let damage = vec![0xFF; 64];
+    let at = unpublished.at.position + unpublished.frame_len - 64;
+    std::os::unix::fs::FileExt::write_all_at(&file, &damage, at).expect("damages");
+    let visible = log
+        .read(0, 100, usize::MAX)
+        .expect("reads only what is visible");
+    let offsets: Vec<u64> = visible.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![0, 1, 2]);
+    log.shutdown();
+}
+
+#[tokio::test]
 async fn a_conflicting_tail_is_cut_and_its_offsets_are_given_again() {
     let node = Node::new();
     let log = node.open(None);
