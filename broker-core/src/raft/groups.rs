@@ -12,9 +12,11 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotResponse, VoteResponse,
 };
 use openraft::{Config, Raft};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
-use super::codec::{AppendAnswer, decode_append, decode_json, encode_json};
+use super::append_guard::{APPENDS_IN_FLIGHT, append_guarded};
+
+use super::codec::{decode_append, decode_json, encode_json};
 use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
@@ -386,6 +388,13 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
     }
 }
 
+/// A group's Raft, its seat and its append guard.
+type MemberParts = (
+    Raft<TypeConfig>,
+    Option<Arc<PartitionGroup>>,
+    Arc<Semaphore>,
+);
+
 /// The Raft groups of this node, by id; answers RPCs for them.
 #[derive(Default)]
 pub struct RaftGroups {
@@ -399,12 +408,25 @@ pub struct RaftGroups {
 struct Member {
     raft: Raft<TypeConfig>,
     seat: Option<Arc<PartitionGroup>>,
+    /// Held while an append carrying entries is with this group's Raft (see
+    /// [`APPENDS_IN_FLIGHT`]).
+    appending: Arc<Semaphore>,
+}
+
+impl Member {
+    fn new(raft: Raft<TypeConfig>, seat: Option<Arc<PartitionGroup>>) -> Member {
+        Member {
+            raft,
+            seat,
+            appending: Arc::new(Semaphore::new(APPENDS_IN_FLIGHT)),
+        }
+    }
 }
 
 impl RaftGroups {
     /// Makes `raft` answer RPCs for `group`.
     pub fn insert(&self, group: GroupId, raft: Raft<TypeConfig>) {
-        let member = Member { raft, seat: None };
+        let member = Member::new(raft, None);
         crate::sync::write(&self.groups).insert(group, member);
     }
 
@@ -417,10 +439,7 @@ impl RaftGroups {
         raft: Raft<TypeConfig>,
         seat: Arc<PartitionGroup>,
     ) {
-        let member = Member {
-            raft,
-            seat: Some(seat),
-        };
+        let member = Member::new(raft, Some(seat));
         crate::sync::write(&self.groups).insert(group, member);
     }
 
@@ -436,11 +455,11 @@ impl RaftGroups {
             .map(|m| m.raft.clone())
     }
 
-    /// The Raft of `group` and its seat, if this node has it.
-    fn member(&self, group: &GroupId) -> Option<(Raft<TypeConfig>, Option<Arc<PartitionGroup>>)> {
+    /// The Raft of `group`, its seat and its append guard, if this node has it.
+    fn member(&self, group: &GroupId) -> Option<MemberParts> {
         crate::sync::read(&self.groups)
             .get(group)
-            .map(|m| (m.raft.clone(), m.seat.clone()))
+            .map(|m| (m.raft.clone(), m.seat.clone(), Arc::clone(&m.appending)))
     }
 
     /// What `group`'s proposer asks before each write: whether its leadership is moving
@@ -455,12 +474,13 @@ impl RpcHandler for RaftGroups {
         let member = self.member(&group);
         let holds = Arc::clone(&self.holds);
         Box::pin(async move {
-            let (raft, seat) = member.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
+            let (raft, seat, appending) =
+                member.ok_or_else(|| RpcError::UnknownGroup(group.to_path()))?;
             match rpc {
                 Rpc::Append => {
                     let request: AppendEntriesRequest<TypeConfig> = decode_append(body)?;
                     let leader_commit = request.leader_commit.map(|c| c.index);
-                    let answer: AppendAnswer = raft.append_entries(request).await;
+                    let answer = append_guarded(&group, raft, &appending, request).await?;
                     if let (Some(seat), Ok(AppendEntriesResponse::Success)) = (&seat, &answer) {
                         seat.contact().record(leader_commit);
                     }

@@ -44,6 +44,7 @@
 //! module: nothing outside it names an openraft type except through these re-exports. The
 //! broker never depends on HTTP types: RPCs are bytes here.
 
+mod append_guard;
 mod coalesce;
 mod codec;
 mod contact;
@@ -63,6 +64,7 @@ mod transfer;
 mod transport;
 mod types;
 
+pub use append_guard::APPENDS_IN_FLIGHT;
 pub use coalesce::{MAX_JOINED_BYTES, MAX_WRITES_IN_FLIGHT, PROPOSE_TIMEOUT_MS};
 pub use contact::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS, Heard, LeaderContact};
 pub use controller::{ControllerMachine, Metadata};
@@ -76,7 +78,7 @@ pub use membership::{
     MEMBERSHIP_STEP_MS, MembershipAnswer, MembershipRefusal, MembershipStep, answer_membership,
     change_members,
 };
-pub use network::{GroupNetwork, MAX_APPEND_BYTES, PeerLink};
+pub use network::{BUSY_BACKOFF_MS, GroupNetwork, MAX_APPEND_BYTES, PeerLink};
 pub use partition_group::{PartitionGroup, Seated};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};

@@ -2,11 +2,12 @@
 //! [`Transport`] within openraft's deadline for it, and its answer decoded.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
@@ -83,6 +84,23 @@ fn keep_within(entries: &mut Vec<Entry<TypeConfig>>, budget: usize) -> Option<Lo
     entries.last().map(|e| e.log_id)
 }
 
+/// How long a leader waits before sending again to a member that refused or could not be
+/// reached, doubling from the first to the last: a follower still taking in an earlier
+/// append ([`super::transport::RpcError::Busy`]) is sent the entries again after the first
+/// wait, and a member that is down is tried five times a second. openraft sends nothing to
+/// the member meanwhile, heartbeats included (its default waits 500 ms), so the longest wait
+/// stays below the shortest election timeout ([`super::groups::ELECTION_TIMEOUT_MS`]): a
+/// follower that was only busy does not call an election for want of a heartbeat.
+pub const BUSY_BACKOFF_MS: (u64, u64) = (super::groups::HEARTBEAT_MS, 200);
+const _: () = assert!(BUSY_BACKOFF_MS.1 < super::groups::ELECTION_TIMEOUT_MS.0);
+
+/// The waits of [`BUSY_BACKOFF_MS`]: the first, doubled up to the last, then the last.
+fn backoff_waits() -> impl Iterator<Item = Duration> + Send + 'static {
+    let (first, last) = BUSY_BACKOFF_MS;
+    std::iter::successors(Some(first), move |ms| Some((ms * 2).min(last)))
+        .map(Duration::from_millis)
+}
+
 type RpcResult<T, E = openraft::error::Infallible> =
     Result<T, RPCError<u64, NodeInfo, RaftError<u64, E>>>;
 
@@ -117,6 +135,10 @@ fn undecodable<E: std::error::Error>(e: &RpcError) -> RPCError<u64, NodeInfo, Ra
 }
 
 impl RaftNetwork<TypeConfig> for PeerLink {
+    fn backoff(&self) -> Backoff {
+        Backoff::new(backoff_waits())
+    }
+
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
@@ -164,7 +186,7 @@ mod tests {
     use bytes::Bytes;
     use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
 
-    use super::keep_within;
+    use super::{backoff_waits, keep_within};
     use crate::raft::types::TypeConfig;
     use crate::storage::EntryBody;
 
@@ -202,5 +224,14 @@ mod tests {
         let cut = keep_within(&mut entries, 10);
         assert_eq!(indexes(&entries), vec![1]);
         assert_eq!(cut.map(|id| id.index), Some(1));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let waits: Vec<u64> = backoff_waits()
+            .take(5)
+            .map(|d| u64::try_from(d.as_millis()).expect("ms"))
+            .collect();
+        assert_eq!(waits, vec![50, 100, 200, 200, 200]);
     }
 }

@@ -196,6 +196,10 @@ pub enum RpcError {
         /// Why.
         reason: String,
     },
+    /// The group is still taking in an earlier append from its leader (see
+    /// [`super::append_guard::APPENDS_IN_FLIGHT`]): send again shortly.
+    #[error("Raft group {0} is still taking in an earlier append")]
+    Busy(String),
     /// The group is shutting down or failed.
     #[error("Raft group {group} cannot answer: {reason}")]
     Unavailable {

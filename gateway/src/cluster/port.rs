@@ -77,7 +77,7 @@ async fn raft_rpc(
             let status = match error {
                 RpcError::UnknownGroup(_) => StatusCode::NOT_FOUND,
                 RpcError::Malformed { .. } => StatusCode::BAD_REQUEST,
-                RpcError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                RpcError::Unavailable { .. } | RpcError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             };
             (status, error.to_string()).into_response()
         }
