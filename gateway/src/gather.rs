@@ -12,9 +12,9 @@
 //!   round waits, once every leader was asked since the last wait, for the next commit to
 //!   any of the topic's partitions held here (a node hears of those only) or
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
-//!   nothing), until `wait_ms` has passed. A near leader's call that does not answer within
-//!   [`near_call_timeout`] counts as an empty answer, so one hung leader in this node's zone
-//!   does not hold the receive up. A stream (SSE) opened on a node that does not lead
+//!   nothing), until `wait_ms` has passed. A leader's call that does not answer within
+//!   [`remote_call_timeout`] counts as an empty answer, so one hung leader, in this node's
+//!   zone or another, does not hold the receive up. A stream (SSE) opened on a node that does not lead
 //!   every partition receives by the same rounds ([`gather_messages`]).
 //! - Settle: receipts are grouped by their partition's leader; this node settles its own
 //!   group, and each other group goes to its leader. A leader that cannot be reached makes the
@@ -48,18 +48,18 @@ use crate::routes::SubscriptionPath;
 /// redelivery on another leader (a lease ended, a retry fell due) may add to a long-poll.
 pub const GATHER_POLL_MS: u64 = 200;
 
-/// How much longer than the wait it asks for a call of a near wave may take before the
-/// gather goes on without it: a same-zone leader answers a receive that waits for nothing
+/// How much longer than the wait it asks for a call to another leader may take before the
+/// gather goes on without it: a leader answers a receive that waits for nothing
 /// within tens of milliseconds (its leases' commit) even on a loaded node, so 500 ms cuts off
 /// only a leader that accepted the call and hangs (paused, overloaded), which would otherwise
 /// hold the whole receive for [`crate::forward::FORWARD_TIMEOUT`]. Messages a cut-off call
 /// leased come back when their lease ends, as with any answer lost on the way.
-pub const NEAR_CALL_MARGIN_MS: u64 = 500;
+pub const REMOTE_CALL_MARGIN_MS: u64 = 500;
 
-/// The deadline of one near-wave call that long-polls for `wait_ms` there: the wait and
-/// [`NEAR_CALL_MARGIN_MS`], never shorter than the long-poll it asks for.
-pub fn near_call_timeout(wait_ms: u64) -> Duration {
-    Duration::from_millis(wait_ms.saturating_add(NEAR_CALL_MARGIN_MS))
+/// The deadline of one call to another leader that long-polls for `wait_ms` there: the wait
+/// and [`REMOTE_CALL_MARGIN_MS`], never shorter than the long-poll it asks for.
+pub fn remote_call_timeout(wait_ms: u64) -> Duration {
+    Duration::from_millis(wait_ms.saturating_add(REMOTE_CALL_MARGIN_MS))
 }
 
 /// What one receive asks for.
@@ -210,23 +210,18 @@ pub async fn gather_messages(
             .iter()
             .copied()
             .partition(|node| near.contains(node));
-        // A near wave's calls each end within `near_call_timeout`, so a near leader that
-        // hangs delays the far wave by that, not by the forward timeout.
-        for (wave, cut_off) in [
-            (close, Some(near_call_timeout(REMOTE_WAIT_MS))),
-            (far, None),
-        ] {
+        // Each call ends within `remote_call_timeout`, so a leader that hangs delays the
+        // receive by that, not by the forward timeout.
+        let limit = remote_call_timeout(REMOTE_WAIT_MS);
+        for wave in [close, far] {
             let wanted = ask.max_messages.saturating_sub(messages.len());
             let round = shares(wanted, &wave, turn);
             let answers = join_all(round.iter().map(|(node, share)| async move {
                 let call = receive_there(state, headers, *node, path, ask, *share);
-                match cut_off {
-                    None => call.await,
-                    Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
-                        tracing::debug!(node, "a near leader did not answer in time");
-                        Vec::new()
-                    }),
-                }
+                tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                    tracing::debug!(node, "a leader did not answer a gather in time");
+                    Vec::new()
+                })
             }))
             .await;
             for ((node, _), answer) in round.iter().zip(answers) {
