@@ -8,6 +8,9 @@
 //! - `delays::claimed`: a topic's delay mover has read and claimed the due messages, before
 //!   it appends them.
 //! - `metadata::flush`: the metadata store (sled) is about to be flushed.
+//! - `cluster_release::derived_state_dropped`: a node dropping a replica moved away has reset
+//!   the partition's derived state, before it deletes the replica's files (tested in
+//!   `tests/cluster_replica_release.rs`).
 //!
 //! The storage failpoints (`segment::sync`, `segment::append`, `partition_log::before_index`,
 //! `index::apply`) have their own binary, `tests/storage_failpoints.rs`.

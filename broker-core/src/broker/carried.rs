@@ -43,6 +43,19 @@ pub(super) struct CarriedTables {
     pub ids: Option<Vec<CarriedId>>,
 }
 
+impl CarriedTables {
+    /// Nothing at all, as a partition's derived state after this node dropped its replica:
+    /// no subscription table, no delayed message, no id (unlike a version 2 snapshot's
+    /// `None`, which leaves the schedule and index their own).
+    pub(super) fn nothing() -> Self {
+        CarriedTables {
+            tables: Vec::new(),
+            schedule: Some(Vec::new()),
+            ids: Some(Vec::new()),
+        }
+    }
+}
+
 /// A delayed message not yet due: its schedule entry as sled holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct CarriedDelay {

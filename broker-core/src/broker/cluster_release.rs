@@ -2,7 +2,11 @@
 //! configuration without this node, its Raft here stops, its seat empties (the partition's
 //! requests are then refused naming its leader, as for any partition held elsewhere) and its
 //! files are deleted, leaving the empty log every node keeps for a partition it does not
-//! hold. A later move back seats a fresh replica, which its leader fills again.
+//! hold, and what the broker derived from the log (the subscription tables, the delay
+//! schedule's share, the dedup ids of the partition) starts afresh, as after a snapshot that
+//! carries nothing (`partition_state`). A later move back seats a fresh replica, which its
+//! leader fills again, and the tables replay it from its start: kept, they would count the
+//! refilled history a second time.
 //!
 //! Safety: nothing is deleted while the controller metadata still places a replica here, nor
 //! before the partition's leader answers that its committed, non-joint configuration has
@@ -15,11 +19,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::carried::CarriedTables;
+use super::partition_state::{Replaced, replace_partition_state};
 use super::{Broker, blocking};
 use crate::error::{BrokerError, Result};
 use crate::raft::{GroupId, MembershipStep, SNAPSHOT_FILE, change_members};
 use crate::storage::RaftState;
 use crate::sync::read;
+
+/// The next message offset of a dropped replica's emptied log: that of a node that never
+/// held the partition. A replica moved back is filled from the leader's first entry on, or
+/// by a snapshot, which moves its start.
+const EMPTY_LOG_START: u64 = 0;
 
 /// Longest this node waits for the leader's answer on whether its replica is released: it
 /// answers from its metrics at once, and meanwhile this replica answers no RPC of its group
@@ -105,12 +116,33 @@ impl Broker {
         let Some(log) = topic.partitions.get(partition as usize).cloned() else {
             return Ok(false);
         };
-        // The vote and snapshot first: a crash between the two steps then leaves entries and
-        // no vote, a replica that restarts, is no member, and is dropped again; the other order
-        // could leave a vote and a committed id past an empty log.
+        // No background work (the tables' applier, the checkpoints) runs until the log is
+        // empty: it would derive the old log's state again meanwhile.
+        let quiet = Arc::clone(&self.background).write_owned().await;
+        // The derived state first, durably, then the vote and snapshot, then the entries: a
+        // crash between two steps leaves entries behind fresh tables, which a restart replays
+        // from the log's start (the replica restarts, is no member, and is dropped again);
+        // the other orders could leave old tables over an empty log, which a move back would
+        // refill under them, or a vote and a committed id past an empty log.
+        let dropping = Arc::clone(&topic);
+        let quiet = blocking(move || {
+            let dropped = Replaced::Dropped {
+                next_offset: EMPTY_LOG_START,
+            };
+            let nothing = CarriedTables::nothing();
+            replace_partition_state(&dropping, partition as usize, &nothing, dropped)?;
+            Ok(quiet)
+        })
+        .await?;
+        self.metadata.flush().await?;
         let dir = log.dir().to_path_buf();
+        fail::fail_point!("cluster_release::derived_state_dropped", |_| {
+            let stop = std::io::Error::other("stopped by a failpoint");
+            Err(BrokerError::io(&dir, stop))
+        });
         blocking(move || remove_replica_state(&dir)).await?;
-        log.reset_entries(0).await?;
+        log.reset_entries(EMPTY_LOG_START).await?;
+        drop(quiet);
         tracing::info!(%group, "dropped a replica moved off this node");
         Ok(true)
     }

@@ -23,12 +23,11 @@ use bytes::Bytes;
 
 use super::carried::{CarriedDelay, CarriedId, CarriedTable, CarriedTables};
 use super::live_tables::Lead;
+use super::partition_state::{Replaced, partition_number, replace_partition_state};
 use super::{Broker, Topic, background_blocking};
 use crate::clock::now_ms;
-use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
 use crate::raft::{DerivedState, GroupRaft, purge_through_snapshot};
-use crate::schedule::ScheduleChanges;
 use crate::storage::LogPosition;
 use crate::sync::read;
 
@@ -120,46 +119,10 @@ impl DerivedState for PartitionTables {
         let carried = CarriedTables::decode(derived)?;
         let topic = self.topic()?;
         let log = &topic.partitions[self.partition];
-        // The delay schedule and dedup index take the snapshot's share and replay the new log
-        // from its start on top: their positions named frames of the replaced log.
+        let subscriptions =
+            replace_partition_state(&topic, self.partition, &carried, Replaced::BySnapshot(log))?;
         let partition = partition_number(self.partition);
         let start = LogPosition::default();
-        match &carried.schedule {
-            Some(schedule) => {
-                let image: Vec<_> = schedule
-                    .iter()
-                    .map(|d| (d.due_ms, d.seq, d.entry.clone()))
-                    .collect();
-                topic.delays.replace_partition(partition, &image, start)?;
-            }
-            None => topic
-                .delays
-                .apply(partition, &ScheduleChanges::default(), start)?,
-        }
-        let firsts: Vec<(String, FirstResult)> = carried
-            .ids
-            .iter()
-            .flatten()
-            .map(|c| {
-                let first = FirstResult {
-                    produced_ms: c.produced_ms,
-                    partition,
-                    offset: c.offset,
-                    deliver_at_ms: c.deliver_at_ms,
-                };
-                (c.id.clone(), first)
-            })
-            .collect();
-        topic.dedup.apply(partition, &firsts, start)?;
-        let subscriptions: Vec<_> = read(&topic.subscriptions).values().cloned().collect();
-        for sub in &subscriptions {
-            let image = carried
-                .tables
-                .iter()
-                .find(|t| t.subscription == sub.config.uid)
-                .map(|t| &t.table);
-            sub.install_snapshot_table(self.partition, image, log)?;
-        }
         // A subscription the controller created that this node has not opened yet gets its
         // table as a checkpoint, which opening it starts from (its start is in the purged
         // log, which opening it could not replay).
@@ -235,8 +198,4 @@ impl Broker {
         let rafts = topic.groups.iter().map(|seat| seat.raft()).collect();
         Some((leading, rafts))
     }
-}
-
-fn partition_number(partition: usize) -> u32 {
-    u32::try_from(partition).unwrap_or(u32::MAX)
 }

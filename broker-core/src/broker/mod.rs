@@ -10,7 +10,8 @@
 //! - `tables`: the applier that derives each topic's delay schedule and dedup index from its
 //!   logs; `checkpoint`: the same for subscription state.
 //! - `cluster_retention`: retention on a cluster node (a snapshot carrying the subscription
-//!   tables, then Raft's purge).
+//!   tables, then Raft's purge); `cluster_release`: dropping a replica moved off this node;
+//!   `partition_state`: what both do to the state derived from a replaced partition log.
 //! - `cluster_redrive`: redrive in a cluster (each dead-letter partition by its leader, the
 //!   redriven records appended at the source partitions' leaders, the cursor in the
 //!   dead-letter partition's own log).
@@ -34,6 +35,7 @@ mod detached;
 mod follower_reads;
 mod live_tables;
 mod metadata;
+mod partition_state;
 mod produce;
 mod reads;
 mod seek;

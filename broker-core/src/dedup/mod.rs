@@ -16,6 +16,7 @@
 
 mod recent;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 pub use recent::{RecentIds, STALE_AFTER_MS};
@@ -133,7 +134,40 @@ impl DedupIndex {
         firsts: &[(String, FirstResult)],
         position: LogPosition,
     ) -> Result<()> {
-        let mut writes = Vec::with_capacity(firsts.len().saturating_mul(2));
+        self.write(partition, Vec::new(), firsts, position)
+    }
+
+    /// Makes `partition`'s first results in sled `firsts` (a snapshot's; none when this
+    /// node drops its replica of the partition), reflecting its log up to `position`: the
+    /// partition's ids sled holds that `firsts` lacks are removed first, then `firsts` and the
+    /// position are written, as [`DedupIndex::apply`] writes them. Walks the index.
+    pub fn replace_partition(
+        &self,
+        partition: u32,
+        firsts: &[(String, FirstResult)],
+        position: LogPosition,
+    ) -> Result<()> {
+        let kept: HashSet<&str> = firsts.iter().map(|(id, _)| id.as_str()).collect();
+        let mut removals = Vec::new();
+        for (id, first) in self.partition_firsts(partition)? {
+            if !kept.contains(id.as_str()) {
+                removals.push((key(ID, 0, &id), None));
+                removals.push((key(TIME, first.produced_ms, &id), None));
+            }
+        }
+        self.write(partition, removals, firsts, position)
+    }
+
+    /// Writes `removals`, then `firsts`, then the position (`schedule::apply_in_order`), and
+    /// lets memory go of `firsts`.
+    fn write(
+        &self,
+        partition: u32,
+        mut writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        firsts: &[(String, FirstResult)],
+        position: LogPosition,
+    ) -> Result<()> {
+        writes.reserve(firsts.len().saturating_mul(2));
         for (id, first) in firsts {
             writes.push((key(ID, 0, id).to_vec(), Some(encode(first).to_vec())));
             writes.push((key(TIME, first.produced_ms, id).to_vec(), Some(Vec::new())));
@@ -294,6 +328,44 @@ mod tests {
             vec![("a".to_owned(), first(10)), ("c".to_owned(), first(30))]
         );
         assert_eq!(index.partition_firsts(3).expect("firsts").len(), 1);
+    }
+
+    #[test]
+    fn replacing_a_partitions_ids_drops_its_others_and_keeps_other_partitions() {
+        let index = index();
+        let mut elsewhere = first(20);
+        elsewhere.partition = 3;
+        record(
+            &index,
+            &[("a", first(10)), ("b", elsewhere), ("c", first(30))],
+        );
+        let moved_on = LogPosition {
+            segment_base: 0,
+            position: 99,
+        };
+        index
+            .replace_partition(2, &[("c".to_owned(), first(30))], moved_on)
+            .expect("replace");
+        assert_eq!(index.lookup("a", 10, 1_000).expect("lookup"), None);
+        assert_eq!(
+            index.lookup("b", 20, 1_000).expect("lookup"),
+            Some(elsewhere)
+        );
+        assert_eq!(
+            index.lookup("c", 30, 1_000).expect("lookup"),
+            Some(first(30))
+        );
+        assert_eq!(index.position(2).expect("position"), Some(moved_on));
+        index
+            .replace_partition(2, &[], LogPosition::default())
+            .expect("replace");
+        assert!(index.partition_firsts(2).expect("firsts").is_empty());
+        assert_eq!(index.partition_firsts(3).expect("firsts").len(), 1);
+        assert_eq!(
+            index.sweep(u64::MAX, 0).expect("sweep"),
+            1,
+            "b's expiry key only"
+        );
     }
 
     #[test]

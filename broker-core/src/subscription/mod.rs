@@ -279,6 +279,28 @@ impl Subscription {
         log: &PartitionHandle,
     ) -> Result<()> {
         let mut table = self.lock(partition);
+        self.replace_table(partition, &mut table, image, log.start_offset())?;
+        self.replay_into(partition, &mut table, log)
+    }
+
+    /// In a cluster, when this node drops its replica of `partition`: the table starts
+    /// afresh, with no start, at `next_offset` (the offset the emptied log starts at), and
+    /// nothing of it stays in sled; it replays nothing (its log is about to be emptied), and
+    /// follows the log from its start once a replica is seated here again. Blocking.
+    pub fn drop_table(&self, partition: usize, next_offset: u64) -> Result<()> {
+        let mut table = self.lock(partition);
+        self.replace_table(partition, &mut table, None, next_offset)
+    }
+
+    /// Makes `table`, the table of `partition` (under its lock), `image` (none: a fresh table
+    /// at `start_offset` with no start) at the log's start, in sled and in memory.
+    fn replace_table(
+        &self,
+        partition: usize,
+        table: &mut LeaseTable,
+        image: Option<&TableImage>,
+        start_offset: u64,
+    ) -> Result<()> {
         let start = LogPosition::default();
         self.store
             .replace(partition_number(partition), image, start)?;
@@ -290,7 +312,7 @@ impl Subscription {
                 self.config.table_policy(),
             );
         } else {
-            *table = LeaseTable::starting_at(log.start_offset(), self.config.table_policy());
+            *table = LeaseTable::starting_at(start_offset, self.config.table_policy());
         }
         table.take_changes();
         self.set_replica(partition, |r| {
@@ -303,7 +325,7 @@ impl Subscription {
         if let Some(slot) = crate::sync::lock(&self.checkpointed).get_mut(partition) {
             *slot = image.map(|_| start);
         }
-        self.replay_into(partition, &mut table, log)
+        Ok(())
     }
 
     /// Replaces a partition's table with its checkpoint replayed to the log's end.
