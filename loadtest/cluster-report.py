@@ -165,7 +165,7 @@ def main():
         "and one disk (RF 3 writes and fsyncs three copies on it), so every figure is a lower bound.",
         "",
         "Wharf: RF 1 is `wharf serve` with defaults (fsync always, one partition per topic); RF 3 is "
-        "three `wharf serve` nodes on loopback (cluster preview, fsync always), topics of 3 "
+        "three `wharf serve` nodes on loopback (fsync always), topics of 3 "
         "partitions with replication factor 3, all started fresh for this run and all running "
         "throughout the rounds. The produce default waits for the Raft commit (a majority "
         f"fsynced), as `ack=all` does; a produce's reply says `Wharf-Durability: {durability or '?'}`.",

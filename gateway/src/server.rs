@@ -29,17 +29,6 @@ pub enum ServeError {
     /// Binding or serving the socket failed.
     #[error("cannot serve on the socket: {0}")]
     Io(#[from] std::io::Error),
-    /// Cluster settings were given, but the cluster is a preview: refusing is better than
-    /// silently running a cluster that is not ready for production.
-    #[error(
-        "cluster settings (node_id {node_id}, peers …) were given, but cluster mode is a \
-         preview in this build (under sustained overload its memory grows and elections \
-         churn): set WHARF_CLUSTER_PREVIEW=1 to run it anyway, or remove them to run one node"
-    )]
-    ClusterNotAvailable {
-        /// The node id asked for.
-        node_id: u64,
-    },
     /// The cluster port could not be bound or the cluster node could not start.
     #[error("cannot start the cluster node: {0}")]
     Cluster(String),
@@ -47,9 +36,6 @@ pub enum ServeError {
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
-
-/// The environment variable that lets `serve` run the cluster preview (value `1`).
-pub const CLUSTER_PREVIEW_ENV: &str = "WHARF_CLUSTER_PREVIEW";
 
 /// Installs the metrics recorder (once per process, before the broker records anything),
 /// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
@@ -61,13 +47,6 @@ pub async fn serve(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    if let Some(cluster) = settings.cluster()
-        && std::env::var(CLUSTER_PREVIEW_ENV).as_deref() != Ok("1")
-    {
-        return Err(ServeError::ClusterNotAvailable {
-            node_id: cluster.node_id,
-        });
-    }
     crate::metrics::install();
     let address = listener.local_addr()?;
     let (broker, cluster_port) = match settings.cluster() {

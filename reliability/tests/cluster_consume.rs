@@ -1,4 +1,4 @@
-//! Consuming from a real three-process cluster (the `wharf` binary, cluster preview): a
+//! Consuming from a real three-process cluster (the `wharf` binary): a
 //! subscription created on one node, messages of a three-partition topic (its partitions led
 //! by different nodes) produced as one batch on another, which splits it by leader and
 //! answers in request order, received on a third, which gathers from every partition's

@@ -1,5 +1,5 @@
 //! A replication factor below the node count, against a real five-process cluster (the `wharf`
-//! binary, cluster preview): a topic of two partitions with three replicas each, so every
+//! binary): a topic of two partitions with three replicas each, so every
 //! partition has two nodes holding nothing of it. Producers (`ack=all`) and consumers (receive
 //! and ack) send to the five nodes in turn, so nodes outside a partition's group serve its
 //! requests by forwarding to its leader. `GET /v1/cluster` shows each partition on three

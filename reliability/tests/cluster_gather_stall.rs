@@ -1,4 +1,4 @@
-//! A receive gathered over a real three-process cluster (the `wharf` binary, cluster preview)
+//! A receive gathered over a real three-process cluster (the `wharf` binary)
 //! while the leader of a partition, in the receiving node's zone or in another, is paused
 //! (SIGSTOP: it keeps its sockets, accepts connections and answers nothing): the call to it
 //! is cut off after its short deadline and the receive answers with the other partitions'

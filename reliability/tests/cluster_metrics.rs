@@ -1,4 +1,4 @@
-//! `/metrics` of a real three-process cluster (the `wharf` binary, cluster preview): every
+//! `/metrics` of a real three-process cluster (the `wharf` binary): every
 //! node holds a replica of each partition of a three-partition topic, and each exports the
 //! subscription and delay gauges of the partitions it leads only, so a gauge summed over the
 //! three nodes is the figure a describe answers, with no partition counted twice (a

@@ -1,5 +1,5 @@
-//! Redriving dead letters in a real three-process cluster (the `wharf` binary, cluster
-//! preview): messages of a three-partition topic, its partitions and its dead-letter topic's
+//! Redriving dead letters in a real three-process cluster (the `wharf` binary):
+//! messages of a three-partition topic, its partitions and its dead-letter topic's
 //! led by different nodes, are nacked until they are dead letters; a redrive sent to a node
 //! that leads no dead-letter partition moves each back exactly once (a count split over the
 //! leaders holds), the subscription receives each again with its original id, and a second

@@ -146,7 +146,7 @@ fn a_paused_node_is_not_ready_until_resumed_and_a_killed_one_is_not_running() {
     ));
 }
 
-/// Three nodes with cluster flags all get ready (the harness turns the cluster preview on).
+/// Three nodes with cluster flags all get ready.
 #[test]
 fn three_cluster_nodes_all_get_ready() {
     let mut spec = ClusterSpec::new(wharf_binary(), 3);

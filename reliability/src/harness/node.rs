@@ -84,10 +84,6 @@ impl NodeProcess {
                 command.env_remove(name);
             }
         }
-        // Cluster mode is a preview the binary runs only when asked (issue 9 in progress).
-        if self.args.iter().any(|a| a == "--node-id") {
-            command.env("WHARF_CLUSTER_PREVIEW", "1");
-        }
         let child = command.spawn().map_err(HarnessError::io(format!(
             "spawning {} for node {}",
             self.binary.display(),
