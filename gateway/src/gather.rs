@@ -14,8 +14,8 @@
 //!   [`GATHER_POLL_MS`] (a lease ending or a retry falling due on another leader commits
 //!   nothing), until `wait_ms` has passed. A leader's call that does not answer within
 //!   [`remote_call_timeout`] counts as an empty answer, so one hung leader, in this node's
-//!   zone or another, does not hold the receive up. A stream (SSE) opened on a node that does not lead
-//!   every partition receives by the same rounds ([`gather_messages`]).
+//!   zone or another, does not hold the receive up. A stream (SSE) opened on a node that does
+//!   not lead every partition receives by the same rounds ([`gather_messages`]).
 //! - Settle: receipts are grouped by their partition's leader; this node settles its own
 //!   group, and each other group goes to its leader. A leader that cannot be reached makes the
 //!   answer 503 `not_leader` (the client retries; receipts settled meanwhile then report

@@ -9,12 +9,13 @@
 //! The snapshot stands in for the purged prefix, so it carries what the partition's log made
 //! as of its last entry ([`PartitionTables`], in the format of [`super::carried`]): its
 //! subscription tables and, since snapshot version 3, its delayed messages not yet due and
-//! the dedup index's first results of its ids (binary since version 4). A follower too far behind installs it, its log restarting where the snapshot ends,
-//! and its tables, its share of the schedule and of the dedup index become the snapshot's: a
-//! delayed message whose scheduled event was purged is still moved when it is due once that
-//! follower leads, and a retried produce of an id is still answered as a duplicate. (Without
-//! them, retention, which keeps only what the schedule's and index's positions need, would
-//! lose such a message: the single node's rule relies on its own sled holding the schedule.)
+//! the dedup index's first results of its ids (binary since version 4). A follower too far
+//! behind installs it, its log restarting where the snapshot ends, and its tables, its share
+//! of the schedule and of the dedup index become the snapshot's: a delayed message whose
+//! scheduled event was purged is still moved when it is due once that follower leads, and a
+//! retried produce of an id is still answered as a duplicate. (Without them, retention, which
+//! keeps only what the schedule's and index's positions need, would lose such a message: the
+//! single node's rule relies on its own sled holding the schedule.)
 //! A version 2 snapshot carries neither: the schedule and index then replay the new log.
 
 use std::sync::{Arc, Weak};
