@@ -29,9 +29,13 @@ const NODES: u64 = 4;
 const TOPIC: &str = "moving";
 const SUBSCRIPTION: &str = "work";
 const MESSAGES: usize = 10;
-/// Leases short enough that the unacked deliveries are due again by the time the replica is
-/// back and leads.
-const LEASE_MS: u64 = 1_000;
+/// The leases of the first deliveries: short enough that the unacked ones are due again by
+/// the time the replica is back and leads (the comparison waits up to 15 s for that), long
+/// enough that the acks right after the receive make it on a loaded machine.
+const LEASE_MS: u64 = 3_000;
+/// The leases of the moved-back leader's deliveries, which the test acks after a further
+/// empty receive: they must not end before (a 1 s lease did in a CI run).
+const HELD_MS: u64 = 60_000;
 
 async fn until(what: &str, done: impl AsyncFn() -> bool) {
     for _ in 0..150 {
@@ -292,11 +296,11 @@ async fn a_replica_moved_away_is_dropped_and_a_move_back_catches_up() {
     scenario.teardown();
 }
 
-fn receive(max_messages: usize) -> ReceiveRequest {
+fn receive(max_messages: usize, lease_ms: u64) -> ReceiveRequest {
     ReceiveRequest {
         max_messages,
         wait_ms: 500,
-        ack_timeout_ms: None,
+        ack_timeout_ms: Some(lease_ms),
         attempt_id: None,
         memory: None,
     }
@@ -343,15 +347,15 @@ async fn figures(node: &ClusterNode) -> SubscriptionStats {
     }
 }
 
-/// Receives on `node` until it got `count` deliveries or `ms` passed; a node that does not
-/// lead the partition yet is asked again.
-async fn receive_on(node: &ClusterNode, count: usize, ms: u64) -> Vec<Delivery> {
+/// Receives on `node`, each delivery leased for `lease_ms`, until it got `count` deliveries
+/// or `ms` passed; a node that does not lead the partition yet is asked again.
+async fn receive_on(node: &ClusterNode, count: usize, ms: u64, lease_ms: u64) -> Vec<Delivery> {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
     let mut got = Vec::new();
     while got.len() < count && tokio::time::Instant::now() < deadline {
         match node
             .broker()
-            .receive(TOPIC, SUBSCRIPTION, receive(count - got.len()))
+            .receive(TOPIC, SUBSCRIPTION, receive(count - got.len(), lease_ms))
             .await
         {
             Ok(more) => got.extend(more),
@@ -399,7 +403,7 @@ async fn deliver_and_ack_some(cluster: &Cluster, moved: u64) {
             .await
             .expect("produced");
     }
-    let delivered = receive_on(&leader, MESSAGES, 10_000).await;
+    let delivered = receive_on(&leader, MESSAGES, 10_000, LEASE_MS).await;
     let offsets: BTreeSet<u64> = delivered.iter().map(|d| d.message.offset).collect();
     assert_eq!(
         offsets,
@@ -463,8 +467,8 @@ async fn counts_once_and_serves_the_unacked(cluster: &Cluster, moved: &ClusterNo
         .copied()
         .chain(MESSAGES as u64..MESSAGES as u64 + WHILE_AWAY)
         .collect();
-    let mut again = receive_on(moved, unacked.len(), 10_000).await;
-    again.extend(receive_on(moved, 1, 500).await);
+    let mut again = receive_on(moved, unacked.len(), 10_000, HELD_MS).await;
+    again.extend(receive_on(moved, 1, 500, HELD_MS).await);
     let offsets: Vec<u64> = again.iter().map(|d| d.message.offset).collect();
     assert_eq!(
         offsets.iter().copied().collect::<BTreeSet<u64>>(),
