@@ -33,9 +33,14 @@ const RATE: u32 = 100;
 /// Bound on every wait for the cluster to reach a state.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Bound on one call: above the 10 s an admin call may wait at the server for what it asked
+/// (broker-core's `ADMIN_WAIT_MS`: a new topic's leaders). With 5 s, a create on a CI machine
+/// running ten nodes on 2 cores timed out though the server was still within its wait.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
 fn http() -> reqwest::Client {
     reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
+        .timeout(CALL_TIMEOUT)
         .build()
         .expect("client")
 }
