@@ -496,18 +496,27 @@ async fn counts_once_and_serves_the_unacked(cluster: &Cluster, moved: &ClusterNo
     );
 }
 
+/// The opening both drop tests share: failpoints set up, a cluster with the subscription,
+/// the replica to move (by id), the listing of a never-held partition directory, and
+/// [`deliver_and_ack_some`] done.
+async fn delivered_and_partly_acked()
+-> (FailScenario<'static>, Cluster, u64, BTreeMap<String, bool>) {
+    let scenario = FailScenario::setup();
+    let cluster = Cluster::start().await;
+    subscribe(&cluster).await;
+    let moved = cluster.replica_to_move().node_id();
+    let never_held = never_held(&cluster);
+    deliver_and_ack_some(&cluster, moved).await;
+    (scenario, cluster, moved, never_held)
+}
+
 /// A replica dropped, restarted and moved back replays the refilled log into fresh tables:
 /// dropped, its subscription's table is fresh (in memory and in its checkpoint); back, its
 /// counters and unacked messages are the leader's, not the old log's events counted twice,
 /// and once it leads it delivers exactly the unacked messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_moved_back_counts_its_subscription_history_once() {
-    let scenario = FailScenario::setup();
-    let mut cluster = Cluster::start().await;
-    subscribe(&cluster).await;
-    let moved = cluster.replica_to_move().node_id();
-    let never_held = never_held(&cluster);
-    deliver_and_ack_some(&cluster, moved).await;
+    let (scenario, mut cluster, moved, never_held) = delivered_and_partly_acked().await;
 
     cluster.move_away(&cluster.by_id(moved), &never_held).await;
     assert_eq!(
@@ -536,12 +545,7 @@ async fn a_replica_moved_back_counts_its_subscription_history_once() {
 /// history once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drop_stopped_between_the_derived_state_and_the_files_converges_after_a_restart() {
-    let scenario = FailScenario::setup();
-    let mut cluster = Cluster::start().await;
-    subscribe(&cluster).await;
-    let moved = cluster.replica_to_move().node_id();
-    let never_held = never_held(&cluster);
-    deliver_and_ack_some(&cluster, moved).await;
+    let (scenario, mut cluster, moved, never_held) = delivered_and_partly_acked().await;
 
     fail::cfg("cluster_release::derived_state_dropped", "return").expect("failpoint");
     let report = cluster.controller.drain_node(moved).await.expect("drained");

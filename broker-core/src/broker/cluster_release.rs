@@ -125,13 +125,12 @@ impl Broker {
         // the other orders could leave old tables over an empty log, which a move back would
         // refill under them, or a vote and a committed id past an empty log.
         let dropping = Arc::clone(&topic);
-        let quiet = blocking(move || {
+        blocking(move || {
             let dropped = Replaced::Dropped {
                 next_offset: EMPTY_LOG_START,
             };
             let nothing = CarriedTables::nothing();
-            replace_partition_state(&dropping, partition as usize, &nothing, dropped)?;
-            Ok(quiet)
+            replace_partition_state(&dropping, partition as usize, &nothing, dropped).map(drop)
         })
         .await?;
         self.metadata.flush().await?;

@@ -312,8 +312,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_partitions_first_results_are_those_of_its_ids_only() {
+    /// An index holding `a` and `c` of partition 2 and `b` of partition 3 (returned).
+    fn ids_in_two_partitions() -> (DedupIndex, FirstResult) {
         let index = index();
         let mut elsewhere = first(20);
         elsewhere.partition = 3;
@@ -321,6 +321,12 @@ mod tests {
             &index,
             &[("a", first(10)), ("b", elsewhere), ("c", first(30))],
         );
+        (index, elsewhere)
+    }
+
+    #[test]
+    fn a_partitions_first_results_are_those_of_its_ids_only() {
+        let (index, _) = ids_in_two_partitions();
         let mut firsts = index.partition_firsts(2).expect("firsts");
         firsts.sort_by(|x, y| x.0.cmp(&y.0));
         assert_eq!(
@@ -332,13 +338,7 @@ mod tests {
 
     #[test]
     fn replacing_a_partitions_ids_drops_its_others_and_keeps_other_partitions() {
-        let index = index();
-        let mut elsewhere = first(20);
-        elsewhere.partition = 3;
-        record(
-            &index,
-            &[("a", first(10)), ("b", elsewhere), ("c", first(30))],
-        );
+        let (index, elsewhere) = ids_in_two_partitions();
         let moved_on = LogPosition {
             segment_base: 0,
             position: 99,
