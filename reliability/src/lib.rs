@@ -13,11 +13,13 @@
 //! - [`findings`]: [`Findings`], every check's result.
 //! - [`verdict`]: [`Verdict`] (`valid`, `invalid`, `unknown`) and the rule reaching it.
 //! - [`report`]: [`Report`], the report line and the JSON summary.
+//! - [`case`]: [`CaseLine`], the report line of a case that is not a queue-checker run.
 //! - [`harness`]: the cluster runner, `wharf` processes with process faults.
 //! - [`workload`]: producers, consumers and the drain that record a history.
 //!
 //! The entry point is [`check`]; `wharf-check` is a thin binary around it.
 
+pub mod case;
 pub mod checks;
 pub mod event;
 pub mod findings;
@@ -31,6 +33,7 @@ pub mod verdict;
 pub mod workload;
 pub mod writer;
 
+pub use case::CaseLine;
 pub use event::Event;
 pub use findings::Findings;
 pub use history::History;

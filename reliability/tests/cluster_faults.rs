@@ -13,7 +13,6 @@
 //! every run's folder (history and node logs), not only a failed one's.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -324,28 +323,8 @@ async fn drain_and_check(cluster: &Cluster, workload: &Workload) -> Report {
     let path = workload.recorder().finish().expect("history written");
     let report = check(&read_file(&path).expect("history reads back"));
     eprintln!("{}", report.line());
-    record_line(&report.line());
+    wharf_reliability::case::record_line(&report.line());
     report
-}
-
-/// Appends a report line to `target/reliability-report.txt` (beside the `wharf` binary the
-/// tests run), which `.ci/run` prints: a passing test's output is not shown by `cargo test`.
-fn record_line(line: &str) {
-    use std::io::Write;
-    let Some(dir) = wharf_binary()
-        .parent()
-        .and_then(|d| d.parent())
-        .map(PathBuf::from)
-    else {
-        return;
-    };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("reliability-report.txt"));
-    if let Ok(mut file) = file {
-        let _ = writeln!(file, "{line}");
-    }
 }
 
 /// What every test asserts: nothing acknowledged lost anywhere, not even on one node; every
@@ -506,7 +485,7 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
     serially(async {
         let mut cluster = three_nodes_with(|spec| spec.ready_timeout = lone_ready);
         // Every leader dies, yet the same nodes may well lead again after the restart.
-        let run = run_header("R3", "kill-all", "kill_all", false, &cluster);
+        let run = run_header("R7", "kill-all", "kill_all", false, &cluster);
         // The producers must outlast the warm-up and a cold restart of all three (4 s and
         // 7.7 s on a loaded machine), or no write could be acknowledged after it.
         let Producing {
@@ -569,7 +548,7 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
     serially(async {
         let mut cluster = three_nodes();
         // The one partition certainly changes leader.
-        let run = run_header("R4", "pause-leader", "pause_leader", true, &cluster);
+        let run = run_header("R5", "pause-leader", "pause_leader", true, &cluster);
         let Producing {
             recorder,
             workload,
