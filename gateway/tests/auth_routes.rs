@@ -9,6 +9,7 @@ use common::{Harness, expect_problem, json_of};
 use edge_common::{token, with_secret};
 use gateway::config::EdgeRaw;
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Needs {
@@ -159,6 +160,8 @@ async fn every_route_needs_exactly_its_grant() {
         ("no token", None),
     ];
     let mut checked = 0;
+    let mut refusable = 0;
+    let mut unauthorized_successes = 0;
     for (method, path, body, needs) in routes() {
         for (who, scope) in principals {
             let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
@@ -172,6 +175,12 @@ async fn every_route_needs_exactly_its_grant() {
             let response = request.send().await.expect("request");
             let status = response.status().as_u16();
             let case = format!("{method} {path} as {who}");
+            if !scope.is_some_and(|scope| allowed(scope, needs)) {
+                refusable += 1;
+                if status < 400 {
+                    unauthorized_successes += 1;
+                }
+            }
             // A refusal before the body is read drains a small body: the connection stays
             // usable (no `connection: close`).
             assert_eq!(response.headers().get("connection"), None, "{case}");
@@ -192,6 +201,10 @@ async fn every_route_needs_exactly_its_grant() {
             checked += 1;
         }
     }
+    CaseLine::new("G2", "authorization-matrix")
+        .figure("requests", checked)
+        .must_be_zero("unauthorized successes", unauthorized_successes, refusable)
+        .record();
     assert!(checked >= 25 * 6);
     harness.stop().await;
 }

@@ -13,6 +13,7 @@ use gateway::config::{EdgeRaw, RawSettings};
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 const ISSUER: &str = "https://issuer.test";
 const AUDIENCE: &str = "wharf-test";
@@ -342,6 +343,7 @@ async fn every_bad_token_gets_401_and_changes_nothing() {
     let harness = server(&write_jwks(dir.path())).await;
     let cases = bad_tokens();
     assert!(cases.len() >= 25, "{} cases", cases.len());
+    let mut accepted = 0;
     for (index, (case, authorization)) in cases.iter().enumerate() {
         let mut request = harness
             .client
@@ -351,6 +353,9 @@ async fn every_bad_token_gets_401_and_changes_nothing() {
             request = request.header("authorization", value);
         }
         let response = request.send().await.expect("request");
+        if response.status().as_u16() < 400 {
+            accepted += 1;
+        }
         let challenge = response
             .headers()
             .get("www-authenticate")
@@ -383,6 +388,15 @@ async fn every_bad_token_gets_401_and_changes_nothing() {
         .await
         .expect("request");
     let topics = json_of(list, 200).await;
+    let created = topics["topics"].as_array().map_or(0, Vec::len);
+    CaseLine::new("G1", "jwt-matrix")
+        .must_be_zero("bad tokens accepted", accepted, cases.len() as u64)
+        .must_be_zero(
+            "topics created by bad tokens",
+            created as u64,
+            cases.len() as u64,
+        )
+        .record();
     assert_eq!(topics["topics"], json!([]), "a bad token created something");
     harness.stop().await;
 }

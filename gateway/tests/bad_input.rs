@@ -6,6 +6,7 @@ use common::{Harness, expect_problem, json_of};
 use gateway::config::RawSettings;
 use reqwest::Method;
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 const MAX_BODY: usize = 64 * 1024;
 const MAX_MESSAGE: usize = 1024;
@@ -417,6 +418,8 @@ async fn bad_input_gets_problem_json() {
     let before = snapshot(&harness).await;
     let cases = cases();
     assert!(cases.len() >= 20);
+    let total = cases.len() as u64;
+    let mut server_errors = 0;
     for case in cases {
         let mut request = harness
             .client
@@ -429,6 +432,9 @@ async fn bad_input_gets_problem_json() {
         }
         let response = request.send().await.expect("request");
         let status = response.status().as_u16();
+        if status >= 500 && status != 503 && status != 507 {
+            server_errors += 1;
+        }
         if status != case.status {
             panic!(
                 "case {:?}: expected {} {}, got {status}: {}",
@@ -445,11 +451,12 @@ async fn bad_input_gets_problem_json() {
             case.name
         );
     }
-    assert_eq!(
-        snapshot(&harness).await,
-        before,
-        "a refused request changed state"
-    );
+    let after = snapshot(&harness).await;
+    CaseLine::new("G3", "malformed-bodies")
+        .must_be_zero("5xx other than 503/507", server_errors, total)
+        .must_be_zero("state changed", u64::from(after != before), 1)
+        .record();
+    assert_eq!(after, before, "a refused request changed state");
     harness.stop().await;
 }
 

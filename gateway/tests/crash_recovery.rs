@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 mod child;
 
 use child::Server;
+use wharf_reliability::CaseLine;
 
 async fn post(client: &reqwest::Client, url: String, body: Value) -> Value {
     child::post_ok(client, &url, body).await
@@ -170,7 +171,9 @@ async fn acknowledged_messages_survive_kill_9_and_the_subscription_resumes() {
     assert!(produced.len() >= 400);
 
     // After a restart: every acknowledged produce is there, at its offset, byte for byte.
+    let restarted = Instant::now();
     let server = Server::start(data.path()).await;
+    let restart_s = restarted.elapsed().as_secs_f64();
     let base = server.base.clone();
     let mut log = BTreeMap::new();
     for partition in 0..3 {
@@ -178,6 +181,15 @@ async fn acknowledged_messages_survive_kill_9_and_the_subscription_resumes() {
             log.insert((u64::from(partition), offset), message);
         }
     }
+    let lost = produced
+        .iter()
+        .filter(|a| log.get(&(a.partition, a.offset)) != Some(&(a.id.clone(), a.value.clone())))
+        .count();
+    CaseLine::new("D1", "kill-9-fsync-always")
+        .must_be_zero("acked lost", lost as u64, produced.len() as u64)
+        .figure("kills", 1)
+        .figure("restart to ready s", format!("{restart_s:.2}"))
+        .record();
     for acked in &produced {
         let stored = log.get(&(acked.partition, acked.offset));
         assert_eq!(

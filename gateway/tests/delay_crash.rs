@@ -16,10 +16,16 @@ use serde_json::{Value, json};
 
 const MESSAGES: usize = 10_000;
 const SPREAD_MS: u64 = 5_000;
+/// How close to its due time a cancel may be sent and still find the message gone (404): the
+/// server decides when the request reaches it, which on a loaded machine can be this much
+/// later than the client sent it (a CI run on a loaded machine saw a 404 for a cancel sent
+/// 3 ms before the message was due).
+const CANCEL_MARGIN_MS: u64 = 1_000;
 
 mod child;
 
 use child::Server;
+use wharf_reliability::CaseLine;
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -128,8 +134,8 @@ async fn delayed_messages_survive_kill_9_never_early_never_twice() {
 
     // Cancel 100 that are still well ahead. On a loaded machine the cancels themselves can
     // take until some of them are due: a message already due is no longer cancellable (404),
-    // which is right, and it then must arrive like any other. A cancel sent before its
-    // message was due must succeed.
+    // which is right, and it then must arrive like any other. A cancel sent more than
+    // CANCEL_MARGIN_MS before its message was due must succeed.
     let horizon = now_ms() + 2_500;
     let candidates: Vec<String> = due
         .iter()
@@ -149,7 +155,7 @@ async fn delayed_messages_survive_kill_9_never_early_never_twice() {
             204 => {
                 cancelled.insert(id);
             }
-            404 if asked_ms >= due[&id] => {}
+            404 if asked_ms + CANCEL_MARGIN_MS >= due[&id] => {}
             status => panic!(
                 "cancelling {id} {} ms before it was due: {status}",
                 due[&id].saturating_sub(asked_ms)
@@ -263,4 +269,18 @@ async fn delayed_messages_survive_kill_9_never_early_never_twice() {
         pct(0.99),
         pct(1.0)
     );
+    let early = seen
+        .iter()
+        .filter(|(id, at)| due.get(*id).is_some_and(|d| *at < d))
+        .count();
+    let not_cancelled = due.keys().filter(|id| !cancelled.contains(*id));
+    let lost = not_cancelled.filter(|id| !seen.contains_key(*id)).count();
+    let stored_twice = in_log.values().filter(|n| **n > 1).count();
+    CaseLine::new("S3", "delayed-across-kill-9")
+        .must_be_zero("early", early as u64, seen.len() as u64)
+        .must_be_zero("acked lost", lost as u64, expected as u64)
+        .must_be_zero("stored twice", stored_twice as u64, in_log.len() as u64)
+        .figure("cancelled", cancelled.len())
+        .figure("max lateness ms", pct(1.0))
+        .record();
 }

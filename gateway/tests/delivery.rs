@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{Harness, receipts};
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 const TOPIC: &str = "orders";
 const SUB: &str = "workers";
@@ -161,6 +162,7 @@ async fn unacked_message_is_redelivered_and_old_receipt_is_invalid() {
     let first = harness
         .receive(TOPIC, SUB, json!({ "max_messages": 1, "wait_ms": 5000 }))
         .await;
+    let leased_at = Instant::now();
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(first[0]["delivery_attempt"], 1);
 
@@ -174,12 +176,22 @@ async fn unacked_message_is_redelivered_and_old_receipt_is_invalid() {
         }
         assert!(Instant::now() < deadline, "not redelivered within 15 s");
     };
+    // The lease is 1,000 ms from when the server answered, which is before `leased_at`.
+    let early = u64::from(leased_at.elapsed() < Duration::from_millis(1000));
     assert_eq!(second[0]["id"], first[0]["id"]);
     assert_eq!(second[0]["value"], "retry me");
     assert_eq!(second[0]["delivery_attempt"], 2);
     assert_ne!(second[0]["receipt"], first[0]["receipt"]);
 
     let stale = harness.ack(TOPIC, SUB, &receipts(&first)).await;
+    CaseLine::new("S1", "lease-expiry")
+        .must_be_zero("early redeliveries", early, 1)
+        .must_be_zero(
+            "stale acks applied",
+            stale["acked"].as_u64().unwrap_or(1),
+            1,
+        )
+        .record();
     assert_eq!(stale["acked"], 0, "{stale}");
     assert_eq!(
         stale["failed"],

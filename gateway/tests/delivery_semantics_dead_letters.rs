@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use restartable::{Node, now_ms, text};
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 const TOPIC: &str = "orders";
 const SUB: &str = "billing";
@@ -131,6 +132,20 @@ async fn a_message_nacked_max_deliveries_times_becomes_a_dead_letter_that_redriv
 
     let reply = node.post_ok(&path, &json!({}), 200).await;
     assert_eq!(reply, json!({ "redriven": 0 }));
+    let wrong_attempts = dead
+        .iter()
+        .filter(|letter| letter["headers"]["wharf-dlq-attempts"] != "3")
+        .count();
+    CaseLine::new("S2", "poison-to-dead-letters")
+        .figure("max deliveries", 3)
+        .figure("restarts between attempts", 1)
+        .must_be_zero(
+            "wrong attempt counts in DLQ",
+            wrong_attempts as u64,
+            dead.len() as u64,
+        )
+        .must_be_zero("redriven more than once", again.len() as u64, 1)
+        .record();
     node.stop().await;
 }
 
@@ -271,6 +286,21 @@ async fn key_ordering_delivers_each_key_in_order_one_at_a_time_under_concurrent_
         consumer.await.expect("consumer");
     }
     let seen = std::mem::take(&mut *seen.lock().expect("lock"));
+    let acked: u64 = seen.acked.values().sum();
+    CaseLine::new("S5", "key-ordering")
+        .seed(base_seed)
+        .must_be_zero(
+            "order violations",
+            seen.violations.len() as u64,
+            seen.deliveries as u64,
+        )
+        .must_be_zero(
+            "acked lost",
+            (KEYS * PER_KEY) as u64 - acked,
+            (KEYS * PER_KEY) as u64,
+        )
+        .figure("deliveries", seen.deliveries)
+        .record();
     assert!(
         seen.violations.is_empty(),
         "seed base {base_seed}: {:?}",

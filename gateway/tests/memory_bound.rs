@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
+use wharf_reliability::CaseLine;
 
 const MIB: u64 = 1024 * 1024;
 /// The memory budget of the producer test: small, so that 1,000 producers overrun it many
@@ -274,6 +275,31 @@ async fn a_thousand_producers_stay_within_the_memory_budget_and_get_answers() {
         }
     }
     assert!(!tally.acked.is_empty(), "nothing was acked");
+    let lost = tally
+        .acked
+        .iter()
+        .filter(|(partition, offset, id)| stored.get(&(*partition, *offset)) != Some(id))
+        .count();
+    let answered = tally.acked.len() as u64 + tally.refused;
+    let other_5xx: u64 = tally
+        .other_status
+        .iter()
+        .filter(|(status, _)| **status >= 500 && **status != 503 && **status != 507)
+        .map(|(_, count)| count)
+        .sum();
+    CaseLine::new("G8", "overload-1000-producers")
+        .figure("peak RSS MiB", peak / MIB)
+        .figure("RSS bound MiB", bound / MIB)
+        .figure(
+            "% 503",
+            format!(
+                "{:.1}",
+                100.0 * tally.refused as f64 / answered.max(1) as f64
+            ),
+        )
+        .must_be_zero("5xx other than 503/507", other_5xx, answered)
+        .must_be_zero("acked lost", lost as u64, tally.acked.len() as u64)
+        .record();
     for (partition, offset, id) in &tally.acked {
         assert_eq!(
             stored.get(&(*partition, *offset)),

@@ -14,12 +14,15 @@
 //! - [`verdict`]: [`Verdict`] (`valid`, `invalid`, `unknown`) and the rule reaching it.
 //! - [`report`]: [`Report`], the report line and the JSON summary.
 //! - [`case`]: [`CaseLine`], the report line of a case that is not a queue-checker run.
+//! - [`catalogue`]: every case of `RELIABILITY.md`, with the test that exercises it.
+//! - [`summary`]: report lines read back, rolled up into the headline and the Markdown report.
 //! - [`harness`]: the cluster runner, `wharf` processes with process faults.
 //! - [`workload`]: producers, consumers and the drain that record a history.
 //!
 //! The entry point is [`check`]; `wharf-check` is a thin binary around it.
 
 pub mod case;
+pub mod catalogue;
 pub mod checks;
 pub mod event;
 pub mod findings;
@@ -29,6 +32,7 @@ mod index;
 pub mod offenders;
 pub mod reader;
 pub mod report;
+pub mod summary;
 pub mod verdict;
 pub mod workload;
 pub mod writer;

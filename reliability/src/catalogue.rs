@@ -1,0 +1,285 @@
+//! Every case of `RELIABILITY.md`, with what must hold and the test that exercises it, so that
+//! the report lists a case nobody ran as such instead of leaving it out.
+
+/// One case of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    /// The plan's id (`D1`), the first word of the case's report lines.
+    pub id: &'static str,
+    /// Short name.
+    pub name: &'static str,
+    /// What must hold, in a few words.
+    pub holds: &'static str,
+    /// The test(s) that exercise it, `path::function`; empty while none does.
+    pub tests: &'static str,
+}
+
+const fn case(
+    id: &'static str,
+    name: &'static str,
+    holds: &'static str,
+    tests: &'static str,
+) -> Case {
+    Case {
+        id,
+        name,
+        holds,
+        tests,
+    }
+}
+
+/// The cases, in the plan's order: durability, replication, delivery semantics, edge.
+pub const CASES: &[Case] = &[
+    case(
+        "D1",
+        "kill -9 under load, fsync always",
+        "every acknowledged produce readable after restart at its offset, byte for byte",
+        "gateway/tests/crash_recovery.rs",
+    ),
+    case(
+        "D2",
+        "kill -9, fsync interval",
+        "no acknowledged loss: the page cache survives a process kill",
+        "",
+    ),
+    case(
+        "D3",
+        "simulated power loss, fsync always",
+        "torn tails truncated, nothing past them served, no acknowledged loss",
+        "",
+    ),
+    case(
+        "D4",
+        "simulated power loss, fsync interval",
+        "losses only among acks within the interval",
+        "",
+    ),
+    case(
+        "D5",
+        "corruption on disk",
+        "detected by CRC, never served",
+        "",
+    ),
+    case(
+        "D6",
+        "disk full",
+        "507 storage_full, no partial ack, writes resume after space returns",
+        "",
+    ),
+    case(
+        "D7",
+        "failing disk (EIO)",
+        "no ack after a failed fsync, process stays up",
+        "",
+    ),
+    case(
+        "D8",
+        "slow disk",
+        "bounded queues answer 503 instead of growing",
+        "",
+    ),
+    case(
+        "R1",
+        "leader kill -9, five times",
+        "acknowledged lost 0 on every replica; old leader rejoins",
+        "reliability/tests/cluster_faults.rs",
+    ),
+    case(
+        "R2",
+        "follower kill and catch-up",
+        "acknowledged lost 0; the follower catches up",
+        "reliability/tests/cluster_faults.rs",
+    ),
+    case(
+        "R3",
+        "leader isolated on the minority side",
+        "no ack from the minority side; nothing acknowledged lost; divergent records never served",
+        "",
+    ),
+    case(
+        "R4",
+        "partition shapes",
+        "no two leaders ack for one partition; nothing acknowledged lost",
+        "",
+    ),
+    case(
+        "R5",
+        "paused (zombie) leader",
+        "a deposed leader completes no ack",
+        "reliability/tests/cluster_faults.rs",
+    ),
+    case(
+        "R6",
+        "no unclean election",
+        "an out-of-sync replica never leads",
+        "",
+    ),
+    case(
+        "R7",
+        "whole cluster kill -9",
+        "fsync always: acknowledged lost 0",
+        "reliability/tests/cluster_faults.rs",
+    ),
+    case(
+        "R8",
+        "power loss of one node while another is paused",
+        "per-node logs agree on every committed offset",
+        "",
+    ),
+    case(
+        "R9",
+        "minority corruption",
+        "a corrupted node never leads with a truncated log",
+        "",
+    ),
+    case(
+        "R10",
+        "clock skew",
+        "no early delayed delivery, no spurious lease expiry",
+        "",
+    ),
+    case(
+        "R11",
+        "flapping soak",
+        "converges after healing; acknowledged lost 0",
+        "",
+    ),
+    case(
+        "R12",
+        "forwarding under churn",
+        "no forward loops, nothing hangs past its timeout",
+        "",
+    ),
+    case(
+        "S1",
+        "lease expiry",
+        "redelivered after the lease; a stale receipt acks nothing",
+        "gateway/tests/delivery.rs",
+    ),
+    case(
+        "S2",
+        "poison message to the dead-letter topic",
+        "dead-lettered after exactly max_deliveries, across restarts; redrive once",
+        "gateway/tests/delivery_semantics_dead_letters.rs",
+    ),
+    case(
+        "S3",
+        "delayed messages across kill -9",
+        "none early, none lost, none twice",
+        "gateway/tests/delay_crash.rs",
+    ),
+    case(
+        "S4",
+        "dedup across restart and failover",
+        "a repeated id is stored once",
+        "gateway/tests/delivery_semantics.rs",
+    ),
+    case(
+        "S5",
+        "key ordering",
+        "per key, deliveries in publish order, one at a time",
+        "gateway/tests/delivery_semantics_dead_letters.rs",
+    ),
+    case(
+        "S6",
+        "consumer crash mid-batch",
+        "every message acknowledged at least once",
+        "",
+    ),
+    case(
+        "S7",
+        "offset reads and seek",
+        "one value per offset; seek replays exactly the range",
+        "gateway/tests/delivery_semantics.rs",
+    ),
+    case(
+        "S8",
+        "late ack after redelivery",
+        "a late ack does not ack the newer lease",
+        "",
+    ),
+    case(
+        "G1",
+        "JWT matrix",
+        "every bad token gets 401 and changes nothing",
+        "gateway/tests/auth_tokens.rs",
+    ),
+    case(
+        "G2",
+        "authorization matrix",
+        "403 wherever the grant is missing, 401 without a token",
+        "gateway/tests/auth_routes.rs",
+    ),
+    case(
+        "G3",
+        "size limits and malformed bodies",
+        "4xx problem+json, nothing stored",
+        "gateway/tests/bad_input.rs",
+    ),
+    case(
+        "G4",
+        "header limits",
+        "431 on both sides of each bound",
+        "gateway/tests/limits_connections.rs",
+    ),
+    case(
+        "G5",
+        "slow clients",
+        "stalled connections cut at their timeouts, others served",
+        "gateway/tests/limits_connections.rs",
+    ),
+    case(
+        "G6",
+        "schemathesis",
+        "no failures over the generated requests",
+        "",
+    ),
+    case(
+        "G7",
+        "rate-limit bypass",
+        "admitted within the limit over every path spelling",
+        "gateway/tests/limits_rate.rs",
+    ),
+    case(
+        "G8",
+        "overload",
+        "503 with Retry-After, memory bounded, nothing acknowledged lost",
+        "gateway/tests/memory_bound.rs",
+    ),
+    case(
+        "G9",
+        "error hygiene and route inventory",
+        "every error problem+json with a known code; no undocumented route",
+        "",
+    ),
+    case(
+        "G10",
+        "forwarding SSRF",
+        "forwarding targets only cluster members",
+        "",
+    ),
+];
+
+/// The case with this id.
+pub fn find(id: &str) -> Option<&'static Case> {
+    CASES.iter().find(|case| case.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_of_the_plan_is_listed_once() {
+        let mut expected: Vec<String> = Vec::new();
+        for (prefix, count) in [("D", 8), ("R", 12), ("S", 8), ("G", 10)] {
+            expected.extend((1..=count).map(|n| format!("{prefix}{n}")));
+        }
+        let listed: Vec<&str> = CASES.iter().map(|case| case.id).collect();
+        assert_eq!(listed, expected);
+        assert_eq!(
+            find("R12").map(|case| case.name),
+            Some("forwarding under churn")
+        );
+    }
+}
