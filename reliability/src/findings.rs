@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::checks::consumption::{self, Consumption};
 use crate::checks::coverage::{self, Coverage};
 use crate::checks::delivery::{self, DeliveriesAfterAck};
+use crate::checks::deposed::{self, DeposedAcks};
 use crate::checks::divergence::{self, Divergence};
 use crate::checks::leaders::{self, Leadership};
 use crate::checks::log::{self, LogChecks};
@@ -30,6 +31,8 @@ pub struct Findings {
     pub divergence: Offenders<Divergence>,
     /// Acknowledged positions holding another value.
     pub offset_mismatch: Offenders<OffsetMismatch>,
+    /// Acks a paused node gave after it resumed, and those the drained logs do not back.
+    pub deposed: DeposedAcks,
     /// Deliveries after their ack was confirmed.
     pub delivered_after_ack: DeliveriesAfterAck,
     /// What consumers got through the subscriptions the run consumed through.
@@ -56,6 +59,7 @@ impl Findings {
             log: log::check(history),
             divergence: divergence::check(history),
             offset_mismatch: offset_mismatch::check(history),
+            deposed: deposed::check(history),
             delivered_after_ack: delivery::check(history),
             consumption: consumption::check(history),
             order: order::check(history),

@@ -106,6 +106,18 @@ impl Report {
             f.leadership.total_changes(),
             f.unavailability.max_ms as f64 / 1000.0,
             f.server_errors.count,
+        ) + &self.deposed_text()
+    }
+
+    /// Acks by a deposed leader, when the run paused a node.
+    fn deposed_text(&self) -> String {
+        let deposed = &self.findings.deposed;
+        if deposed.resumes == 0 {
+            return String::new();
+        }
+        format!(
+            " | deposed-leader acks {} of {}",
+            deposed.unbacked.count, deposed.checked
         )
     }
 }

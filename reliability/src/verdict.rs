@@ -76,6 +76,10 @@ fn anomalies(findings: &Findings) -> Vec<String> {
     let counters = [
         (queue.lost.count, "acknowledged values lost"),
         (
+            findings.deposed.unbacked.count,
+            "acks by a deposed leader (a resumed node's ok the drained logs do not back)",
+        ),
+        (
             queue.per_node_lost.count,
             "acknowledged values missing on a node",
         ),

@@ -6,6 +6,7 @@
 //! - [`log`]: each node's log alone: one value per offset, increasing offsets, no holes.
 //! - [`divergence`]: replicas holding different values at one offset.
 //! - [`offset_mismatch`]: an acknowledged position holding another value.
+//! - [`deposed`]: acks a paused node gave after it resumed that the drained logs do not back.
 //! - [`delivery`]: deliveries after their ack was confirmed.
 //! - [`consumption`]: acknowledged values never delivered, and values delivered more than once.
 //! - [`order`]: per-key order of each producer's acknowledged writes.
@@ -17,6 +18,7 @@
 pub mod consumption;
 pub mod coverage;
 pub mod delivery;
+pub mod deposed;
 pub mod divergence;
 pub mod leaders;
 pub mod log;

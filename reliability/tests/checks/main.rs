@@ -7,6 +7,7 @@ mod support;
 mod consumption;
 mod coverage;
 mod delivery;
+mod deposed;
 mod divergence;
 mod log;
 mod lost;
