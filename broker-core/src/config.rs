@@ -69,6 +69,9 @@ pub struct BrokerConfig {
     pub max_delay_ms: u64,
     /// In a cluster: how this node's partitions replicate (none on a single node).
     pub replication: Option<Replication>,
+    /// Produces are refused (storage full) while less than this many bytes are free on the
+    /// data folder's file system; 0 turns the reserve off (see [`crate::disk_space`]).
+    pub min_free_bytes: u64,
 }
 
 /// What a node of a cluster needs to replicate its partitions: its id, the transport to
@@ -108,6 +111,7 @@ impl BrokerConfig {
             retention_check_ms: 60_000,
             max_delay_ms: DEFAULT_MAX_DELAY_MS,
             replication: None,
+            min_free_bytes: crate::disk_space::DEFAULT_MIN_FREE_BYTES,
         }
     }
 }

@@ -36,6 +36,7 @@ pub mod cluster_node;
 pub mod config;
 pub mod control;
 pub mod dedup;
+pub mod disk_space;
 pub mod error;
 pub mod in_flight;
 pub mod limits;

@@ -40,7 +40,7 @@ pub const CASES: &[Case] = &[
         "D2",
         "kill -9, fsync interval",
         "no acknowledged loss: the page cache survives a process kill",
-        "",
+        "gateway/tests/crash_recovery.rs",
     ),
     case(
         "D3",
@@ -64,7 +64,7 @@ pub const CASES: &[Case] = &[
         "D6",
         "disk full",
         "507 storage_full, no partial ack, writes resume after space returns",
-        "",
+        "gateway/tests/disk_full.rs",
     ),
     case(
         "D7",

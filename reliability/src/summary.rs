@@ -322,7 +322,11 @@ mod tests {
         assert!(report.contains(
             "| G1 | JWT matrix | every bad token gets 401 and changes nothing | valid (1 runs) |"
         ));
-        assert!(report.contains("| D2 | kill -9, fsync interval | no acknowledged loss: the page cache survives a process kill | no test yet |"));
+        assert!(report.contains(
+            "| R10 | clock skew | no early delayed delivery, no spurious lease expiry | no test yet |"
+        ));
+        assert!(report.contains("| D2 | kill -9, fsync interval |"));
+        assert!(report.contains("| not run | (gateway/tests/crash_recovery.rs) |"));
         assert_eq!(report.matches("\n| ").count(), CASES.len() + 1);
     }
 }

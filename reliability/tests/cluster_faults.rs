@@ -593,7 +593,10 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
         let zombie = &report.findings.deposed;
         // Coverage: the resumed node answered produces, so its acks were judged. With 8 s of
         // producing a run once ended before the resumed node answered any (0 of 0).
-        assert!(zombie.resumes > 0 && zombie.checked > 0, "nothing to judge: {zombie:?}");
+        assert!(
+            zombie.resumes > 0 && zombie.checked > 0,
+            "nothing to judge: {zombie:?}"
+        );
         assert_eq!(
             zombie.unbacked.count, 0,
             "acks by a deposed leader: {zombie:?}"

@@ -161,6 +161,8 @@ pub struct Broker {
     /// [`Broker::set_metadata_behind`]): a topic or subscription it does not know is then not
     /// known to be missing. Never set on a single node.
     metadata_behind: AtomicBool,
+    /// The data folder's free-space reserve, checked by every produce.
+    disk: crate::disk_space::DiskSpace,
 }
 
 impl Broker {
@@ -185,7 +187,9 @@ impl Broker {
             None => metadata.receipt_key()?,
         };
         let receipts = ReceiptCodec::new(receipt_key);
+        let disk = crate::disk_space::DiskSpace::new(&config.data_dir, config.min_free_bytes);
         let broker = Arc::new_cyclic(|me| Broker {
+            disk,
             me: me.clone(),
             receipts,
             config,

@@ -53,6 +53,7 @@ impl Broker {
         ack: AckMode,
     ) -> Result<ProduceOutcome> {
         self.check_running()?;
+        self.disk.check()?;
         let open = self.topic(topic)?;
         let config = open.config();
         let nearby = self.unkeyed_partitions(&open);

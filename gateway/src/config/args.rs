@@ -19,7 +19,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WHARF_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// TOML file with the same keys as these flags (listen, data_dir, fsync, segment_bytes,
-    /// max_body_bytes).
+    /// max_body_bytes, min_free_bytes).
     #[arg(long, env = "WHARF_CONFIG")]
     pub config: Option<PathBuf>,
     /// When to fsync: `always`, `never`, or an interval in milliseconds [default: always].
@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// Largest request body in bytes [default: 8 MiB].
     #[arg(long, env = "WHARF_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<String>,
+    /// Produces are refused with 507 while less than this many bytes are free on the data
+    /// folder's file system, so deletes still work on a full disk; 0 turns it off
+    /// [default: 128 MiB].
+    #[arg(long, env = "WHARF_MIN_FREE_BYTES")]
+    pub min_free_bytes: Option<String>,
     /// Serve without authentication on a non-loopback address (no keys configured).
     #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
     pub allow_anonymous: bool,
@@ -59,6 +64,7 @@ impl ServeArgs {
             fsync: self.fsync.or(file.fsync.map(value_text)),
             segment_bytes: self.segment_bytes.or(file.segment_bytes.map(value_text)),
             max_body_bytes: self.max_body_bytes.or(file.max_body_bytes.map(value_text)),
+            min_free_bytes: self.min_free_bytes.or(file.min_free_bytes.map(value_text)),
             allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
             auth_keys: file.auth_keys,
             edge,

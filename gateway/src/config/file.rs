@@ -18,6 +18,7 @@ pub(super) struct FileSettings {
     pub(super) fsync: Option<toml::Value>,
     pub(super) segment_bytes: Option<toml::Value>,
     pub(super) max_body_bytes: Option<toml::Value>,
+    pub(super) min_free_bytes: Option<toml::Value>,
     pub(super) allow_anonymous: Option<bool>,
     /// `[[auth_keys]]` tables: `kid`, `alg`, and `secret` or `file`.
     #[serde(default)]

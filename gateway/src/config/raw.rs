@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use broker_core::FsyncPolicy;
 use broker_core::config::{DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
+use broker_core::disk_space::DEFAULT_MIN_FREE_BYTES;
 use broker_core::limits::MAX_FRAME_BYTES;
 
 use super::cluster::{ClusterArgs, freeze_cluster};
@@ -32,6 +33,8 @@ pub struct RawSettings {
     pub segment_bytes: Option<String>,
     /// See [`Settings::max_body_bytes`].
     pub max_body_bytes: Option<String>,
+    /// See [`Settings::min_free_bytes`].
+    pub min_free_bytes: Option<String>,
     /// Serve without auth on a non-loopback address.
     pub allow_anonymous: bool,
     /// Keys from the config file's `[[auth_keys]]`.
@@ -91,6 +94,10 @@ impl RawSettings {
                 ),
             ));
         }
+        let min_free_bytes = match self.min_free_bytes {
+            Some(text) => parse_number::<u64>("min_free_bytes", &text)?,
+            None => DEFAULT_MIN_FREE_BYTES,
+        };
         let (auth, mut edge) = freeze_edge(self.edge, self.auth_keys)?;
         if !auth.enabled() && !listen.ip().is_loopback() && !self.allow_anonymous {
             return Err(ConfigError::AnonymousOnNetwork { listen });
@@ -103,6 +110,7 @@ impl RawSettings {
             fsync,
             segment_bytes,
             max_body_bytes,
+            min_free_bytes,
             auth,
             edge,
             cluster,

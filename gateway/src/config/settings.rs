@@ -31,6 +31,7 @@ pub struct Settings {
     pub(super) fsync: FsyncPolicy,
     pub(super) segment_bytes: u64,
     pub(super) max_body_bytes: usize,
+    pub(super) min_free_bytes: u64,
     pub(super) auth: Authenticator,
     pub(super) edge: EdgeSettings,
     pub(super) cluster: Option<ClusterSettings>,
@@ -87,11 +88,18 @@ impl Settings {
         self.max_body_bytes
     }
 
+    /// Produces are refused (507) while less than this many bytes are free on the data
+    /// folder's file system (0: never).
+    pub fn min_free_bytes(&self) -> u64 {
+        self.min_free_bytes
+    }
+
     /// The broker's configuration.
     pub fn broker_config(&self) -> BrokerConfig {
         let mut config = BrokerConfig::new(&self.data_dir);
         config.log.fsync = self.fsync;
         config.log.segment_bytes = self.segment_bytes;
+        config.min_free_bytes = self.min_free_bytes;
         config
     }
 }
