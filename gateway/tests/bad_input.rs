@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Harness, expect_problem, json_of};
+use common::{Harness, expect_problem, json_of, problem_leaks};
 use gateway::config::RawSettings;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -420,6 +420,8 @@ async fn bad_input_gets_problem_json() {
     assert!(cases.len() >= 20);
     let total = cases.len() as u64;
     let mut server_errors = 0;
+    let mut leaks = 0;
+    let mut codes = std::collections::BTreeSet::new();
     for case in cases {
         let mut request = harness
             .client
@@ -445,6 +447,8 @@ async fn bad_input_gets_problem_json() {
             );
         }
         let problem = expect_problem(response, case.status, case.code).await;
+        leaks += problem_leaks(&problem).len() as u64;
+        codes.insert(case.code);
         assert!(
             problem["status"].as_u64() < Some(500),
             "case {:?}",
@@ -455,6 +459,14 @@ async fn bad_input_gets_problem_json() {
     CaseLine::new("G3", "malformed-bodies")
         .must_be_zero("5xx other than 503/507", server_errors, total)
         .must_be_zero("state changed", u64::from(after != before), 1)
+        .record();
+    CaseLine::new("G9", "error-hygiene")
+        .figure("distinct codes", codes.len())
+        .must_be_zero(
+            "problems showing a trace, path, address or unknown code",
+            leaks,
+            total,
+        )
         .record();
     assert_eq!(after, before, "a refused request changed state");
     harness.stop().await;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use restartable::{Node, json_of, now_ms, text};
 use serde_json::{Value, json};
+use wharf_reliability::CaseLine;
 
 fn values(messages: &[Value]) -> BTreeSet<String> {
     messages.iter().map(|m| text(m, "value")).collect()
@@ -163,6 +164,12 @@ async fn a_repeated_id_is_stored_once_even_across_a_restart() {
     );
     assert_eq!(node.stored("payments").await, 2);
 
+    let stored = node.stored("payments").await;
+    CaseLine::new("S4", "dedup-across-restart")
+        .figure("retries", 4)
+        .figure("restarts", 1)
+        .must_be_zero("duplicates stored", stored.saturating_sub(2), 4)
+        .record();
     let delivered = drain(&node, "payments", "ledger", 2).await;
     assert_nothing_more(&node, "payments", "ledger", 300).await;
     let expected: BTreeSet<String> = ["pay 10", "pay 20"].map(String::from).into();
@@ -391,6 +398,12 @@ async fn seek_replays_from_a_timestamp_the_start_or_offsets_and_bad_seeks_change
     assert_eq!(reply["positions"].as_object().expect("positions").len(), 2);
     let replayed = drain(&node, "audit", "s", 6).await;
     assert_nothing_more(&node, "audit", "s", 300).await;
+    let off_range = values(&replayed)
+        .symmetric_difference(&values(&batch("B")))
+        .count();
+    CaseLine::new("S7", "seek-to-timestamp")
+        .must_be_zero("replayed outside the expected range", off_range as u64, 6)
+        .record();
     assert_eq!(values(&replayed), values(&batch("B")));
 
     json_of(seek(&node, json!({ "to": "earliest" })).await, 200).await;

@@ -250,7 +250,7 @@ pub const CASES: &[Case] = &[
         "G9",
         "error hygiene and route inventory",
         "every error problem+json with a known code; no undocumented route",
-        "",
+        "gateway/tests/bad_input.rs (and every expect_problem)",
     ),
     case(
         "G10",

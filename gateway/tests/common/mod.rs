@@ -169,7 +169,37 @@ pub async fn expect_problem(response: Response, status: u16, code: &str) -> Valu
         !problem["detail"].as_str().unwrap_or_default().is_empty(),
         "{problem}"
     );
+    let leaks = problem_leaks(&problem);
+    assert!(leaks.is_empty(), "{problem} shows {leaks:?}");
     problem
+}
+
+/// What a problem body must not show (RELIABILITY.md G9): a code outside the documented list,
+/// a stack trace or panic message, a file path, an internal address.
+pub fn problem_leaks(problem: &Value) -> Vec<&'static str> {
+    let mut leaks = Vec::new();
+    let code = problem["code"].as_str().unwrap_or_default();
+    if !gateway::codes::ALL.iter().any(|known| known.code == code) {
+        leaks.push("an unknown code");
+    }
+    let text = problem.to_string();
+    let patterns = [
+        ("panicked", "a panic message"),
+        ("stack backtrace", "a stack trace"),
+        (".rs:", "a source location"),
+        ("/tmp/", "a file path"),
+        ("/home/", "a file path"),
+        ("/work/", "a file path"),
+        ("wharf-data", "the data folder"),
+        ("127.0.0.1:", "an internal address"),
+        ("0.0.0.0", "an internal address"),
+    ];
+    for (pattern, what) in patterns {
+        if text.contains(pattern) {
+            leaks.push(what);
+        }
+    }
+    leaks
 }
 
 /// The receipt strings of received messages.
