@@ -184,7 +184,7 @@ pub const CASES: &[Case] = &[
         "S6",
         "consumer crash mid-batch",
         "every message acknowledged at least once",
-        "",
+        "gateway/tests/consumer_crash.rs",
     ),
     case(
         "S7",
