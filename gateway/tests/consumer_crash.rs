@@ -127,10 +127,10 @@ async fn every_message_is_acknowledged_though_consumers_die_holding_leases() {
             started_consumers += 1;
         }
         // Now and then kill one mid-request: its receive or ack is cut off.
-        if XorShift(next_seed).below(4) == 0 {
-            if let Some(task) = consumers.pop() {
-                task.abort();
-            }
+        if XorShift(next_seed).below(4) == 0
+            && let Some(task) = consumers.pop()
+        {
+            task.abort();
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
