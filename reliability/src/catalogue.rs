@@ -75,8 +75,8 @@ pub const CASES: &[Case] = &[
     case(
         "D8",
         "slow disk",
-        "bounded queues answer 503 instead of growing",
-        "",
+        "group commit shares the slow fsync; bounded queues answer 503 instead of growing",
+        "broker-core/tests/slow_disk.rs",
     ),
     case(
         "R1",
