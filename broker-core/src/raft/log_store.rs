@@ -12,12 +12,21 @@
 //! fires; a purge is durable in the state file before it returns; entries at or below the
 //! purged id are never returned, even while their segment still exists (a purge deletes
 //! whole sealed segments only, so the active one stays even when all of it is purged).
+//!
+//! A read may race a truncation or a purge: a replication task of a leadership this node just
+//! lost still reads entries while the new leader's first append cuts them away. What such a
+//! read meets (a frame cut short, another entry's bytes at the old place) is not a storage
+//! failure but entries no longer there, which openraft allows a reader to leave out; and
+//! openraft treats any error of a replication read as fatal, stopping the group on this node
+//! for good. So a read that fails while entries were being removed returns the entries it
+//! read before the failure ([`Inner::removals`]).
 
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -25,7 +34,7 @@ use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
 
 use super::types::{TypeConfig, from_frame, log_id, to_raft_entry};
 use crate::error::BrokerError;
-use crate::storage::{PartitionHandle, RaftState};
+use crate::storage::{BatchHeader, EntryBody, PartitionHandle, RaftState};
 
 /// Bytes of entry bodies one read gathers before it returns what it has and reads on.
 const READ_CHUNK_BYTES: usize = 8 * 1024 * 1024;
@@ -45,6 +54,34 @@ struct Inner {
     state: tokio::sync::Mutex<RaftState>,
     /// The last purged id, decoded, for readers.
     purged: std::sync::Mutex<Option<LogId<u64>>>,
+    /// Bumped when a truncation or a purge starts and again when it ends (odd while one
+    /// runs), so a reader can tell that entries were removed under it.
+    removals: AtomicU64,
+}
+
+impl Inner {
+    /// Whether entries were being removed at any time since `before` was read from
+    /// [`Inner::removals`].
+    fn removed_since(&self, before: u64) -> bool {
+        before % 2 == 1 || self.removals.load(Ordering::Acquire) != before
+    }
+}
+
+/// Marks a removal of entries (truncation or purge) under way, from its creation to its drop
+/// (also when the removing future is dropped early).
+struct Removing<'a>(&'a AtomicU64);
+
+impl<'a> Removing<'a> {
+    fn start(removals: &'a AtomicU64) -> Self {
+        removals.fetch_add(1, Ordering::AcqRel);
+        Removing(removals)
+    }
+}
+
+impl Drop for Removing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 impl LogStore {
@@ -59,6 +96,7 @@ impl LogStore {
                 dir,
                 state: tokio::sync::Mutex::new(state),
                 purged: std::sync::Mutex::new(purged),
+                removals: AtomicU64::new(0),
             }),
         })
     }
@@ -119,6 +157,27 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: Option<&Bytes>) -> Result<Optio
         .map_err(|e| BrokerError::invalid("raft state", e.to_string()))
 }
 
+/// Frames of entries `from..to`, read in chunks, and the failure that stopped the reading
+/// early, if one did: the frames read before it are kept. Blocking file I/O.
+fn read_frames(
+    log: &PartitionHandle,
+    from: u64,
+    to: u64,
+) -> (Vec<(BatchHeader, EntryBody)>, Option<BrokerError>) {
+    let mut frames = Vec::new();
+    let mut next = from;
+    while next < to {
+        let chunk = match log.read_entries(next, to, READ_CHUNK_BYTES) {
+            Ok(chunk) => chunk,
+            Err(error) => return (frames, Some(error)),
+        };
+        let Some((last, _)) = chunk.last() else { break };
+        next = last.raft_index.map_or(to, |i| i + 1);
+        frames.extend(chunk);
+    }
+    (frames, None)
+}
+
 fn read_error(e: &BrokerError) -> StorageError<u64> {
     StorageIOError::read_logs(e).into()
 }
@@ -147,24 +206,25 @@ impl RaftLogReader<TypeConfig> for LogStore {
         }
         .min(end);
         let log = self.inner.log.clone();
-        let frames = blocking(move || {
-            let mut frames = Vec::new();
-            let mut next = from;
-            while next < to {
-                let chunk = log.read_entries(next, to, READ_CHUNK_BYTES)?;
-                let Some((last, _)) = chunk.last() else { break };
-                next = last.raft_index.map_or(to, |i| i + 1);
-                frames.extend(chunk);
+        let removals = self.inner.removals.load(Ordering::Acquire);
+        let (frames, failure) = blocking(move || Ok(read_frames(&log, from, to)))
+            .await
+            .map_err(|e| read_error(&e))?;
+        let mut entries = Vec::new();
+        let mut failure = failure;
+        for (header, body) in frames {
+            match from_frame(&header, body) {
+                Ok(entry) => entries.push(entry),
+                Err(error) => {
+                    failure = Some(error);
+                    break;
+                }
             }
-            Ok(frames)
-        })
-        .await
-        .map_err(|e| read_error(&e))?;
-        let entries: Result<Vec<_>, BrokerError> = frames
-            .into_iter()
-            .map(|(header, body)| from_frame(&header, body))
-            .collect();
-        entries.map_err(|e| read_error(&e))
+        }
+        match failure {
+            Some(error) if !self.inner.removed_since(removals) => Err(read_error(&error)),
+            _ => Ok(entries),
+        }
     }
 }
 
@@ -223,6 +283,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> StorageResult<()> {
+        let _removing = Removing::start(&self.inner.removals);
         self.inner
             .log
             .truncate_entries(log_id.index)
@@ -239,6 +300,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .await
             .map_err(|e| write_error(&e))?;
         *crate::sync::lock(&self.inner.purged) = Some(log_id);
+        let _removing = Removing::start(&self.inner.removals);
         // Whole sealed segments go, in the writer's order; the active one stays even when
         // every entry in it is purged (readers of entries skip them), so the next message
         // offset is kept. A follower installing a snapshot has its log reset by the state

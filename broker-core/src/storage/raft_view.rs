@@ -79,6 +79,7 @@ impl LogView {
         let Some(mut segment) = self.segment(first.at.segment_base) else {
             return Ok(out);
         };
+        fail::fail_point!("raft_view::read_entries::located");
         let mut position = first.at.position;
         let mut bytes = 0;
         let mut next = from;

@@ -87,6 +87,32 @@ pub enum HarnessError {
         /// What `kill` said.
         detail: String,
     },
+    /// A system command (`ip netns add`, `ip route add blackhole …`) failed or hung.
+    #[error("`{command}` failed: {detail}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status and stderr, or why it did not finish.
+        detail: String,
+    },
+    /// The process the harness started for a node is not the `wharf` binary (a launcher such
+    /// as `ip netns exec` that forked instead of exec-ing): signals would miss the node.
+    #[error("node {node}: process {pid} runs {found}, not {expected}")]
+    NotWharf {
+        /// The node.
+        node: NodeId,
+        /// The process id the harness holds.
+        pid: u32,
+        /// What `/proc/<pid>/exe` points to.
+        found: String,
+        /// The `wharf` binary.
+        expected: String,
+    },
+    /// A network fault was asked of a cluster run without network namespaces.
+    #[error(
+        "network faults need a cluster started with `ClusterSpec::network = Network::Namespaces`"
+    )]
+    NoNetwork,
     /// Free ports kept clashing with other processes.
     #[error("ports kept clashing after {attempts} attempts; last error: {last}")]
     PortsClash {

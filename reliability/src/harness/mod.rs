@@ -1,6 +1,8 @@
 //! The cluster runner: starts N `wharf serve` processes on loopback ports, each with its own
 //! data folder and log file, and injects process faults into them (SIGKILL, SIGSTOP/SIGCONT,
-//! restart on the same ports and data).
+//! restart on the same ports and data). With [`Network::Namespaces`] each node runs in its own
+//! network namespace instead, and network partitions can be injected ([`Cluster::split`],
+//! [`Cluster::heal`]).
 //!
 //! # Layout
 //! - [`ClusterSpec`] and [`Cluster`] (this file): what to start, and the running cluster.
@@ -9,13 +11,19 @@
 //! - [`node`]: one node's process.
 //! - [`ports`]: free loopback ports.
 //! - [`probe`]: a blocking `GET /readyz`.
+//! - [`netns`]: the private network of namespaces, veth pairs and a bridge.
+//! - [`netsplit`]: partition shapes ([`NetSplit`]), as the links they cut.
+//! - [`command`]: one `ip` command with a deadline.
 //!
 //! Nodes are named by their id, `1..=nodes`, as in the cluster flags and in the history.
 //! Every wait has a deadline. Dropping a [`Cluster`] SIGKILLs every node; its folder (data and
 //! logs) is deleted unless [`Cluster::keep_artifacts`] was called or the thread is panicking
 //! (a failing test), in which case its path is printed to stderr.
 
+pub mod command;
 pub mod error;
+pub mod netns;
+pub mod netsplit;
 pub mod node;
 pub mod ports;
 pub mod probe;
@@ -29,6 +37,8 @@ use rand::distributions::Alphanumeric;
 use tempfile::TempDir;
 
 pub use error::HarnessError;
+pub use netns::NetNamespaces;
+pub use netsplit::{Link, NetSplit};
 
 /// The `wharf` binary the tests run: `WHARF_BIN`, else `$CARGO_TARGET_DIR/debug/wharf`, else
 /// the workspace's `target/debug/wharf` (which `cargo test --workspace` builds first).
@@ -57,6 +67,18 @@ pub const PORT_ATTEMPTS: u32 = 3;
 /// Length of the generated cluster secret; `wharf` requires at least 32 bytes.
 pub const CLUSTER_SECRET_LEN: usize = 48;
 
+/// Where the nodes listen and how they reach each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// Free ports on `127.0.0.1`, all in the test's own network namespace.
+    #[default]
+    Loopback,
+    /// Each node in its own network namespace on a bridge ([`NetNamespaces`]), listening on
+    /// its own address (`--allow-anonymous`, as it is not loopback), so links between nodes
+    /// can be cut. Needs root.
+    Namespaces,
+}
+
 /// What cluster to start.
 #[derive(Debug, Clone)]
 pub struct ClusterSpec {
@@ -72,6 +94,8 @@ pub struct ClusterSpec {
     pub binary: PathBuf,
     /// Bound on each start or restart, spawn to ready.
     pub ready_timeout: Duration,
+    /// Loopback ports, or a namespace per node.
+    pub network: Network,
 }
 
 impl ClusterSpec {
@@ -84,6 +108,7 @@ impl ClusterSpec {
             extra_args: Vec::new(),
             binary: binary.into(),
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            network: Network::Loopback,
         }
     }
 }
@@ -107,6 +132,7 @@ pub struct Cluster {
     nodes: Vec<NodeProcess>,
     root: Option<TempDir>,
     keep: bool,
+    network: Option<NetNamespaces>,
 }
 
 impl Cluster {
@@ -143,12 +169,17 @@ impl Cluster {
             .prefix("wharf-cluster-")
             .tempdir()
             .map_err(HarnessError::io("creating the cluster's temp folder"))?;
-        let nodes = plan_nodes(&spec, root.path())?;
+        let network = match spec.network {
+            Network::Loopback => None,
+            Network::Namespaces => Some(NetNamespaces::create(&node_ids(spec.nodes))?),
+        };
+        let nodes = plan_nodes(&spec, root.path(), network.as_ref())?;
         let mut cluster = Cluster {
             spec,
             nodes,
             root: Some(root),
             keep: false,
+            network,
         };
         for node in &mut cluster.nodes {
             node.spawn()?;
@@ -241,6 +272,27 @@ impl Cluster {
         Ok(self.node(id)?.log_tail(lines))
     }
 
+    /// Cuts the links of `split` (on top of any already cut) and checks the routes are in
+    /// place: `Ok` means the partition is installed. Needs [`Network::Namespaces`].
+    pub fn split(&mut self, split: &NetSplit) -> Result<(), HarnessError> {
+        let links = split.links(&self.node_ids());
+        self.network_mut()?.cut(&links)
+    }
+
+    /// Removes every cut and checks none is left.
+    pub fn heal(&mut self) -> Result<(), HarnessError> {
+        self.network_mut()?.heal()
+    }
+
+    /// The network of namespaces, when the cluster runs in one.
+    pub fn network(&self) -> Option<&NetNamespaces> {
+        self.network.as_ref()
+    }
+
+    fn network_mut(&mut self) -> Result<&mut NetNamespaces, HarnessError> {
+        self.network.as_mut().ok_or(HarnessError::NoNetwork)
+    }
+
     /// Keeps the data folders and logs after the cluster is dropped (for a failing run); the
     /// path is printed then.
     pub fn keep_artifacts(&mut self) {
@@ -290,14 +342,41 @@ fn url_of(addr: SocketAddr) -> String {
     format!("http://{addr}")
 }
 
-/// Each node's ports, folders and command line, not yet started.
-fn plan_nodes(spec: &ClusterSpec, root: &Path) -> Result<Vec<NodeProcess>, HarnessError> {
+/// The ids of a cluster of `nodes`: `1..=nodes`.
+fn node_ids(nodes: usize) -> Vec<NodeId> {
+    (1..=nodes as NodeId).collect()
+}
+
+/// Each node's public (HTTP) and cluster address: free loopback ports, or the fixed ports on
+/// each node's own address in `network`.
+fn plan_addrs(
+    spec: &ClusterSpec,
+    network: Option<&NetNamespaces>,
+) -> Result<(Vec<SocketAddr>, Vec<SocketAddr>), HarnessError> {
+    if let Some(network) = network {
+        let at = |id, port| SocketAddr::new(network.address(id).into(), port);
+        return Ok(node_ids(spec.nodes)
+            .into_iter()
+            .map(|id| (at(id, netns::HTTP_PORT), at(id, netns::CLUSTER_PORT)))
+            .unzip());
+    }
     let clustered = spec.nodes > 1;
     let port_count = if clustered { 2 * spec.nodes } else { 1 };
-    let addrs = ports::free_loopback_addrs(port_count)?;
-    let (public, cluster) = addrs.split_at(spec.nodes);
+    let mut addrs = ports::free_loopback_addrs(port_count)?;
+    let cluster = addrs.split_off(spec.nodes);
+    Ok((addrs, cluster))
+}
+
+/// Each node's ports, folders and command line, not yet started.
+fn plan_nodes(
+    spec: &ClusterSpec,
+    root: &Path,
+    network: Option<&NetNamespaces>,
+) -> Result<Vec<NodeProcess>, HarnessError> {
+    let clustered = spec.nodes > 1;
+    let (public, cluster) = plan_addrs(spec, network)?;
     let secret = cluster_secret();
-    let peers = peers_flag(cluster);
+    let peers = peers_flag(&cluster);
     (0..spec.nodes)
         .map(|i| {
             let id = (i + 1) as NodeId;
@@ -320,14 +399,25 @@ fn plan_nodes(spec: &ClusterSpec, root: &Path) -> Result<Vec<NodeProcess>, Harne
             }
             args.extend(spec.extra_args.iter().cloned());
             let log_path = folder.join("wharf.log");
-            Ok(NodeProcess::new(
-                id,
-                public[i],
-                data_dir,
-                log_path,
-                spec.binary.clone(),
-                args,
-            ))
+            let Some(network) = network else {
+                let binary = spec.binary.clone();
+                return Ok(NodeProcess::new(
+                    id, public[i], data_dir, log_path, binary, args,
+                ));
+            };
+            args.push("--allow-anonymous".to_owned());
+            let mut launch = vec![
+                "netns".to_owned(),
+                "exec".to_owned(),
+                network.namespace(id),
+                spec.binary.display().to_string(),
+            ];
+            launch.extend(args);
+            let ip = PathBuf::from(NetNamespaces::ip_program());
+            Ok(
+                NodeProcess::new(id, public[i], data_dir, log_path, ip, launch)
+                    .expecting_exe(spec.binary.clone()),
+            )
         })
         .collect()
 }
@@ -392,7 +482,7 @@ mod tests {
     #[test]
     fn a_single_node_gets_no_cluster_flags() {
         let dir = tempfile::tempdir().expect("dir");
-        let nodes = plan_nodes(&ClusterSpec::new("/bin/true", 1), dir.path()).expect("plan");
+        let nodes = plan_nodes(&ClusterSpec::new("/bin/true", 1), dir.path(), None).expect("plan");
         let args = nodes[0].args_for_test();
         assert_eq!(args[0], "serve");
         assert!(
@@ -407,7 +497,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let mut spec = ClusterSpec::new("/bin/true", 3);
         spec.zones = vec!["a".into(), "b".into()];
-        let nodes = plan_nodes(&spec, dir.path()).expect("plan");
+        let nodes = plan_nodes(&spec, dir.path(), None).expect("plan");
         let flag = |node: &NodeProcess, name: &str| {
             let args = node.args_for_test();
             let at = args.iter().position(|a| a == name).expect("flag present");

@@ -36,6 +36,7 @@ pub struct NodeProcess {
     pub log_path: PathBuf,
     binary: PathBuf,
     args: Vec<String>,
+    exe: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -56,8 +57,18 @@ impl NodeProcess {
             log_path,
             binary,
             args,
+            exe: None,
             child: None,
         }
+    }
+
+    /// Makes every start check, once the node is ready, that its process runs `exe`: for a
+    /// node started through a launcher that must exec it (`ip netns exec … wharf`), so that
+    /// signals reach the node itself.
+    #[must_use]
+    pub fn expecting_exe(mut self, exe: PathBuf) -> Self {
+        self.exe = Some(exe);
+        self
     }
 
     /// Spawns the process, appending a marker line and then its output to the log file. The
@@ -192,7 +203,7 @@ impl NodeProcess {
                 return Err(HarnessError::NotRunning { node: self.id });
             }
             let last_probe = match readyz_status(self.public) {
-                Ok(200) => return Ok(()),
+                Ok(200) => return self.check_exe(),
                 Ok(status) => format!("HTTP {status}"),
                 Err(error) => error,
             };
@@ -205,6 +216,27 @@ impl NodeProcess {
                 });
             }
             std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// Checks that the process runs the expected executable, if one was set.
+    fn check_exe(&self) -> Result<(), HarnessError> {
+        let (Some(expected), Some(pid)) = (&self.exe, self.pid()) else {
+            return Ok(());
+        };
+        let found = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|e| format!("unreadable /proc/{pid}/exe: {e}"));
+        let expected_path = std::fs::canonicalize(expected).unwrap_or_else(|_| expected.clone());
+        // A binary rebuilt while the node runs shows as "<path> (deleted)".
+        match found.trim_end_matches(" (deleted)") == expected_path.display().to_string() {
+            true => Ok(()),
+            false => Err(HarnessError::NotWharf {
+                node: self.id,
+                pid,
+                found,
+                expected: expected_path.display().to_string(),
+            }),
         }
     }
 

@@ -157,6 +157,24 @@ pub struct Page {
     pub served_by: Option<NodeId>,
 }
 
+/// One partition's Raft group as `GET /v1/cluster` shows it on the answering node.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GroupSeen {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: Partition,
+    /// The leader the answering node knows in `term` (none during an election).
+    pub leader: Option<NodeId>,
+    /// The answering node's current term (none when it holds no replica).
+    pub term: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClusterReply {
+    partitions: Vec<GroupSeen>,
+}
+
 /// The header naming the node that served an offset read.
 pub const SERVED_BY_HEADER: &str = "wharf-served-by";
 
@@ -207,6 +225,17 @@ impl Api {
             .post(format!("{url}/v1/topics/{topic}/subscriptions"))
             .json(&body);
         self.call_ignoring_body(request).await
+    }
+
+    /// `GET /v1/cluster`: every partition's group as the node at `url` sees it.
+    pub async fn cluster_groups(&self, url: &str) -> Reply<Vec<GroupSeen>> {
+        let request = self.client.get(format!("{url}/v1/cluster"));
+        match self.call::<ClusterReply>(request, self.timeout).await {
+            Reply::Ok(reply) => Reply::Ok(reply.partitions),
+            Reply::Refused(e) => Reply::Refused(e),
+            Reply::Status { status, code } => Reply::Status { status, code },
+            Reply::Unknown { status, detail } => Reply::Unknown { status, detail },
+        }
     }
 
     /// `POST /v1/topics/{topic}/messages?ack={ack}` with one message whose client `id` is its

@@ -7,6 +7,8 @@
 //! - [`recorder`]: [`Recorder`], the history file and its clock; faults and leaders are
 //!   recorded by whoever injects or observes them, through it.
 //! - [`api`]: the Wharf calls, each with a timeout, and what their replies prove.
+//! - [`leader_watch`]: [`LeaderWatch`], which records every partition leader and Raft term the
+//!   nodes report.
 //! - `produce`, `consume`, `drain`: the tasks.
 //!
 //! A run: [`Recorder::create`] (writes the `run` header), [`Workload::setup`],
@@ -55,6 +57,7 @@
 pub mod api;
 mod consume;
 mod drain;
+pub mod leader_watch;
 mod produce;
 pub mod recorder;
 pub mod spec;
@@ -67,6 +70,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::task::JoinSet;
 
+pub use leader_watch::LeaderWatch;
 pub use recorder::Recorder;
 pub use spec::WorkloadSpec;
 
@@ -185,6 +189,7 @@ struct Context {
     api: Api,
     recorder: Recorder,
     counters: Counters,
+    stop_producing: AtomicBool,
     producers_done: AtomicBool,
     progress: Mutex<Progress>,
 }
@@ -250,6 +255,7 @@ impl Workload {
                 api,
                 recorder,
                 counters: Counters::default(),
+                stop_producing: AtomicBool::new(false),
                 producers_done: AtomicBool::new(false),
                 progress: Mutex::new(Progress::default()),
             }),
@@ -376,6 +382,13 @@ impl RunningWorkload {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Makes the producers stop sending now rather than at the end of the spec's `duration`
+    /// (requests in flight still complete and are recorded): for a run whose faults took as
+    /// long as they took.
+    pub fn stop_producing(&self) {
+        self.context.stop_producing.store(true, Ordering::Release);
     }
 
     /// Waits for the producers to finish, then for the consumers.

@@ -27,7 +27,7 @@ pub async fn run(context: Arc<Context>, process: u32) {
     let mut sends = JoinSet::new();
     for counter in 0..spec.messages_per_producer() {
         ticker.tick().await;
-        if Instant::now() >= end {
+        if Instant::now() >= end || context.stop_producing.load(Ordering::Acquire) {
             break;
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else {
