@@ -94,13 +94,13 @@ pub const CASES: &[Case] = &[
         "R3",
         "leader isolated on the minority side",
         "no ack from the minority side; nothing acknowledged lost; divergent records never served",
-        "",
+        "reliability/tests/cluster_partitions.rs",
     ),
     case(
         "R4",
         "partition shapes",
         "no two leaders ack for one partition; nothing acknowledged lost",
-        "",
+        "reliability/tests/cluster_partitions.rs",
     ),
     case(
         "R5",
