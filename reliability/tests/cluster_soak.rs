@@ -41,6 +41,9 @@ const PAUSE_MS: std::ops::Range<u64> = 2_000..5_001;
 const DOWN_MS: std::ops::Range<u64> = 500..2_001;
 /// Between two faults, in milliseconds, drawn.
 const BETWEEN_MS: std::ops::Range<u64> = 1_000..3_001;
+/// Bound on each restart during the soak, spawn to ready: twice the harness's default, as a
+/// node restarted just after another one was paused may wait for the metadata's majority.
+const RESTART_READY: Duration = Duration::from_secs(20);
 /// The process id of the liveness phase's fresh write in the history.
 const FRESH_PROCESS: u32 = 1_000;
 
@@ -111,7 +114,7 @@ fn a_flapping_cluster_heals_converges_and_loses_nothing() {
         let seed = seed_from_env("WHARF_SOAK_SEED");
         let mut rng = StdRng::seed_from_u64(seed);
         let soak = Duration::from_secs(env_number("WHARF_SOAK_SECONDS", 30));
-        let mut cluster = three_nodes_with(|_| {});
+        let mut cluster = three_nodes_with(|spec| spec.ready_timeout = RESTART_READY);
         let run = run_header(
             ("R11", "flapping-soak"),
             seed,
