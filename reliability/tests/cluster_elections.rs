@@ -6,7 +6,7 @@
 //!   only node running after the other two are killed; it must acknowledge nothing until an
 //!   in-sync node is back, and then nothing acknowledged may be missing.
 //! - R9, minority corruption (the NATS#7549 shape): a stopped follower's newest segment is cut
-//!   in the middle of its frames, it restarts with a short log, and the leader is killed: the
+//!   in the middle of its frames (or one byte of it flipped), it restarts, and the leader is killed: the
 //!   short node must not lead before it has re-synced, and nothing acknowledged may be lost.
 //!
 //! `WHARF_FAULT_SECONDS` lengthens the faulty phase of each (R6: how long the lagging node runs
@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use cluster::{
     Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, drain_and_check, end_offset_in,
-    env_number, leader_in, leader_of, newest_segment, producers_only, run_header, serially,
-    start_workload, three_nodes_with, topic_view, truncate_mid_log,
+    env_number, flip_byte_in_log, leader_in, leader_of, newest_segment, producers_only, run_header,
+    serially, start_workload, three_nodes_with, topic_view, truncate_mid_log,
 };
 use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::{NodeId, Outcome, Phase};
@@ -217,8 +217,35 @@ fn a_lagging_follower_alone_acknowledges_nothing_and_loses_nothing_once_an_in_sy
     });
 }
 
+/// How R9 damages the stopped follower's newest segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Corruption {
+    /// Cut in the middle of its frames (mid-record, most likely): a short log.
+    Cut,
+    /// One byte flipped a quarter into its frames: a log of full length with a bad record.
+    Flip,
+}
+
+/// What the node's recovery says when it cuts a log at a bad or torn frame.
+const CUT_MESSAGE: &str = "cutting a bad tail";
+
 #[test]
 fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing() {
+    minority_corruption(Corruption::Cut);
+}
+
+#[test]
+fn a_follower_with_a_flipped_byte_does_not_lead_with_it_and_loses_nothing() {
+    minority_corruption(Corruption::Flip);
+}
+
+/// R9 with `corruption`: the follower stops, its newest segment is damaged, it restarts, and
+/// the leader is killed at once.
+fn minority_corruption(corruption: Corruption) {
+    let name = match corruption {
+        Corruption::Cut => "minority-corruption-cut",
+        Corruption::Flip => "minority-corruption-flip",
+    };
     serially(async {
         let mut cluster = three_nodes_with(|_| {});
         let after = Duration::from_secs(env_number("WHARF_FAULT_SECONDS", 3));
@@ -234,30 +261,33 @@ fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing()
             followers,
         } = start(
             &cluster,
-            ("R9", "minority-corruption"),
+            ("R9", name),
             &["corrupt_follower", "kill_leader"],
             (seconds, 200),
         )
         .await;
         let (corrupt, healthy) = (followers[0], followers[1]);
 
-        // The follower stops; its newest segment is cut in the middle of its frames.
+        // The follower stops; its newest segment is damaged.
         let killed = tokio::task::block_in_place(|| cluster.kill9(corrupt));
         killed.expect("kill -9 of a follower");
         let data_dir = cluster.data_dir(corrupt).expect("a data folder");
         let segment = newest_segment(data_dir, TOPIC, 0).expect("the partition has a segment");
-        let (frames, kept) = truncate_mid_log(&segment).expect("the segment is cut");
-        recorder.record_fault(
-            "corrupt_follower",
-            Some(corrupt),
-            Phase::Start,
-            kept < frames,
-        );
-        eprintln!("cut {} from {frames} to {kept} bytes", segment.display());
+        let (frames, at) = match corruption {
+            Corruption::Cut => truncate_mid_log(&segment),
+            Corruption::Flip => flip_byte_in_log(&segment),
+        }
+        .expect("the segment is damaged");
+        let damaged = at < frames;
+        recorder.record_fault("corrupt_follower", Some(corrupt), Phase::Start, damaged);
+        let damage = format!("{corruption:?} at byte {at} of {frames}");
+        eprintln!("{damage}: {}", segment.display());
+        let cuts_before = log_mentions(&cluster, corrupt, CUT_MESSAGE);
         tokio::time::sleep(after).await;
 
-        // It restarts with a short log, and the leader dies at once.
+        // It restarts with a damaged log, and the leader dies at once.
         tokio::task::block_in_place(|| cluster.restart(corrupt)).expect("restarts");
+        let detected = log_mentions(&cluster, corrupt, CUT_MESSAGE) > cuts_before;
         recorder.record_fault("corrupt_follower", Some(corrupt), Phase::End, true);
         let leader_end = topic_view(&cluster, leader, TOPIC)
             .await
@@ -313,28 +343,43 @@ fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing()
         let stats = running.finish().await.expect("workload ran");
         let report = drain_and_check(&cluster, &workload, WATCHED, false).await;
         let queue = &report.findings.queue;
-        CaseLine::new("R9", "minority-corruption")
+        CaseLine::new("R9", name)
             .seed(11)
             .must_be_zero("acked lost", queue.lost.count, queue.acknowledged)
-            .must_be_zero("per-node lost", queue.per_node_lost.count, queue.acknowledged)
+            .must_be_zero(
+                "per-node lost",
+                queue.per_node_lost.count,
+                queue.acknowledged,
+            )
             .must_be_zero(
                 "corrupt node elected while short",
                 short_leads,
                 observations,
             )
             .figure("corrupt node seen leading", corrupt_leads)
+            .figure("damage", &damage)
+            .figure("detected at restart", if detected { "yes" } else { "no" })
             .figure(
-                "cut log",
-                format!(
-                    "{kept} of {frames} bytes, end offset {corrupt_end:?} of {leader_end} at restart"
-                ),
+                "end offset at restart",
+                format!("{corrupt_end:?} of {leader_end}"),
             )
             .figure("new leader", new_leader)
             .verdict(report.verdict)
             .record();
         eprintln!("{stats:?}; leader {leader}, corrupt {corrupt}, healthy {healthy}");
-        assert!(kept < frames, "the segment was not cut: {frames} bytes");
+        assert!(damaged, "the segment was not damaged: {damage}");
+        if corruption == Corruption::Cut {
+            assert!(detected, "the cut went unnoticed at restart: {damage}");
+        }
         assert_eq!(short_leads, 0, "the cut node led with a short log");
         assert_nothing_acknowledged_lost(&report);
     });
+}
+
+/// How many lines of node `id`'s log (across its restarts) contain `text`.
+fn log_mentions(cluster: &Cluster, id: NodeId, text: &str) -> usize {
+    let path = cluster.log_path(id).expect("a log file");
+    std::fs::read_to_string(path)
+        .map(|log| log.lines().filter(|line| line.contains(text)).count())
+        .unwrap_or(0)
 }

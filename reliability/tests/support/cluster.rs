@@ -328,6 +328,26 @@ pub fn truncate_mid_log(segment: &Path) -> std::io::Result<(u64, u64)> {
     Ok((frames as u64, keep))
 }
 
+/// Flips every bit of one byte a quarter into a stopped node's segment file's frames (see
+/// [`truncate_mid_log`]). Returns (bytes of frames, the position flipped).
+pub fn flip_byte_in_log(segment: &Path) -> std::io::Result<(u64, u64)> {
+    use std::io::{Seek, SeekFrom, Write};
+    let bytes = std::fs::read(segment)?;
+    let frames = bytes
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1);
+    let at = frames / 4;
+    let Some(byte) = bytes.get(at) else {
+        return Ok((frames as u64, frames as u64));
+    };
+    let mut file = std::fs::OpenOptions::new().write(true).open(segment)?;
+    file.seek(SeekFrom::Start(at as u64))?;
+    file.write_all(&[!byte])?;
+    file.sync_all()?;
+    Ok((frames as u64, at as u64))
+}
+
 /// Producers only (`ack=all`, unique values, to the nodes in turn) on `topic` of `partitions`
 /// partitions, at `rate` messages/s for `seconds`: the election and soak cases judge the
 /// drained logs, not consumption.
