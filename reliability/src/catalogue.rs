@@ -112,7 +112,7 @@ pub const CASES: &[Case] = &[
         "R6",
         "no unclean election",
         "an out-of-sync replica never leads",
-        "",
+        "reliability/tests/cluster_elections.rs",
     ),
     case(
         "R7",
@@ -130,7 +130,7 @@ pub const CASES: &[Case] = &[
         "R9",
         "minority corruption",
         "a corrupted node never leads with a truncated log",
-        "",
+        "reliability/tests/cluster_elections.rs",
     ),
     case(
         "R10",
@@ -142,13 +142,13 @@ pub const CASES: &[Case] = &[
         "R11",
         "flapping soak",
         "converges after healing; acknowledged lost 0",
-        "",
+        "reliability/tests/cluster_soak.rs",
     ),
     case(
         "R12",
         "forwarding under churn",
         "no forward loops, nothing hangs past its timeout",
-        "",
+        "reliability/tests/cluster_forwarding.rs",
     ),
     case(
         "S1",
@@ -256,7 +256,7 @@ pub const CASES: &[Case] = &[
         "G10",
         "forwarding SSRF",
         "forwarding targets only cluster members",
-        "",
+        "reliability/tests/cluster_forwarding.rs",
     ),
 ];
 

@@ -6,28 +6,33 @@
 //! deliveries after a confirmed ack; redeliveries are counted (at-least-once allows them). Each
 //! test prints the checker's report line.
 //!
-//! The tests run one at a time (each starts three processes on 2 shared cores): each takes
-//! [`SERIAL`] first. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
+//! The tests run one at a time (each starts three processes on 2 shared cores): each runs
+//! through `cluster::serially`. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
 //! otherwise) and `WHARF_FAULT_RATE` (messages/s, default 150) lengthen a run; a longer run
 //! repeats its fault while time is left (`reliability/run-faults`). `WHARF_FAULT_KEEP=1` keeps
 //! every run's folder (history and node logs), not only a failed one's.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+#[path = "support/cluster.rs"]
+mod cluster;
+
 use std::time::{Duration, Instant};
 
-use wharf_reliability::event::{NodeId, Partition, Phase, Run};
-use wharf_reliability::harness::{Cluster, ClusterSpec, HarnessError, wharf_binary};
-use wharf_reliability::reader::read_file;
+use cluster::{
+    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, drain_and_check, env_number,
+    leader_of, new_leader, serially, three_nodes_with,
+};
+use wharf_reliability::event::{NodeId, Phase, Run};
+use wharf_reliability::harness::{Cluster, HarnessError};
 use wharf_reliability::workload::{
     Recorder, RunningWorkload, Workload, WorkloadSpec, WorkloadStats,
 };
-use wharf_reliability::{Report, Verdict, check};
 
 const TOPIC: &str = "faults";
 /// One partition: a receive is served by the partition's leader (any other node forwards it
 /// there), which a topic of several partitions cannot do yet for one receive.
 const PARTITIONS: u32 = 1;
+/// The topic and its partition count, as the shared helpers take them.
+const WATCHED: (&str, u32) = (TOPIC, PARTITIONS);
 const SUBSCRIPTION: &str = "faults-sub";
 /// Consumer tasks, each sending its receives to the nodes in turn.
 const CONSUMERS: u32 = 2;
@@ -42,41 +47,11 @@ const ACK_TIMEOUT_MS: u64 = 5_000;
 const CONSUME_GRACE: Duration = Duration::from_secs(12);
 /// Default total produce rate, messages/s.
 const RATE: u32 = 150;
-/// Bound on every wait for the cluster to reach a state (a new leader, replicas agreeing).
-const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on the first acknowledged writes after every node was killed at once: all three
 /// recover their logs and elect a controller leader and every partition's leader from cold.
 /// Killing and restarting them took 7.7 s on a loaded 2-core machine (debug builds); the
 /// unavailability is reported, not bounded here.
 const COLD_START_TIMEOUT: Duration = Duration::from_secs(25);
-
-/// Taken by every test, so only one three-node cluster runs at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs `test` on its own two-thread runtime while holding [`SERIAL`] (a failed test poisons
-/// it; the next one goes on), and prints its wall time.
-fn serially(test: impl Future<Output = ()>) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let started = Instant::now();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(test);
-    eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
-}
-
-/// A positive whole number from the environment variable `name`, else `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => match text.trim().parse() {
-            Ok(n) if n > 0 => n,
-            _ => panic!("{name}={text:?}: expected a positive whole number"),
-        },
-        Err(_) => default,
-    }
-}
 
 /// How long producers produce: `WHARF_FAULT_SECONDS`, else the test's `default`.
 fn fault_seconds(default: u64) -> u64 {
@@ -85,18 +60,6 @@ fn fault_seconds(default: u64) -> u64 {
 
 fn three_nodes() -> Cluster {
     three_nodes_with(|_| {})
-}
-
-fn three_nodes_with(adjust: impl FnOnce(&mut ClusterSpec)) -> Cluster {
-    let mut spec = ClusterSpec::new(wharf_binary(), 3);
-    spec.zones = vec!["a".into(), "b".into(), "c".into()];
-    adjust(&mut spec);
-    let mut cluster = Cluster::start(spec).expect("three nodes start");
-    if std::env::var_os("WHARF_FAULT_KEEP").is_some() {
-        eprintln!("keeping {}", cluster.root().display());
-        cluster.keep_artifacts();
-    }
-    cluster
 }
 
 fn producers_and_consumers(seconds: u64) -> WorkloadSpec {
@@ -195,170 +158,6 @@ fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &
     }
 }
 
-/// The topic as node `id` reports it, if it answers in time.
-async fn topic_view(cluster: &Cluster, id: NodeId) -> Option<serde_json::Value> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let url = format!("{}/v1/topics/{TOPIC}", cluster.url(id).ok()?);
-    let reply = http.get(url).send().await.ok()?;
-    if !reply.status().is_success() {
-        return None;
-    }
-    reply.json().await.ok()
-}
-
-/// The leader of `partition` as a live node reports it.
-async fn leader_of(cluster: &Cluster, partition: u32, alive: &[NodeId]) -> Option<NodeId> {
-    for id in alive {
-        let Some(body) = topic_view(cluster, *id).await else {
-            continue;
-        };
-        let leader = body["partition_stats"][partition as usize]["leader"].as_str();
-        if let Some(leader) = leader.and_then(|l| l.parse().ok()) {
-            return Some(leader);
-        }
-    }
-    None
-}
-
-/// Waits until a live node names a leader of `partition` other than `not`.
-async fn new_leader(cluster: &Cluster, partition: u32, not: NodeId) -> Option<NodeId> {
-    let alive: Vec<NodeId> = cluster
-        .node_ids()
-        .into_iter()
-        .filter(|n| *n != not)
-        .collect();
-    let deadline = Instant::now() + SETTLE_TIMEOUT;
-    while Instant::now() < deadline {
-        if let Some(leader) = leader_of(cluster, partition, &alive).await
-            && leader != not
-        {
-            return Some(leader);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    None
-}
-
-/// Leader observations, recorded with a term of the harness's own: the API names a partition's
-/// leader but not its Raft term, so the term goes up exactly when the observed leader differs
-/// from the last one seen (a re-election of the same node is not counted as a change).
-#[derive(Default)]
-struct Leaders {
-    last: BTreeMap<Partition, (NodeId, u64)>,
-}
-
-impl Leaders {
-    fn observe(&mut self, recorder: &Recorder, partition: Partition, node: NodeId) {
-        let term = match self.last.get(&partition) {
-            Some(&(last, term)) if last == node => term,
-            Some(&(_, term)) => term + 1,
-            None => 1,
-        };
-        self.last.insert(partition, (node, term));
-        recorder.record_leader(partition, node, term);
-    }
-
-    /// Observes every partition's leader as the first of `alive` that names one reports it;
-    /// returns them (a partition without a leader right now is left out).
-    async fn observe_all(
-        &mut self,
-        cluster: &Cluster,
-        recorder: &Recorder,
-        alive: &[NodeId],
-    ) -> BTreeMap<Partition, NodeId> {
-        let mut leaders = BTreeMap::new();
-        for partition in 0..PARTITIONS {
-            if let Some(leader) = leader_of(cluster, partition, alive).await {
-                self.observe(recorder, partition, leader);
-                leaders.insert(partition, leader);
-            }
-        }
-        leaders
-    }
-}
-
-/// Each node's end offset per partition, or `None` while a node does not answer.
-async fn end_offsets(cluster: &Cluster) -> Option<Vec<Vec<u64>>> {
-    let mut all = Vec::new();
-    for id in cluster.node_ids() {
-        let body = topic_view(cluster, id).await?;
-        let ends = (0..PARTITIONS as usize)
-            .map(|p| body["partition_stats"][p]["end_offset"].as_u64())
-            .collect::<Option<Vec<u64>>>()?;
-        all.push(ends);
-    }
-    Some(all)
-}
-
-/// Heals: after the producers stopped, waits (at most [`SETTLE_TIMEOUT`]) until every node
-/// reports the same end offset for every partition, so a follower is drained once it applied
-/// what its leader committed rather than while the commit is still on its way. Not reaching it
-/// is printed, and the drain goes on: per-node loss then shows what the node lacks.
-async fn wait_replicas_agree(cluster: &Cluster) {
-    let since = Instant::now();
-    let mut last = None;
-    while since.elapsed() < SETTLE_TIMEOUT {
-        last = end_offsets(cluster).await;
-        if let Some(ends) = &last
-            && ends.windows(2).all(|w| w[0] == w[1])
-        {
-            eprintln!(
-                "replicas agree after {:?}: end offsets {:?}",
-                since.elapsed(),
-                ends[0]
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    eprintln!("replicas still disagree after {SETTLE_TIMEOUT:?}: end offsets {last:?}");
-}
-
-async fn drain_and_check(cluster: &Cluster, workload: &Workload) -> Report {
-    wait_replicas_agree(cluster).await;
-    workload.drain().await.expect("drain");
-    let path = workload.recorder().finish().expect("history written");
-    let report = check(&read_file(&path).expect("history reads back"));
-    eprintln!("{}", report.line());
-    wharf_reliability::case::record_line(&report.line());
-    report
-}
-
-/// What every test asserts: nothing acknowledged lost anywhere, not even on one node; every
-/// acknowledged message delivered, none delivered by a receive sent after its ack was confirmed.
-/// Redeliveries are allowed (at-least-once) and only reported.
-fn assert_nothing_acknowledged_lost(report: &Report) {
-    let findings = &report.findings;
-    let queue = &findings.queue;
-    assert_eq!(queue.lost.count, 0, "{:?}", report.reasons);
-    assert_eq!(queue.per_node_lost.count, 0, "{:?}", report.reasons);
-    assert_eq!(
-        findings.consumption.undelivered.count, 0,
-        "acknowledged, never delivered: {:?}",
-        findings.consumption.undelivered.first
-    );
-    assert_eq!(
-        findings.delivered_after_ack.late.count, 0,
-        "delivered after a confirmed ack: {:?}",
-        findings.delivered_after_ack.late.first
-    );
-    assert_eq!(report.verdict, Verdict::Valid, "{:?}", report.reasons);
-    let consumption = &findings.consumption;
-    eprintln!(
-        "deliveries {} of {} values, redelivered {} ({:.2}%); delivered after ack with the \
-         receive in flight: {} {:?}",
-        consumption.deliveries,
-        consumption.distinct,
-        consumption.redelivered,
-        consumption.redelivered_rate * 100.0,
-        findings.delivered_after_ack.in_flight.count,
-        findings.delivered_after_ack.in_flight.first
-    );
-}
-
 #[test]
 fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
     serially(async {
@@ -380,7 +179,7 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
         let partition = 0;
         for _ in 0..rounds {
             let alive = cluster.node_ids();
-            let leader = leader_of(&cluster, partition, &alive)
+            let leader = leader_of(&cluster, TOPIC, partition, &alive)
                 .await
                 .expect("the partition has a leader");
             term += 1;
@@ -388,7 +187,7 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
             let killed = tokio::task::block_in_place(|| cluster.kill9(leader));
             recorder.record_fault("kill_leader", Some(leader), Phase::Start, killed.is_ok());
             let since = Instant::now();
-            let next = new_leader(&cluster, partition, leader)
+            let next = new_leader(&cluster, TOPIC, partition, leader)
                 .await
                 .expect("a new leader");
             outages.push(since.elapsed());
@@ -399,7 +198,7 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         let stats = finish(running, started, producing).await;
-        let report = drain_and_check(&cluster, &workload).await;
+        let report = drain_and_check(&cluster, &workload, WATCHED, true).await;
         eprintln!("{stats:?}; new leader seen after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
         // Every kill stops all writes (one partition) until a new leader is elected and the
@@ -429,7 +228,9 @@ fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
         // of catching up under load) still fits before the producers stop.
         loop {
             let all = cluster.node_ids();
-            let led = leaders.observe_all(&cluster, &recorder, &all).await;
+            let led = leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             let leader_of_0 = *led.get(&0).expect("partition 0 has a leader");
             // A node leading no partition if there is one, else a follower of partition 0; in
             // a longer run, not the node killed last time when another one fits.
@@ -456,18 +257,22 @@ fn a_killed_follower_catches_up_and_holds_every_acknowledged_message() {
             let alive: Vec<NodeId> = all.iter().copied().filter(|n| *n != victim).collect();
             // The other two keep committing while it is down.
             tokio::time::sleep(Duration::from_secs(3)).await;
-            leaders.observe_all(&cluster, &recorder, &alive).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &alive)
+                .await;
             tokio::task::block_in_place(|| cluster.restart(victim)).expect("restarts");
             recorder.record_fault("kill_follower", Some(victim), Phase::End, true);
             victims.push((victim, led));
             tokio::time::sleep(Duration::from_secs(1)).await;
-            leaders.observe_all(&cluster, &recorder, &all).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             if started.elapsed() + Duration::from_secs(7) > producing {
                 break;
             }
         }
         let stats = finish(running, started, producing).await;
-        let report = drain_and_check(&cluster, &workload).await;
+        let report = drain_and_check(&cluster, &workload, WATCHED, true).await;
         eprintln!("{stats:?}; killed (node, leaders before) {victims:?}");
         assert_nothing_acknowledged_lost(&report);
         // A floor that says the workload ran through the faults, not a rate: a busy machine's
@@ -499,7 +304,9 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
         let mut outages = Vec::new();
         loop {
             let all = cluster.node_ids();
-            leaders.observe_all(&cluster, &recorder, &all).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             let acked_before = running.stats().acked;
             for &id in &all {
                 let killed = tokio::task::block_in_place(|| cluster.kill9(id));
@@ -528,13 +335,15 @@ fn killing_every_node_at_once_loses_no_acknowledged_message() {
                 acked,
                 "no write acknowledged within {COLD_START_TIMEOUT:?} of the restart"
             );
-            leaders.observe_all(&cluster, &recorder, &all).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             if started.elapsed() + Duration::from_secs(9) > producing {
                 break;
             }
         }
         let stats = finish(running, started, producing).await;
-        let report = drain_and_check(&cluster, &workload).await;
+        let report = drain_and_check(&cluster, &workload, WATCHED, true).await;
         eprintln!("{stats:?}; writes acknowledged again after {outages:?}");
         assert_nothing_acknowledged_lost(&report);
         // A floor that says the workload ran through the faults, not a rate: a busy machine's
@@ -560,16 +369,20 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
         let mut deposed = Vec::new();
         loop {
             let all = cluster.node_ids();
-            let led = leaders.observe_all(&cluster, &recorder, &all).await;
+            let led = leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             let leader = *led.get(&0).expect("partition 0 has a leader");
             let paused = tokio::task::block_in_place(|| cluster.pause(leader));
             let since = Instant::now();
             recorder.record_fault("pause_leader", Some(leader), Phase::Start, paused.is_ok());
             paused.expect("SIGSTOP of the leader");
-            let next = new_leader(&cluster, 0, leader).await;
+            let next = new_leader(&cluster, TOPIC, 0, leader).await;
             let elected = since.elapsed();
             let others: Vec<NodeId> = all.iter().copied().filter(|n| *n != leader).collect();
-            leaders.observe_all(&cluster, &recorder, &others).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &others)
+                .await;
             // Stay paused for 3 s in all: the deposed leader wakes up behind a newer term.
             let pause = Duration::from_secs(3);
             tokio::time::sleep(pause.saturating_sub(since.elapsed())).await;
@@ -581,13 +394,15 @@ fn a_paused_leader_acknowledges_nothing_after_it_is_deposed() {
             tokio::task::block_in_place(|| cluster.wait_ready(leader, SETTLE_TIMEOUT))
                 .expect("the resumed node is ready again");
             tokio::time::sleep(Duration::from_secs(1)).await;
-            leaders.observe_all(&cluster, &recorder, &all).await;
+            leaders
+                .observe_all(&cluster, &recorder, WATCHED, &all)
+                .await;
             if started.elapsed() + Duration::from_secs(6) > producing {
                 break;
             }
         }
         let stats = finish(running, started, producing).await;
-        let report = drain_and_check(&cluster, &workload).await;
+        let report = drain_and_check(&cluster, &workload, WATCHED, true).await;
         eprintln!("{stats:?}; (paused leader, new leader, elected after) {deposed:?}");
         assert_nothing_acknowledged_lost(&report);
         let zombie = &report.findings.deposed;

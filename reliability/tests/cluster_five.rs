@@ -7,10 +7,13 @@
 //! reads; a kill -9 of one partition's leader loses no acknowledged message (the checker
 //! judges the history, each partition drained from its own replicas).
 
+#[path = "support/cluster.rs"]
+mod cluster;
+
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use cluster::serially;
 use serde_json::{Value, json};
 use wharf_reliability::event::{NodeId, Partition, Phase, Run};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
@@ -137,19 +140,6 @@ async fn wait_replicas_agree(cluster: &Cluster, replicas: &BTreeMap<Partition, V
 }
 
 /// Taken by every test, so only one five-node cluster runs at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs `test` on its own two-thread runtime while holding [`SERIAL`].
-fn serially(test: impl Future<Output = ()>) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(test);
-}
-
 fn five_nodes() -> Cluster {
     let mut spec = ClusterSpec::new(wharf_binary(), 5);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
