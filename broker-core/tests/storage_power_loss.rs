@@ -16,11 +16,15 @@
 mod power_loss_support;
 
 use broker_core::config::FsyncPolicy;
-use power_loss_support::{CYCLES, Figures, run_seed, seeds};
+use power_loss_support::broker::Replies;
+use power_loss_support::{CYCLES, Figures, broker, run_seed, seeds};
 use wharf_reliability::CaseLine;
 
 /// Seeds of the short run in `cargo test`.
 const SHORT_SEEDS: u64 = 100;
+/// Seeds of D4's broker runs, which check the produce replies' durability (a broker takes
+/// longer to open than a partition).
+const BROKER_SEEDS: u64 = 10;
 /// The fsync interval of D4.
 const INTERVAL_MS: u64 = 20;
 /// How late the writer may fsync after its interval: it runs its groups and its timer on one
@@ -92,7 +96,12 @@ async fn under_fsync_always_a_power_loss_loses_no_acknowledged_record_and_serves
 async fn under_an_fsync_interval_a_power_loss_loses_only_records_acknowledged_as_unsynced_within_it()
  {
     let (seeds, f, failures) = run_all(FsyncPolicy::IntervalMs(INTERVAL_MS)).await;
-    let max_age = f.lost_ages_ms.iter().copied().max().unwrap_or(0);
+    let mut replies = Replies::default();
+    for seed in 0..BROKER_SEEDS.min(seeds) {
+        replies.add(&broker::run_seed(seed, INTERVAL_MS).await);
+    }
+    let ages = f.lost_ages_ms.iter().chain(&replies.lost_ages_ms);
+    let max_age = ages.copied().max().unwrap_or(0);
     let window = INTERVAL_MS + GROUP_COMMIT_SLACK_MS;
     let within = max_age <= window;
     CaseLine::new("D4", "power-loss-interval")
@@ -100,14 +109,25 @@ async fn under_an_fsync_interval_a_power_loss_loses_only_records_acknowledged_as
         .figure("interval ms", INTERVAL_MS)
         .figure("acked", f.acked)
         .figure("messages lost", f.lost)
-        .must_be_zero("lost acked as leader-fsynced", f.lost_fsynced, f.lost)
+        .must_be_zero("lost acked as fsynced", f.lost_fsynced, f.lost)
+        .figure("broker replies", replies.acked)
+        .figure("broker messages lost", replies.lost)
+        .must_be_zero(
+            "lost with a reply other than leader-written",
+            replies.lost - replies.lost_leader_written,
+            replies.lost,
+        )
         .figure("all within window", if within { "yes" } else { "no" })
         .figure("max age of a lost ack ms", max_age)
         .figure(
             "torn tails truncated",
             format!("{} of {}", f.torn_truncated, f.torn),
         )
-        .must_be_zero("corrupt records served", f.corrupt_served, f.served)
+        .must_be_zero(
+            "corrupt records served",
+            f.corrupt_served + replies.wrong,
+            f.served + replies.acked,
+        )
         .must_be_zero("recoveries refusing to open", failures.len() as u64, seeds)
         .verdict(match within {
             true => wharf_reliability::Verdict::Valid,
@@ -136,4 +156,9 @@ async fn under_an_fsync_interval_a_power_loss_loses_only_records_acknowledged_as
         f.lost > 0,
         "coverage: no power loss lost an unsynced record"
     );
+    assert_eq!(
+        replies.lost_leader_written, replies.lost,
+        "a message lost had a reply saying more than leader-written"
+    );
+    assert_eq!(replies.wrong, 0, "a message served other than acknowledged");
 }

@@ -3,6 +3,8 @@
 //! files as the loss left them, a random loss of the sled index, reopening, and the checks.
 #![allow(dead_code)]
 
+pub mod broker;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -130,6 +132,16 @@ pub fn seeds(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// A temporary directory on tmpfs when there is one (see [`Partition`]).
+fn temp_root() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    match shm.is_dir() {
+        true => tempfile::tempdir_in(shm),
+        false => tempfile::tempdir(),
+    }
+    .expect("temp dir")
+}
+
 /// One partition's directory and sled db, on tmpfs when there is one (a simulated power loss
 /// needs no real fsync, and 200 seeds of real ones would take minutes).
 struct Partition {
@@ -142,12 +154,7 @@ struct Partition {
 
 impl Partition {
     fn new(fsync: FsyncPolicy) -> Partition {
-        let shm = std::path::Path::new("/dev/shm");
-        let root = match shm.is_dir() {
-            true => tempfile::tempdir_in(shm),
-            false => tempfile::tempdir(),
-        }
-        .expect("temp dir");
+        let root = temp_root();
         let db = sled::Config::new()
             .path(root.path().join("meta"))
             .flush_every_ms(None)
