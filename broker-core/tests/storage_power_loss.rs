@@ -54,6 +54,13 @@ async fn under_fsync_always_a_power_loss_loses_no_acknowledged_record_and_serves
     CaseLine::new("D3", "power-loss-always")
         .figure("seeds", seeds)
         .figure("power losses", f.power_losses)
+        .figure(
+            "more while reopening",
+            format!(
+                "{} ({} inside recovery)",
+                f.recovery_losses, f.inside_recovery
+            ),
+        )
         .must_be_zero("acked lost", f.lost, f.acked)
         .figure(
             "torn tails truncated",
@@ -86,6 +93,10 @@ async fn under_fsync_always_a_power_loss_loses_no_acknowledged_record_and_serves
         "a torn write recovery did not cut"
     );
     assert!(f.torn > 0, "coverage: no power loss tore a write");
+    assert!(
+        f.inside_recovery > 0,
+        "coverage: no power loss inside recovery"
+    );
     assert!(
         f.unsynced_changes > 0,
         "coverage: no power loss dropped a write"

@@ -13,7 +13,7 @@ use std::time::Instant;
 use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::message::{Record, StoredRecord};
 use broker_core::storage::PartitionHandle;
-use broker_core::storage::crash_sim::{PowerLoss, SimulatedDisk, Tearing};
+use broker_core::storage::crash_sim::{PowerLoss, SimulatedDisk, Tearing, TornWrite};
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -31,6 +31,12 @@ const MAX_CRASH_OP: u64 = 150;
 /// Or it goes right after a random write among the first this many (half of the cycles): a
 /// power loss that finds a write unsynced, under `fsync always` too.
 const MAX_CRASH_WRITE: u64 = 80;
+/// Chance that the power goes again while recovery reopens the log (its cuts and deletions
+/// must be durable, or redone by the next recovery).
+const RECOVERY_LOSS_CHANCE: f64 = 0.3;
+/// The power goes at one of recovery's first this many changes: cutting a tail is two
+/// (cut, fsync), deleting later segments one each and a directory fsync, then an fsync.
+const MAX_RECOVERY_CRASH_OP: u64 = 6;
 /// Records in a batch at most.
 const MAX_BATCH_RECORDS: usize = 8;
 /// Bytes of a record's value at most: a batch spans from a few dozen bytes to ~6 KiB.
@@ -96,6 +102,10 @@ pub struct Figures {
     pub entries_undone: u64,
     /// Power losses.
     pub power_losses: u64,
+    /// Power losses while recovery reopened the log (not among `power_losses`).
+    pub recovery_losses: u64,
+    /// Of those, the ones before the open returned.
+    pub inside_recovery: u64,
     /// Appends after recovery that failed or read back wrong.
     pub append_failures: u64,
     /// Answers before the power loss that did not say fsynced.
@@ -119,6 +129,8 @@ impl Figures {
         self.unsynced_changes += other.unsynced_changes;
         self.entries_undone += other.entries_undone;
         self.power_losses += other.power_losses;
+        self.recovery_losses += other.recovery_losses;
+        self.inside_recovery += other.inside_recovery;
         self.append_failures += other.append_failures;
         self.acks_unsynced += other.acks_unsynced;
     }
@@ -293,10 +305,23 @@ pub async fn run_seed(seed: u64, fsync: FsyncPolicy) -> Result<Figures, String> 
             .expect("write the files as the power loss left them");
         part.lose_index(&mut rng);
         disk.revive();
+        let mut torn = loss.torn.clone();
+        if rng.gen_bool(RECOVERY_LOSS_CHANCE) {
+            let (more, inside) = lose_power_in_recovery(&part, &disk, &mut rng).await;
+            torn.extend(more);
+            figures.recovery_losses += 1;
+            figures.inside_recovery += u64::from(inside);
+        }
         handle = part
             .open()
             .map_err(|e| format!("cycle {cycle}: recovery refused to open the log: {e}"))?;
-        check(&handle, &mut history, &loss, &mut figures, &mut rng);
+        check(
+            &handle,
+            &mut history,
+            (&loss, &torn),
+            &mut figures,
+            &mut rng,
+        );
         probe(&handle, &mut history, &mut figures, seed, cycle).await;
     }
     stop(handle).await;
@@ -326,6 +351,33 @@ fn note(
     }
 }
 
+/// Opens the log with the power going at one of recovery's first changes (or right after it,
+/// if it makes fewer), and leaves the files as that loss left them: the torn writes, and
+/// whether the power went before the open returned.
+async fn lose_power_in_recovery(
+    part: &Partition,
+    disk: &SimulatedDisk,
+    rng: &mut StdRng,
+) -> (Vec<TornWrite>, bool) {
+    let tearing = Tearing::default();
+    disk.crash_at_op(
+        rng.gen_range(1..=MAX_RECOVERY_CRASH_OP),
+        rng.r#gen(),
+        tearing,
+    );
+    let opened = part.open();
+    let inside = disk.is_crashed();
+    disk.power_loss_now(rng.r#gen(), tearing);
+    if let Ok(handle) = opened {
+        stop(handle).await;
+    }
+    let loss = disk.power_loss().expect("the power is cut");
+    loss.apply()
+        .expect("write the files as the power loss left them");
+    disk.revive();
+    (loss.torn, inside)
+}
+
 /// Shuts the (crashed) writer down off the async threads.
 async fn stop(handle: PartitionHandle) {
     tokio::task::spawn_blocking(move || handle.shutdown())
@@ -351,14 +403,14 @@ fn read_served(handle: &PartitionHandle) -> (Vec<StoredRecord>, u64) {
 fn check(
     handle: &PartitionHandle,
     history: &mut History,
-    loss: &PowerLoss,
+    (loss, torn_writes): (&PowerLoss, &[TornWrite]),
     figures: &mut Figures,
     rng: &mut StdRng,
 ) {
     figures.power_losses += 1;
     figures.unsynced_changes += loss.unsynced_changes as u64;
     figures.entries_undone += loss.entries_undone as u64;
-    for torn in &loss.torn {
+    for torn in torn_writes {
         figures.torn += 1;
         let cut = std::fs::metadata(&torn.path).map_or(true, |m| m.len() <= torn.at);
         figures.torn_truncated += u64::from(cut);
