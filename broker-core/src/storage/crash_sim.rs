@@ -485,3 +485,6 @@ pub(crate) mod hooks {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;
