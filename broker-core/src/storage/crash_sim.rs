@@ -11,8 +11,8 @@
 //! reaches the files, and [`PowerLoss::apply`] rewrites them as the machine would find them at
 //! the next boot:
 //! - each file holds its durable bytes plus a random part of its unsynced changes: a prefix of
-//!   them in order, the next one possibly torn (a prefix of its bytes) or garbled (random
-//!   bytes in its place); or, now and then, a random subset of them (the disk wrote pages out
+//!   them in order, the next one possibly torn (a prefix of its bytes), garbled (random
+//!   bytes in its place) or zeroed (its length without its data); or, now and then, a random subset of them (the disk wrote pages out
 //!   of order), each kept, dropped or torn;
 //! - a file whose creation no directory fsync covered may be gone; a removed file whose
 //!   removal none covered may be back, with its durable bytes.
@@ -47,6 +47,9 @@ pub struct Tearing {
     pub torn: f64,
     /// Of the torn changes, the share replaced by random bytes rather than cut short.
     pub garbage: f64,
+    /// Of the torn changes, the share replaced by as many zeros: the file's length reached
+    /// the disk but its data did not (a journaled size over unwritten blocks).
+    pub zeros: f64,
     /// Chance that a file keeps a random subset of its changes instead of a prefix of them.
     pub out_of_order: f64,
     /// Chance that an undurable creation or removal is undone.
@@ -58,6 +61,7 @@ impl Default for Tearing {
         Tearing {
             torn: 0.5,
             garbage: 0.3,
+            zeros: 0.2,
             out_of_order: 0.1,
             entry_lost: 0.5,
         }
@@ -92,6 +96,17 @@ struct FileState {
     entry: Entry,
 }
 
+/// What a power loss left of a write it tore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tear {
+    /// A prefix of the written bytes.
+    Prefix,
+    /// Random bytes, up to as many as were written.
+    Garbage,
+    /// As many zeros as were written.
+    Zeros,
+}
+
 /// A torn or garbled write a power loss left in a file: recovery must cut the file at or
 /// before `at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,8 +115,8 @@ pub struct TornWrite {
     pub path: PathBuf,
     /// Where the torn write began.
     pub at: u64,
-    /// Random bytes were left there, not a prefix of what was written.
-    pub garbage: bool,
+    /// What is left there.
+    pub tear: Tear,
 }
 
 /// The files as a power loss left them, to be written back with [`PowerLoss::apply`].
@@ -306,13 +321,17 @@ fn after_loss(
         if let Change::Write { at, bytes: written } = change
             && rng.gen_bool(tearing.torn)
         {
-            let garbage = rng.gen_bool(tearing.garbage);
-            let piece: Vec<u8> = if garbage {
-                (0..rng.gen_range(1..=written.len()))
-                    .map(|_| rng.r#gen())
-                    .collect()
+            let kind: f64 = rng.r#gen();
+            let (tear, piece): (Tear, Vec<u8>) = if kind < tearing.garbage {
+                let len = rng.gen_range(1..=written.len());
+                (Tear::Garbage, (0..len).map(|_| rng.r#gen()).collect())
+            } else if kind < tearing.garbage + tearing.zeros {
+                (Tear::Zeros, vec![0; written.len()])
             } else if written.len() > 1 {
-                written[..rng.gen_range(1..written.len())].to_vec()
+                (
+                    Tear::Prefix,
+                    written[..rng.gen_range(1..written.len())].to_vec(),
+                )
             } else {
                 return;
             };
@@ -320,7 +339,7 @@ fn after_loss(
             torn.push(TornWrite {
                 path: path.to_path_buf(),
                 at: *at,
-                garbage,
+                tear,
             });
         }
     };
