@@ -22,6 +22,7 @@ use broker_core::message::Record;
 use broker_core::storage::PartitionHandle;
 use fail::FailScenario;
 use storage_support::{TestLog, bare, file_len, read_all, records, small_segments};
+use wharf_reliability::CaseLine;
 
 /// How long a test waits for something that takes milliseconds when all is well.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -97,6 +98,11 @@ async fn assert_consistent(
         .await
         .expect("append after reopening");
     assert_eq!(appended.base_offset, end, "appends continue at the end");
+    // Under an interval the append becomes visible with the fsync that follows.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while handle.end_offset() == end && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(POLL).await;
+    }
     assert_eq!(bare(&read_all(handle, end, READ_STEP)), next);
     found == survived
 }
@@ -255,5 +261,111 @@ async fn a_failed_index_write_keeps_what_was_acknowledged_and_refuses_appends_un
     let reopened = log.open();
     assert_consistent(&reopened, &acked, &[]).await;
     reopened.shutdown();
+    scenario.teardown();
+}
+
+/// The failing fsync is the n-th after the partition opened, for n in `1..=` this: the
+/// failure lands on a group's fsync, on the fsync of the zeros written ahead (`always`), or on
+/// the interval's timer.
+const FAILING_FSYNCS: usize = 8;
+/// Appends a run of D7 tries at most while waiting for the failing fsync.
+const MAX_APPENDS: u64 = 200;
+/// Appends a run of D7 tries once the fsync failed (then as many with the disk healthy
+/// again), each of which must be refused.
+const APPENDS_AFTER: usize = 5;
+/// The fsync interval of D7's interval runs: short, so the timer's fsyncs come often.
+const D7_INTERVAL_MS: u64 = 2;
+
+/// What D7's runs counted.
+#[derive(Debug, Default)]
+struct FsyncFailures {
+    injected: u64,
+    appends_after: u64,
+    acks_after: u64,
+    acked: u64,
+}
+
+/// Appends until the `n`-th fsync fails, then [`APPENDS_AFTER`] more with the failpoint on and
+/// as many with it off: counts the answers after the failure, then reopens and checks that
+/// every acknowledged record is there.
+async fn fail_the_nth_fsync(fsync: FsyncPolicy, n: usize, counts: &mut FsyncFailures) {
+    let log = TestLog::new(small_segments(fsync));
+    let handle = log.open();
+    fail::cfg("segment::sync", &format!("{}*off->1*return", n - 1)).expect("failpoint");
+    let (mut acked, mut refused_batch) = (Vec::new(), None);
+    for i in 0..MAX_APPENDS {
+        let batch = records(i * 5, 5, 100);
+        match handle.append(batch.clone()).await {
+            Ok(appended) => {
+                assert_eq!(appended.base_offset, acked.len() as u64);
+                acked.extend(batch);
+            }
+            Err(error) => {
+                assert_refused_until_reopened(&error, "fsync failed");
+                refused_batch = Some(batch);
+                break;
+            }
+        }
+        if matches!(fsync, FsyncPolicy::IntervalMs(_)) {
+            tokio::time::sleep(Duration::from_millis(D7_INTERVAL_MS)).await;
+        }
+    }
+    let refused_batch = refused_batch.expect("coverage: the failing fsync came");
+    // Under an interval, what was acknowledged unsynced never becomes visible: its fsync failed.
+    let visible = handle.end_offset();
+    counts.injected += 1;
+    counts.acked += acked.len() as u64;
+    for healthy in [false, true] {
+        if healthy {
+            fail::remove("segment::sync");
+        }
+        for i in 0..APPENDS_AFTER {
+            counts.appends_after += 1;
+            match handle.append(records(10_000 + i as u64, 1, 10)).await {
+                Ok(_) => counts.acks_after += 1,
+                Err(error) => assert_refused_until_reopened(&error, "fsync failed"),
+            }
+        }
+    }
+    assert_eq!(handle.end_offset(), visible, "nothing more became visible");
+    if fsync == FsyncPolicy::Always {
+        assert_eq!(
+            visible,
+            acked.len() as u64,
+            "every ack was fsynced and visible"
+        );
+    }
+    handle.shutdown();
+    let reopened = log.open();
+    assert_consistent(&reopened, &acked, &refused_batch).await;
+    reopened.shutdown();
+}
+
+#[tokio::test]
+async fn after_an_fsync_fails_at_any_point_no_append_is_acknowledged_until_reopened() {
+    let scenario = FailScenario::setup();
+    let mut counts = FsyncFailures::default();
+    for fsync in [FsyncPolicy::Always, FsyncPolicy::IntervalMs(D7_INTERVAL_MS)] {
+        for n in 1..=FAILING_FSYNCS {
+            fail_the_nth_fsync(fsync, n, &mut counts).await;
+        }
+    }
+    CaseLine::new("D7", "failing-fsync")
+        .figure("failed fsyncs injected", counts.injected)
+        .must_be_zero(
+            "acks after a failed fsync",
+            counts.acks_after,
+            counts.appends_after,
+        )
+        .figure(
+            "acked before the failure kept",
+            format!("{0} of {0}", counts.acked),
+        )
+        .record();
+    assert_eq!(
+        counts.acks_after, 0,
+        "an append was acknowledged after a failed fsync"
+    );
+    assert_eq!(counts.injected, 2 * FAILING_FSYNCS as u64);
     scenario.teardown();
 }

@@ -19,6 +19,8 @@
 //!   finds and reads entries by index; `raft_tail` keeps the newest entries' places in memory;
 //!   `partition_log::raft` is the writer's side; `raft_state` keeps the vote and the purged
 //!   and committed ids ([`RaftState`]).
+//! - `disk_events`: where `segment` reports each change to a file, for `crash_sim` (feature
+//!   `crash-sim`, tests only), which simulates a power loss from what the fsyncs covered.
 //!
 //! # On disk
 //! One directory per partition holds its segment files; the caller gives the directory and the
@@ -26,6 +28,9 @@
 //! first/largest timestamps in its frame, so the files alone can rebuild the index.
 
 pub(crate) mod codec;
+#[cfg(feature = "crash-sim")]
+pub mod crash_sim;
+mod disk_events;
 mod index;
 mod partition_log;
 mod proposer;

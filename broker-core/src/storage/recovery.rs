@@ -249,7 +249,7 @@ fn delete_segments(
 ) -> Result<()> {
     for segment in doomed {
         tracing::warn!(path = %segment.path().display(), "deleting a segment past the valid end");
-        std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        segment.remove_file()?;
         segments.remove(&segment.base_offset());
     }
     sync_dir(dir)

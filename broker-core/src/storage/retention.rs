@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use super::segment::{Segment, sync_dir};
 use super::view::{LogPosition, LogView};
-use crate::error::{BrokerError, Result};
+use crate::error::Result;
 
 impl LogView {
     /// Deletes old segments per the two limits, none from the one holding `keep_from` on;
@@ -63,7 +63,7 @@ impl LogView {
     }
 
     pub(super) fn delete_segment(&self, segment: &Segment, next_base: u64) -> Result<()> {
-        std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+        segment.remove_file()?;
         sync_dir(self.dir())?;
         self.advance_start(next_base);
         self.remove_segment(segment.base_offset());

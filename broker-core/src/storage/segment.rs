@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use super::codec::{self, Batch, DecodeError, PREFIX_LEN};
+use super::disk_events;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
 
@@ -83,12 +84,16 @@ impl Segment {
     /// Creates a new, empty segment in `dir`; fails if the file exists.
     pub(crate) fn create(dir: &Path, base_offset: u64) -> Result<Segment> {
         let path = dir.join(Self::file_name(base_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
+        let file = disk_events::before(&path)
+            .and_then(|()| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+            })
             .map_err(|e| BrokerError::io(&path, e))?;
+        disk_events::created(&path);
         sync_dir(dir)?;
         Ok(Self::with_file(base_offset, path, file, 0))
     }
@@ -149,7 +154,7 @@ impl Segment {
     pub(crate) fn append(&self, frame: &[u8]) -> Result<u64> {
         let position = self.size();
         if let Err(e) = self.write_frame(frame, position) {
-            match self.file.set_len(position) {
+            match self.set_len(position) {
                 Ok(()) => self.file_len.store(position, Ordering::Release),
                 Err(cut) => {
                     tracing::error!(path = %self.path.display(), error = %cut, "could not cut back a failed append");
@@ -178,8 +183,8 @@ impl Segment {
         let mut at = start;
         while at < end {
             let len = usize::try_from(end - at).map_or(ZERO_PIECE, |n| n.min(ZERO_PIECE));
-            if let Err(e) = write_all_at(&self.file, &ZEROS[..len], at) {
-                if self.file.set_len(start).is_ok() {
+            if let Err(e) = self.write_at(&ZEROS[..len], at) {
+                if self.set_len(start).is_ok() {
                     self.file_len.store(start, Ordering::Release);
                 }
                 return Err(BrokerError::io(&self.path, e));
@@ -203,10 +208,47 @@ impl Segment {
     /// half of the frame reaches the file and then the disk is full.
     fn write_frame(&self, frame: &[u8], position: u64) -> std::io::Result<()> {
         fail::fail_point!("segment::append", |_| -> std::io::Result<()> {
-            write_all_at(&self.file, &frame[..frame.len() / 2], position)?;
+            self.write_at(&frame[..frame.len() / 2], position)?;
             Err(std::io::ErrorKind::StorageFull.into())
         });
-        write_all_at(&self.file, frame, position)
+        self.write_at(frame, position)
+    }
+
+    /// Writes `bytes` at `position`, reporting the write (see `disk_events`).
+    fn write_at(&self, bytes: &[u8], position: u64) -> std::io::Result<()> {
+        disk_events::before(&self.path)?;
+        write_all_at(&self.file, bytes, position)?;
+        disk_events::wrote(&self.path, position, bytes);
+        Ok(())
+    }
+
+    /// Sets the file's length, reporting it.
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        disk_events::before(&self.path)?;
+        self.file.set_len(len)?;
+        disk_events::set_len(&self.path, len);
+        Ok(())
+    }
+
+    /// `fdatasync` (or `fsync` when `all`), reporting it once it returned.
+    fn flush(&self, all: bool) -> std::io::Result<()> {
+        disk_events::before(&self.path)?;
+        match all {
+            true => self.file.sync_all()?,
+            false => self.file.sync_data()?,
+        }
+        disk_events::synced(&self.path);
+        Ok(())
+    }
+
+    /// Removes the file (the caller fsyncs the directory, see [`sync_dir`]); an open
+    /// [`Segment`] keeps reading it.
+    pub(crate) fn remove_file(&self) -> Result<()> {
+        disk_events::before(&self.path)
+            .and_then(|()| std::fs::remove_file(&self.path))
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        disk_events::removed(&self.path);
+        Ok(())
     }
 
     /// Flushes the file's data to the disk. Failpoint `segment::sync`: the fdatasync fails
@@ -218,16 +260,14 @@ impl Segment {
             let eio = std::io::Error::from_raw_os_error(EIO);
             Err(BrokerError::io(&self.path, eio))
         });
-        self.file
-            .sync_data()
+        self.flush(false)
             .map_err(|e| BrokerError::io(&self.path, e))
     }
 
     /// Cuts the file to `len` bytes and makes that durable.
     pub(crate) fn truncate(&self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .and_then(|()| self.file.sync_all())
+        self.set_len(len)
+            .and_then(|()| self.flush(true))
             .map_err(|e| BrokerError::io(&self.path, e))?;
         self.size.store(len, Ordering::Release);
         self.file_len.store(len, Ordering::Release);
@@ -372,9 +412,11 @@ impl Segment {
 /// Makes a directory's entries (a created or removed file) durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
-    File::open(dir)
+    disk_events::before(dir)
+        .and_then(|()| File::open(dir))
         .and_then(|d| d.sync_all())
         .map_err(|e| BrokerError::io(dir, e))?;
+    disk_events::dir_synced(dir);
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
@@ -421,61 +463,4 @@ fn write_all_at(file: &File, mut buf: &[u8], mut position: u64) -> std::io::Resu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_round_trip_and_strangers_are_ignored() {
-        assert_eq!(Segment::file_name(42), "00000000000000000042.log");
-        assert_eq!(
-            Segment::parse_file_name(&Segment::file_name(u64::MAX)),
-            Some(u64::MAX)
-        );
-        assert_eq!(Segment::parse_file_name("42.log"), None);
-        assert_eq!(Segment::parse_file_name("0000000000000000004x.log"), None);
-        assert_eq!(Segment::parse_file_name("00000000000000000042.idx"), None);
-    }
-
-    #[test]
-    fn zeros_ahead_are_seen_as_zeros_never_as_frames_and_trim_cuts_them() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let segment = Segment::create(dir.path(), 0).expect("create");
-        let record = crate::message::Record {
-            id: "m".into(),
-            timestamp_ms: 1,
-            key: None,
-            value: Bytes::from_static(b"hello"),
-            binary: false,
-            scheduled: false,
-            client_id: false,
-            headers: Vec::new(),
-            tags: Vec::new(),
-        };
-        let (_, frame) = codec::encode_batch(0, 1, &[record]).expect("encode");
-        let end = frame.len() as u64;
-        assert_eq!(segment.append(&frame).expect("append"), 0);
-        assert!(segment.zero_ahead(end + 100_000).expect("zeros"));
-        assert!(!segment.zero_ahead(end + 50).expect("nothing to add"));
-        assert_eq!(segment.size(), end, "zeros are not frames");
-        assert_eq!(segment.zeros_ahead(), 100_000);
-        assert!(
-            matches!(segment.scan_at(end), Ok(ScanStep::End)),
-            "live: the frames end"
-        );
-        let reopened = Segment::open(segment.path().to_path_buf(), 0).expect("open");
-        assert!(
-            matches!(reopened.scan_at(end), Ok(ScanStep::Zeros)),
-            "as a crash left it"
-        );
-        assert_eq!(
-            segment.append(&frame).expect("append"),
-            end,
-            "over the zeros"
-        );
-        assert_eq!(segment.zeros_ahead(), 100_000 - end);
-        segment.trim().expect("trim");
-        let on_disk = std::fs::metadata(segment.path()).expect("metadata").len();
-        assert_eq!(on_disk, 2 * end);
-        assert!(matches!(segment.scan_at(2 * end), Ok(ScanStep::End)));
-    }
-}
+mod tests;

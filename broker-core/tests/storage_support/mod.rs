@@ -52,7 +52,21 @@ pub struct TestLog {
 impl TestLog {
     /// A fresh, empty partition.
     pub fn new(config: LogConfig) -> TestLog {
-        let root = tempfile::tempdir().expect("temp dir");
+        Self::in_root(config, tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// A fresh, empty partition on tmpfs (`/dev/shm`) when there is one: for tests that
+    /// reopen a log hundreds of times, where real fsyncs would take most of the time.
+    pub fn on_tmpfs(config: LogConfig) -> TestLog {
+        let shm = Path::new("/dev/shm");
+        let root = match shm.is_dir() {
+            true => tempfile::tempdir_in(shm),
+            false => tempfile::tempdir(),
+        };
+        Self::in_root(config, root.expect("temp dir"))
+    }
+
+    fn in_root(config: LogConfig, root: tempfile::TempDir) -> TestLog {
         let db = sled::Config::new()
             .path(root.path().join("meta"))
             .open()

@@ -89,7 +89,7 @@ impl PartitionLog {
         self.sync()?;
         let later = self.view.split_segments_after(doomed.at.segment_base);
         for segment in &later {
-            std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+            segment.remove_file()?;
         }
         if !later.is_empty() {
             sync_dir(self.view.dir())?;
@@ -141,7 +141,7 @@ impl PartitionLog {
         self.sync()?;
         let _serial = crate::sync::lock(&self.view.retention);
         for segment in self.view.all_segments() {
-            std::fs::remove_file(segment.path()).map_err(|e| BrokerError::io(segment.path(), e))?;
+            segment.remove_file()?;
         }
         sync_dir(self.view.dir())?;
         self.view.index().clear()?;
