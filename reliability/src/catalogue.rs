@@ -46,19 +46,19 @@ pub const CASES: &[Case] = &[
         "D3",
         "simulated power loss, fsync always",
         "torn tails truncated, nothing past them served, no acknowledged loss",
-        "",
+        "broker-core/tests/storage_power_loss.rs",
     ),
     case(
         "D4",
         "simulated power loss, fsync interval",
         "losses only among acks within the interval",
-        "",
+        "broker-core/tests/storage_power_loss.rs",
     ),
     case(
         "D5",
         "corruption on disk",
         "detected by CRC, never served",
-        "",
+        "broker-core/tests/storage_corruption.rs",
     ),
     case(
         "D6",
@@ -70,7 +70,7 @@ pub const CASES: &[Case] = &[
         "D7",
         "failing disk (EIO)",
         "no ack after a failed fsync, process stays up",
-        "",
+        "broker-core/tests/storage_failpoints.rs",
     ),
     case(
         "D8",
