@@ -23,8 +23,8 @@ struct Link {
 enum Parameter {
     /// A runtime expression, e.g. `$response.body#/name`.
     Expression(&'static str),
-    /// A constant number.
-    Number(u32),
+    /// A constant, written as a string: the OpenAPI 3.1 meta-schema takes strings only.
+    Constant(&'static str),
 }
 
 const TOPICS: &str = "/v1/topics";
@@ -74,7 +74,7 @@ const LINKS: &[Link] = &[
         status: CREATED,
         name: "ReadPartitionZero",
         operation_id: "read_partition",
-        parameters: &[NEW_TOPIC, ("partition", Parameter::Number(0))],
+        parameters: &[NEW_TOPIC, ("partition", Parameter::Constant("0"))],
     },
     subscription_link("DescribeSubscription", "describe_subscription"),
     subscription_link("DeleteSubscription", "delete_subscription"),
@@ -104,8 +104,9 @@ pub fn document_links(document: &mut OpenApi) {
             .fold(
                 LinkBuilder::new().extensions(Some(operation_id)),
                 |builder, (name, value)| match value {
-                    Parameter::Expression(expression) => builder.parameter(*name, *expression),
-                    Parameter::Number(number) => builder.parameter(*name, *number),
+                    Parameter::Expression(text) | Parameter::Constant(text) => {
+                        builder.parameter(*name, *text)
+                    }
                 },
             )
             .build();
