@@ -26,6 +26,13 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 pub const MAX_MESSAGE_BYTES_CEILING: usize = 16 * 1024 * 1024;
 /// Messages in one produce request: 1..=1000 (API.md).
 pub const MAX_BATCH_MESSAGES: usize = 1000;
+/// Largest value of the open-ended 64-bit settings (a topic's `retention_ms`,
+/// `retention_bytes`, `rate_limit.bytes_per_second`, a redrive's `max_messages`): `i64::MAX`. The API documents them as int64, what Java's
+/// `long`, Go's `int64` and most JSON decoders read back; a larger value would break them.
+pub const MAX_INT64_SETTING: u64 = i64::MAX as u64;
+/// Largest value of a 32-bit count the API documents as int32 (`messages_per_second` of a
+/// rate limit or a redrive): `i32::MAX`, for the same reason as [`MAX_INT64_SETTING`].
+pub const MAX_INT32_SETTING: u32 = i32::MAX as u32;
 /// Most partitions in one topic: every partition has a writer thread and open files, so a
 /// typo must not create thousands.
 pub const MAX_PARTITIONS: u32 = 256;

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::BrokerError;
 use crate::limits::{
-    DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_CEILING, MAX_PARTITIONS, check_range,
+    DEFAULT_MAX_MESSAGE_BYTES, MAX_INT32_SETTING, MAX_INT64_SETTING, MAX_MESSAGE_BYTES_CEILING,
+    MAX_PARTITIONS, check_range,
 };
 use crate::names;
 
@@ -163,11 +164,17 @@ impl TopicConfig {
                     format!("must be at least {MIN_RETENTION_MS}, got {ms}"),
                 ));
             }
+            if let Some(ms) = retention_ms {
+                check_range("retention_ms", ms, MIN_RETENTION_MS, MAX_INT64_SETTING)?;
+            }
             next.retention_ms = retention_ms;
         }
         if let Some(retention_bytes) = patch.retention_bytes {
             if retention_bytes == Some(0) {
                 return Err(BrokerError::invalid("retention_bytes", "must be positive"));
+            }
+            if let Some(bytes) = retention_bytes {
+                check_range("retention_bytes", bytes, 1, MAX_INT64_SETTING)?;
             }
             next.retention_bytes = retention_bytes;
         }
@@ -181,6 +188,17 @@ impl TopicConfig {
                     "rate_limit",
                     "a rate limit must be positive (leave it out for no limit)",
                 ));
+            }
+            if let Some(messages) = limit.messages_per_second {
+                check_range(
+                    "rate_limit.messages_per_second",
+                    messages,
+                    1,
+                    MAX_INT32_SETTING,
+                )?;
+            }
+            if let Some(bytes) = limit.bytes_per_second {
+                check_range("rate_limit.bytes_per_second", bytes, 1, MAX_INT64_SETTING)?;
             }
             next.rate_limit = limit;
         }

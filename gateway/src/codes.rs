@@ -88,6 +88,9 @@ pub const TOO_FEW_ACTIVE_NODES: Code = Code::new("too_few_active_nodes", "Too fe
 /// The node cannot be removed while a partition's placement names it (replicas cannot move
 /// yet while the replication factor equals the node count).
 pub const NODE_HOLDS_REPLICAS: Code = Code::new("node_holds_replicas", "Node holds replicas");
+/// A cluster administration route was called on a node that runs alone (without cluster
+/// settings): there are no other nodes to move leaders or replicas to.
+pub const NOT_CLUSTERED: Code = Code::new("not_clustered", "Not clustered");
 /// The cluster metadata refuses the change for another reason given in `detail`.
 pub const CLUSTER_CONFLICT: Code = Code::new("cluster_conflict", "Cluster conflict");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.
@@ -126,6 +129,7 @@ pub const ALL: &[Code] = &[
     TOO_FEW_ACTIVE_NODES,
     NODE_HOLDS_REPLICAS,
     CLUSTER_CONFLICT,
+    NOT_CLUSTERED,
 ];
 
 #[cfg(test)]

@@ -9,11 +9,28 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
 use crate::problem::ApiError;
+use crate::{integral_floats, json_object};
 
-/// A JSON request body (`Content-Type: application/json` or `*/*+json`).
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON request body (`Content-Type: application/json` or `*/*+json`), parsed by
+/// [`parse_json`].
+#[derive(Debug)]
 pub struct JsonBody<T>(pub T);
+
+impl<T, S> FromRequest<S> for JsonBody<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        if !is_json_content_type(request.headers()) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let body = Bytes::from_request(request, state).await?;
+        parse_json(&body).map(JsonBody)
+    }
+}
 
 /// Path parameters.
 #[derive(Debug, FromRequestParts)]
@@ -26,7 +43,8 @@ pub struct PathParams<T>(pub T);
 pub struct QueryParams<T>(pub T);
 
 /// A JSON body that may be left out: an empty body means `T::default()`, whatever the
-/// Content-Type; a non-empty one must be JSON.
+/// Content-Type; a non-empty one must be JSON, where `null` also means `T::default()` (the
+/// document marks these bodies optional, and JSON's way to say "none" is `null`).
 #[derive(Debug)]
 pub struct OptionalJsonBody<T>(pub T);
 
@@ -46,6 +64,9 @@ where
         if !is_json {
             return Err(ApiError::UnsupportedMediaType);
         }
+        if body.trim_ascii() == b"null" {
+            return Ok(OptionalJsonBody(T::default()));
+        }
         parse_json(&body).map(OptionalJsonBody)
     }
 }
@@ -62,15 +83,27 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
-/// Parses a JSON body already read into memory, with axum's field-path error messages.
+/// Parses a JSON body already read into memory, with axum's field-path error messages. A body
+/// the type refuses is tried once more with its integral floats (`5.0`) read as integers
+/// ([`integral_floats`]), as JSON Schema counts them; the first refusal is the one reported.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let axum::Json(value) = axum::Json::<T>::from_bytes(body)?;
-    Ok(value)
+    json_object::refuse_array_body(body)?;
+    let refusal = match axum::Json::<T>::from_bytes(body) {
+        Ok(axum::Json(value)) => return Ok(value),
+        Err(rejection) => ApiError::from(rejection),
+    };
+    let Some(rewritten) = integral_floats::rewrite(body) else {
+        return Err(refusal);
+    };
+    axum::Json::<T>::from_bytes(&rewritten)
+        .map(|axum::Json(value)| value)
+        .map_err(|_| refusal)
 }
 
 /// Parses a JSON body that the result may borrow from (strings without escapes are not
 /// copied), with the same field-path error messages as [`parse_json`].
 pub fn parse_json_borrowed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    json_object::refuse_array_body(body)?;
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let what = match error.inner().classify() {

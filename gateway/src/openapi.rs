@@ -89,6 +89,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {
     let mut document = api_router().split_for_parts().1;
     crate::openapi_edge::document_edge(&mut document);
+    crate::openapi_links::document_links(&mut document);
+    crate::openapi_rules::document_rules(&mut document);
     document
 });
 static PRETTY_JSON: LazyLock<String> = LazyLock::new(|| {

@@ -109,6 +109,9 @@ pub enum ApiError {
         /// Which budget.
         resource: &'static str,
     },
+    /// A cluster administration route on a node that runs alone.
+    #[error("this node is not part of a cluster (it runs without cluster settings)")]
+    NotClustered,
     /// The request or its body took longer than `limit_ms`.
     #[error("the request took longer than the server's {limit_ms} ms limit")]
     RequestTimeout {
@@ -163,6 +166,7 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => {
                 (StatusCode::REQUEST_TIMEOUT, codes::REQUEST_TIMEOUT)
             }
+            ApiError::NotClustered => (StatusCode::CONFLICT, codes::NOT_CLUSTERED),
             ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR),
         }
     }

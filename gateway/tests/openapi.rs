@@ -211,3 +211,61 @@ fn cancel_documents_its_bad_id_answer_and_every_body_route_its_413() {
         }
     }
 }
+
+/// Path parameters of the operation whose `operationId` is `id`: `(path, names)`.
+fn path_parameters_of(document: &Value, id: &str) -> Option<Vec<String>> {
+    let paths = document["paths"].as_object()?;
+    paths.iter().find_map(|(path, item)| {
+        item.as_object()?
+            .values()
+            .find(|operation| operation["operationId"] == id)
+            .map(|_| {
+                path.split('{')
+                    .skip(1)
+                    .filter_map(|rest| rest.split('}').next())
+                    .map(str::to_owned)
+                    .collect()
+            })
+    })
+}
+
+/// The stateful phase of schemathesis (and any client following links) reaches the topic and
+/// subscription operations with real resources only through these links: it found none from
+/// `POST /v1/topics`, so its deletes only ever got 404. Each link names an existing operation
+/// and gives every path parameter of it.
+#[test]
+fn creating_a_topic_or_subscription_links_to_the_operations_on_it() {
+    let document = document();
+    let mut targets = Vec::new();
+    for path in ["/v1/topics", "/v1/topics/{topic}/subscriptions"] {
+        let links = document["paths"][path]["post"]["responses"]["201"]["links"]
+            .as_object()
+            .unwrap_or_else(|| panic!("POST {path} 201 has no links"));
+        for (name, link) in links {
+            let id = link["operationId"].as_str().expect("operationId");
+            let mut needed = path_parameters_of(&document, id)
+                .unwrap_or_else(|| panic!("link {name} names unknown operation {id}"));
+            let mut given: Vec<String> = link["parameters"]
+                .as_object()
+                .expect("parameters")
+                .keys()
+                .cloned()
+                .collect();
+            needed.sort();
+            given.sort();
+            assert_eq!(given, needed, "link {name} to {id}");
+            targets.push(id.to_owned());
+        }
+    }
+    for id in [
+        "describe_topic",
+        "delete_topic",
+        "produce",
+        "create_subscription",
+        "delete_subscription",
+        "receive",
+        "seek",
+    ] {
+        assert!(targets.iter().any(|t| t == id), "no link to {id}");
+    }
+}

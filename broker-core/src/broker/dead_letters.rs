@@ -11,7 +11,9 @@ use super::reads::read_range;
 use super::{Broker, Topic};
 use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
-use crate::limits::{MAX_BATCH_MESSAGES, MAX_READ_BYTES};
+use crate::limits::{
+    MAX_BATCH_MESSAGES, MAX_INT32_SETTING, MAX_INT64_SETTING, MAX_READ_BYTES, check_range,
+};
 use crate::message::Record;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{LeaseTable, Subscription};
@@ -38,6 +40,12 @@ impl RedriveBudget {
                 "messages_per_second",
                 "must be positive",
             ));
+        }
+        if let Some(max) = max_messages {
+            check_range("max_messages", max, 1, MAX_INT64_SETTING)?;
+        }
+        if let Some(rate) = per_second {
+            check_range("messages_per_second", rate, 1, MAX_INT32_SETTING)?;
         }
         Ok(RedriveBudget {
             limit: max_messages.unwrap_or(u64::MAX),

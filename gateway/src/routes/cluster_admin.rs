@@ -3,14 +3,14 @@
 //!
 //! Each runs at the controller leader (another node answers `not_leader` and the forwarding
 //! layer sends the request there), checks its input against the cluster metadata first, and
-//! changes nothing when it refuses. A single node is not a cluster: 400 `invalid_request`.
+//! changes nothing when it refuses. A single node is not a cluster: 409 `not_clustered` (the
+//! request is well formed; the node's state refuses it).
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use broker_core::BrokerError;
 use broker_core::cluster_node::{
     ClusterNode, DrainReport, FailedMove, LeaderMoved, RebalanceReport,
 };
@@ -143,14 +143,9 @@ impl From<DrainReport> for DrainView {
     }
 }
 
-/// The node's cluster part, or 400 on a single node.
+/// The node's cluster part, or 409 `not_clustered` on a single node.
 fn cluster(state: &AppState) -> Result<&Arc<ClusterNode>, ApiError> {
-    state.cluster.as_ref().ok_or_else(|| {
-        ApiError::Broker(BrokerError::invalid(
-            "cluster",
-            "this node is not part of a cluster (it runs without cluster settings)",
-        ))
-    })
+    state.cluster.as_ref().ok_or(ApiError::NotClustered)
 }
 
 /// Move a partition's leader to another replica.
@@ -163,7 +158,7 @@ fn cluster(state: &AppState) -> Result<&Arc<ClusterNode>, ApiError> {
     tag = "cluster", params(PartitionPath), request_body = MoveLeaderRequest,
     responses(
         (status = 200, description = "The node leads the partition", body = LeaderView),
-        (status = 400, description = "Not a cluster, or a malformed body (`invalid_request`)",
+        (status = 400, description = "A malformed path or body (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
             body = Problem, content_type = "application/problem+json"),
@@ -171,7 +166,8 @@ fn cluster(state: &AppState) -> Result<&Arc<ClusterNode>, ApiError> {
             (`partition_not_found`) or node (`node_not_found`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The node holds no replica of the partition \
-            (`not_a_replica`)", body = Problem, content_type = "application/problem+json"),
+            (`not_a_replica`), or this node runs alone (`not_clustered`)", body = Problem,
+            content_type = "application/problem+json"),
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The node did not come to lead in time \
@@ -197,9 +193,9 @@ pub async fn move_leader(
 #[utoipa::path(post, path = "/v1/cluster/rebalance", tag = "cluster",
     responses(
         (status = 200, description = "The moves made and failed", body = RebalanceView),
-        (status = 400, description = "Not a cluster (`invalid_request`)",
-            body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "This node runs alone (`not_clustered`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The controller has no leader (`not_leader`); see \
             `Retry-After`", body = Problem, content_type = "application/problem+json"),
@@ -219,7 +215,7 @@ pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceVi
     params(NodePath),
     responses(
         (status = 200, description = "The node drains; the leaderships moved", body = DrainView),
-        (status = 400, description = "Not a cluster (`invalid_request`)",
+        (status = 400, description = "A malformed node id (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
             body = Problem, content_type = "application/problem+json"),
@@ -227,7 +223,8 @@ pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceVi
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "It is the last active node (`last_node`), or fewer \
             active nodes than a topic's replication factor would be left \
-            (`too_few_active_nodes`)", body = Problem, content_type = "application/problem+json"),
+            (`too_few_active_nodes`), or this node runs alone (`not_clustered`)", body = Problem,
+            content_type = "application/problem+json"),
         (status = 503, description = "The controller has no leader (`not_leader`) or did not \
             commit in time (`replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
@@ -247,7 +244,7 @@ pub async fn drain_node(
 #[utoipa::path(delete, path = "/v1/cluster/nodes/{node}", tag = "cluster", params(NodePath),
     responses(
         (status = 204, description = "Removed"),
-        (status = 400, description = "Not a cluster (`invalid_request`)", body = Problem,
+        (status = 400, description = "A malformed node id (`invalid_request`)", body = Problem,
             content_type = "application/problem+json"),
         (status = 403, description = "The token's scope lacks `admin:*` (`forbidden`)",
             body = Problem, content_type = "application/problem+json"),
@@ -255,7 +252,8 @@ pub async fn drain_node(
             body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "A placement names the node (`node_holds_replicas`), it \
             is the last node or voter (`last_node`), or too few active nodes would be left \
-            (`too_few_active_nodes`)", body = Problem, content_type = "application/problem+json"),
+            (`too_few_active_nodes`), or this node runs alone (`not_clustered`)", body = Problem,
+            content_type = "application/problem+json"),
         (status = 503, description = "The controller has no leader (`not_leader`), did not \
             commit in time (`replication_timeout`), or the node to remove led it and has just \
             handed the leadership to another voter (`not_leader` naming it); see \

@@ -16,7 +16,7 @@ pub mod subscriptions;
 pub mod topics;
 
 use broker_core::limits::MAX_TAG_LEN;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use utoipa::IntoParams;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -68,4 +68,14 @@ pub struct PartitionPath {
     pub topic: String,
     /// Partition number, from 0.
     pub partition: u32,
+}
+
+/// Tells a field sent as `null` (`Some(None)`) apart from a field left out (`None`); use with
+/// `#[serde(default, deserialize_with = "present")]`.
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }

@@ -17,6 +17,7 @@ use crate::extract::{
     PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
 use crate::gather::leaders_to_gather;
+use crate::integral_floats;
 use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
@@ -281,7 +282,20 @@ pub fn json_messages(
             "the Idempotency-Key header applies to raw bodies only; give each JSON message an id",
         ));
     }
-    let request: ProduceRequest = parse_json_borrowed(body)?;
+    // The good path parses once; only a refused body is tried again with its integral floats
+    // as integers (`"delay_ms": 5.0`), which JSON Schema counts as integers.
+    let rewritten;
+    let (request, body): (ProduceRequest, &Bytes) = match parse_json_borrowed(body) {
+        Ok(request) => (request, body),
+        Err(refusal) => match integral_floats::rewrite(body) {
+            Some(bytes) => {
+                rewritten = Bytes::from(bytes);
+                let request = parse_json_borrowed(&rewritten).map_err(|_| refusal)?;
+                (request, &rewritten)
+            }
+            None => return Err(refusal),
+        },
+    };
     let values: Vec<_> = request
         .messages
         .iter()

@@ -7,6 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use broker_core::broker::SeekTarget;
+use broker_core::limits::{MAX_INT64_SETTING, check_range};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -15,7 +16,7 @@ use crate::extract::{JsonBody, PathParams};
 use crate::forward::FORWARDED_HEADER;
 use crate::gather;
 use crate::problem::{ApiError, Problem};
-use crate::routes::SubscriptionPath;
+use crate::routes::{SubscriptionPath, present};
 
 /// An end of the log to seek to.
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
@@ -27,18 +28,26 @@ pub enum SeekEnd {
     Latest,
 }
 
-/// Where to move the subscription: exactly one of `to`, `timestamp_ms` and `offsets`.
+/// Where to move the subscription: exactly one of `to`, `timestamp_ms` and `offsets` (a
+/// second one, even `null`, is refused).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(max_properties = 1)]
 pub struct SeekRequest {
     /// `earliest` or `latest`.
-    pub to: Option<SeekEnd>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = SeekEnd)]
+    pub to: Option<Option<SeekEnd>>,
     /// The first message of every partition published at or after this Unix epoch
     /// millisecond.
-    pub timestamp_ms: Option<u64>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = u64, maximum = 9223372036854775807_u64)]
+    pub timestamp_ms: Option<Option<u64>>,
     /// Offsets by partition number (`{"0": 42}`), for the partitions named only; each
     /// within the partition's stored range (`start_offset..=end_offset`).
-    pub offsets: Option<BTreeMap<String, u64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = BTreeMap<String, u64>)]
+    pub offsets: Option<Option<BTreeMap<String, u64>>>,
 }
 
 /// Where the subscription now stands.
@@ -52,10 +61,18 @@ impl SeekRequest {
     /// The one target the request names.
     fn target(self) -> Result<SeekTarget, ApiError> {
         match (self.to, self.timestamp_ms, self.offsets) {
-            (Some(SeekEnd::Earliest), None, None) => Ok(SeekTarget::Earliest),
-            (Some(SeekEnd::Latest), None, None) => Ok(SeekTarget::Latest),
-            (None, Some(at), None) => Ok(SeekTarget::Timestamp(at)),
-            (None, None, Some(offsets)) => offsets_target(offsets),
+            (Some(Some(SeekEnd::Earliest)), None, None) => Ok(SeekTarget::Earliest),
+            (Some(Some(SeekEnd::Latest)), None, None) => Ok(SeekTarget::Latest),
+            (None, Some(Some(at)), None) => Ok(SeekTarget::Timestamp(check_range(
+                "timestamp_ms",
+                at,
+                0,
+                MAX_INT64_SETTING,
+            )?)),
+            (None, None, Some(Some(offsets))) => offsets_target(offsets),
+            (Some(None), None, None) | (None, Some(None), None) | (None, None, Some(None)) => {
+                Err(ApiError::invalid("the seek target may not be null"))
+            }
             _ => Err(ApiError::invalid(
                 "give exactly one of to, timestamp_ms and offsets",
             )),

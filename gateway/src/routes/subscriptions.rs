@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::extract::{JsonBody, PathParams};
+use crate::json_object;
 use crate::problem::{ApiError, Problem};
 use crate::routes::{SubscriptionPath, TopicPath};
 use crate::subscription_figures::{Gathered, gather};
@@ -130,6 +131,7 @@ pub struct CreateSubscriptionRequest {
     #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
     /// Backoff between redeliveries.
+    #[serde(default, deserialize_with = "json_object::optional")]
     pub retry: Option<RetryRequest>,
     /// Deliveries of a message before it moves to the dead-letter topic, 1 to 1000
     /// (default 16).
@@ -144,6 +146,7 @@ pub struct CreateSubscriptionRequest {
     )]
     pub dead_letter_topic: Option<String>,
     /// Which messages to deliver (default: all).
+    #[serde(default, deserialize_with = "json_object::optional")]
     pub filter: Option<FilterBody>,
     /// Delivery order: `none` (default) or `key`.
     pub ordering: Option<OrderingParam>,

@@ -7,14 +7,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use broker_core::broker::FiguresOf;
 use broker_core::topic::{PartitionInfo, RateLimit, TopicInfo, TopicPatch, TopicSpec};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::extract::{JsonBody, PathParams};
+use crate::json_object;
 use crate::problem::{ApiError, Problem};
-use crate::routes::TopicPath;
+use crate::routes::{TopicPath, present};
 use crate::subscription_figures;
 
 /// A topic to create.
@@ -33,10 +34,10 @@ pub struct CreateTopicRequest {
     pub partitions: Option<u32>,
     /// Delete whole segments whose newest message is older than this (at least 60000);
     /// absent keeps messages forever.
-    #[schema(minimum = 60000)]
+    #[schema(minimum = 60000, maximum = 9223372036854775807_u64)]
     pub retention_ms: Option<u64>,
     /// Delete the oldest segments while a partition is larger than this; absent: no cap.
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9223372036854775807_u64)]
     pub retention_bytes: Option<u64>,
     /// Largest message value accepted, in bytes (default 1 MiB, at most 16 MiB).
     #[schema(minimum = 1, maximum = 16777216)]
@@ -45,6 +46,7 @@ pub struct CreateTopicRequest {
     #[schema(minimum = 1, maximum = 1)]
     pub replication_factor: Option<u32>,
     /// Produce rate limits, counted per message and per value byte (default: none).
+    #[serde(default, deserialize_with = "json_object::optional")]
     pub rate_limit: Option<RateLimitBody>,
     /// How long a client message `id` is remembered for deduplication, 0 to 604800000
     /// milliseconds (7 days; default 600000, 10 minutes; 0 turns deduplication off).
@@ -58,10 +60,10 @@ pub struct CreateTopicRequest {
 #[serde(deny_unknown_fields)]
 pub struct RateLimitBody {
     /// Messages per second (a batch of n counts n).
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 2147483647)]
     pub messages_per_second: Option<u32>,
     /// Message value bytes per second.
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 9223372036854775807_u64)]
     pub bytes_per_second: Option<u64>,
 }
 
@@ -89,29 +91,21 @@ impl From<RateLimit> for RateLimitBody {
 pub struct PatchTopicRequest {
     /// New retention by age; `null` keeps messages forever.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>, minimum = 60000)]
+    #[schema(value_type = Option<u64>, minimum = 60000, maximum = 9223372036854775807_u64)]
     pub retention_ms: Option<Option<u64>>,
     /// New retention by size; `null` removes the cap.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u64>, minimum = 1)]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 9223372036854775807_u64)]
     pub retention_bytes: Option<Option<u64>>,
     /// New largest message value, in bytes.
     #[schema(minimum = 1, maximum = 16777216)]
     pub max_message_bytes: Option<usize>,
     /// New rate limits, replacing the old ones whole (`{}` removes every limit).
+    #[serde(default, deserialize_with = "json_object::optional")]
     pub rate_limit: Option<RateLimitBody>,
     /// New deduplication window for client message ids, 0 to 604800000 milliseconds.
     #[schema(minimum = 0, maximum = 604800000)]
     pub dedup_window_ms: Option<u64>,
-}
-
-/// Tells a field sent as `null` (`Some(None)`) apart from a field left out (`None`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// One partition's stats.

@@ -1295,22 +1295,26 @@ export interface components {
          * @enum {string}
          */
         SeekEnd: "earliest" | "latest";
-        /** @description Where to move the subscription: exactly one of `to`, `timestamp_ms` and `offsets`. */
+        /**
+         * @description Where to move the subscription: exactly one of `to`, `timestamp_ms` and `offsets` (a
+         *     second one, even `null`, is refused).
+         */
         SeekRequest: {
-            to?: null | components["schemas"]["SeekEnd"];
+            /** @description `earliest` or `latest`. */
+            to?: components["schemas"]["SeekEnd"];
             /**
              * Format: int64
              * @description The first message of every partition published at or after this Unix epoch
              *     millisecond.
              */
-            timestamp_ms?: number | null;
+            timestamp_ms?: number;
             /**
              * @description Offsets by partition number (`{"0": 42}`), for the partitions named only; each
              *     within the partition's stored range (`start_offset..=end_offset`).
              */
             offsets?: {
                 [key: string]: number;
-            } | null;
+            };
         };
         /** @description Where the subscription now stands. */
         SeekResponse: {
@@ -1832,7 +1836,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not a cluster (`invalid_request`) */
+            /** @description A malformed node id (`invalid_request`) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1877,7 +1881,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A placement names the node (`node_holds_replicas`), it is the last node or voter (`last_node`), or too few active nodes would be left (`too_few_active_nodes`) */
+            /** @description A placement names the node (`node_holds_replicas`), it is the last node or voter (`last_node`), or too few active nodes would be left (`too_few_active_nodes`), or this node runs alone (`not_clustered`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1927,7 +1931,7 @@ export interface operations {
                     "application/json": components["schemas"]["DrainView"];
                 };
             };
-            /** @description Not a cluster (`invalid_request`) */
+            /** @description A malformed node id (`invalid_request`) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1972,7 +1976,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description It is the last active node (`last_node`), or fewer active nodes than a topic's replication factor would be left (`too_few_active_nodes`) */
+            /** @description It is the last active node (`last_node`), or fewer active nodes than a topic's replication factor would be left (`too_few_active_nodes`), or this node runs alone (`not_clustered`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2028,7 +2032,7 @@ export interface operations {
                     "application/json": components["schemas"]["LeaderView"];
                 };
             };
-            /** @description Not a cluster, or a malformed body (`invalid_request`) */
+            /** @description A malformed path or body (`invalid_request`) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2073,7 +2077,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The node holds no replica of the partition (`not_a_replica`) */
+            /** @description The node holds no replica of the partition (`not_a_replica`), or this node runs alone (`not_clustered`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2138,15 +2142,6 @@ export interface operations {
                     "application/json": components["schemas"]["RebalanceView"];
                 };
             };
-            /** @description Not a cluster (`invalid_request`) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
             401: {
                 headers: {
@@ -2167,6 +2162,15 @@ export interface operations {
             };
             /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This node runs alone (`not_clustered`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -45,7 +45,7 @@ from .retry import Retry
 from .retry_request import RetryRequest
 from .seek_end import SeekEnd
 from .seek_request import SeekRequest
-from .seek_request_offsets_type_0 import SeekRequestOffsetsType0
+from .seek_request_offsets import SeekRequestOffsets
 from .seek_response import SeekResponse
 from .seek_response_positions import SeekResponsePositions
 from .start import Start
@@ -101,7 +101,7 @@ __all__ = (
     "RetryRequest",
     "SeekEnd",
     "SeekRequest",
-    "SeekRequestOffsetsType0",
+    "SeekRequestOffsets",
     "SeekResponse",
     "SeekResponsePositions",
     "Start",

@@ -28,11 +28,6 @@ def _parse_response(
 
         return response_200
 
-    if response.status_code == 400:
-        response_400 = Problem.from_dict(response.json())
-
-        return response_400
-
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
 
@@ -47,6 +42,11 @@ def _parse_response(
         response_408 = Problem.from_dict(response.json())
 
         return response_408
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
 
     if response.status_code == 429:
         response_429 = Problem.from_dict(response.json())

@@ -135,7 +135,8 @@ def sync_detailed(
         topic (str):
         sub (str):
         body (SeekRequest): Where to move the subscription: exactly one of `to`, `timestamp_ms`
-            and `offsets`.
+            and `offsets` (a
+            second one, even `null`, is refused).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -187,7 +188,8 @@ def sync(
         topic (str):
         sub (str):
         body (SeekRequest): Where to move the subscription: exactly one of `to`, `timestamp_ms`
-            and `offsets`.
+            and `offsets` (a
+            second one, even `null`, is refused).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -234,7 +236,8 @@ async def asyncio_detailed(
         topic (str):
         sub (str):
         body (SeekRequest): Where to move the subscription: exactly one of `to`, `timestamp_ms`
-            and `offsets`.
+            and `offsets` (a
+            second one, even `null`, is refused).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -284,7 +287,8 @@ async def asyncio(
         topic (str):
         sub (str):
         body (SeekRequest): Where to move the subscription: exactly one of `to`, `timestamp_ms`
-            and `offsets`.
+            and `offsets` (a
+            second one, even `null`, is refused).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

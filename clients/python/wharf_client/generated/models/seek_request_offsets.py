@@ -6,11 +6,11 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="SeekRequestOffsetsType0")
+T = TypeVar("T", bound="SeekRequestOffsets")
 
 
 @_attrs_define
-class SeekRequestOffsetsType0:
+class SeekRequestOffsets:
     """Offsets by partition number (`{"0": 42}`), for the partitions named only; each
     within the partition's stored range (`start_offset..=end_offset`).
 
@@ -28,10 +28,10 @@ class SeekRequestOffsetsType0:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        seek_request_offsets_type_0 = cls()
+        seek_request_offsets = cls()
 
-        seek_request_offsets_type_0.additional_properties = d
-        return seek_request_offsets_type_0
+        seek_request_offsets.additional_properties = d
+        return seek_request_offsets
 
     @property
     def additional_keys(self) -> list[str]:
