@@ -232,7 +232,7 @@ pub const CASES: &[Case] = &[
         "G6",
         "schemathesis",
         "no failures over the generated requests",
-        "",
+        "reliability/schemathesis",
     ),
     case(
         "G7",

@@ -329,13 +329,13 @@ impl Broker {
         }
     }
 
-    /// Makes metadata changes durable when the fsync policy promises that an answer means
-    /// durable; otherwise sled flushes on its own schedule.
+    /// Makes a metadata change (a topic or subscription created, deleted or materialized)
+    /// durable before it is answered, whatever the fsync policy: sled holds unflushed writes in
+    /// the process, so without this a `kill -9` soon after an answer lost the topic or
+    /// subscription it announced under `--fsync` at an interval (while the messages, in the page
+    /// cache, survived). Admin changes are rare; the flush costs them milliseconds.
     async fn persist(&self) -> Result<()> {
-        if self.config.log.fsync == FsyncPolicy::Always {
-            self.metadata.flush().await?;
-        }
-        Ok(())
+        self.metadata.flush().await
     }
 }
 
