@@ -8,9 +8,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use broker_core::limits::{
-    MAX_ACK_TIMEOUT_MS, MAX_BATCH_MESSAGES, MAX_ID_BYTES, MAX_KEY_BYTES, MAX_MAX_DELIVERIES,
-    MAX_MESSAGE_BYTES_CEILING, MAX_NAME_LEN, MAX_PARTITIONS, MAX_READ_RECORDS, MAX_RECEIPTS,
-    MAX_RECEIVE_MESSAGES, MAX_TAG_LEN, MAX_TAGS, MAX_WAIT_MS, MIN_ACK_TIMEOUT_MS,
+    MAX_ACK_TIMEOUT_MS, MAX_BATCH_MESSAGES, MAX_ID_BYTES, MAX_INT32_SETTING, MAX_INT64_SETTING,
+    MAX_KEY_BYTES, MAX_MAX_DELIVERIES, MAX_MESSAGE_BYTES_CEILING, MAX_NAME_LEN, MAX_PARTITIONS,
+    MAX_READ_RECORDS, MAX_RECEIPTS, MAX_RECEIVE_MESSAGES, MAX_TAG_LEN, MAX_TAGS, MAX_WAIT_MS,
+    MIN_ACK_TIMEOUT_MS,
 };
 use broker_core::subscription::attempts::{MAX_ATTEMPT_ID_LEN, valid_attempt_id};
 use broker_core::subscription::config::{MAX_BACKOFF_CEILING_MS, valid_tag};
@@ -120,9 +121,14 @@ fn documented_numeric_bounds_are_the_validating_code_constants() {
             "retention_ms",
             topic("retention_ms"),
             MIN_RETENTION_MS,
-            None,
+            Some(MAX_INT64_SETTING),
         ),
-        ("retention_bytes", topic("retention_bytes"), 1, None),
+        (
+            "retention_bytes",
+            topic("retention_bytes"),
+            1,
+            Some(MAX_INT64_SETTING),
+        ),
         (
             "max_message_bytes",
             topic("max_message_bytes"),
@@ -145,9 +151,14 @@ fn documented_numeric_bounds_are_the_validating_code_constants() {
             "patch retention_ms",
             patch("retention_ms"),
             MIN_RETENTION_MS,
-            None,
+            Some(MAX_INT64_SETTING),
         ),
-        ("patch retention_bytes", patch("retention_bytes"), 1, None),
+        (
+            "patch retention_bytes",
+            patch("retention_bytes"),
+            1,
+            Some(MAX_INT64_SETTING),
+        ),
         (
             "patch max_message_bytes",
             patch("max_message_bytes"),
@@ -164,13 +175,13 @@ fn documented_numeric_bounds_are_the_validating_code_constants() {
             "rate messages_per_second",
             property(&d, "RateLimitBody", "messages_per_second"),
             1,
-            None,
+            Some(MAX_INT32_SETTING.into()),
         ),
         (
             "rate bytes_per_second",
             property(&d, "RateLimitBody", "bytes_per_second"),
             1,
-            None,
+            Some(MAX_INT64_SETTING),
         ),
         (
             "subscription ack_timeout_ms",
@@ -257,13 +268,13 @@ fn documented_numeric_bounds_are_the_validating_code_constants() {
             "redrive max_messages",
             property(&d, "RedriveRequest", "max_messages"),
             1,
-            None,
+            Some(MAX_INT64_SETTING),
         ),
         (
             "redrive messages_per_second",
             property(&d, "RedriveRequest", "messages_per_second"),
             1,
-            None,
+            Some(MAX_INT32_SETTING.into()),
         ),
     ];
     for (label, schema, min, max) in ranges {
