@@ -201,6 +201,8 @@ pub struct RunInfo {
     pub seconds: u64,
     /// The machine (cores, memory).
     pub machine: String,
+    /// Test commands of the run that failed (their cases may show as not run).
+    pub failed_commands: usize,
 }
 
 /// The Markdown report of one run: heading, headline, one section row per case of the plan.
@@ -214,7 +216,12 @@ pub fn markdown(info: &RunInfo, lines: &[Line]) -> String {
          `RELIABILITY.md` is listed; each figure comes from a test's report line.\n",
         info.mode, info.commit, info.started, info.seconds, info.machine
     );
-    let _ = writeln!(out, "## Headline\n\n{}", headline.markdown());
+    let _ = writeln!(
+        out,
+        "## Headline\n\n- test commands failed: {} (see the end)\n{}",
+        info.failed_commands,
+        headline.markdown()
+    );
     let _ = writeln!(out, "## Cases\n");
     let _ = writeln!(out, "| id | case | must hold | verdict | report lines |");
     let _ = writeln!(out, "|---|---|---|---|---|");

@@ -32,6 +32,9 @@ struct Args {
     /// The machine.
     #[arg(long, default_value = "?")]
     machine: String,
+    /// How many test commands of the run failed.
+    #[arg(long, default_value_t = 0)]
+    failed_commands: usize,
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         started: args.started,
         seconds: args.seconds,
         machine: args.machine,
+        failed_commands: args.failed_commands,
     };
     if let Err(error) = std::fs::write(&args.out, markdown(&info, &lines)) {
         eprintln!("wharf-report: cannot write {}: {error}", args.out.display());
