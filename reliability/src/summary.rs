@@ -210,11 +210,22 @@ pub fn markdown(info: &RunInfo, lines: &[Line]) -> String {
     let headline = Headline::of(lines);
     let mut out = String::new();
     let _ = writeln!(out, "# Wharf reliability report\n");
+    let source = if info.mode == "ci" {
+        "`.ci/run` on a fresh clone".to_owned()
+    } else {
+        format!("`reliability/run` ({} mode)", info.mode)
+    };
     let _ = writeln!(
         out,
-        "`reliability/run` ({} mode) on commit `{}`, started {}, {} s, {}. Every case of \
-         `RELIABILITY.md` is listed; each figure comes from a test's report line.\n",
-        info.mode, info.commit, info.started, info.seconds, info.machine
+        "{source} on commit `{}`, started {}{}, {}. Every case of `RELIABILITY.md` is \
+         listed; each figure comes from a test's report line.\n",
+        info.commit,
+        info.started,
+        match info.seconds {
+            0 => String::new(),
+            seconds => format!(", {seconds} s"),
+        },
+        info.machine
     );
     let _ = writeln!(
         out,
