@@ -83,7 +83,7 @@ const LINKS: &[Link] = &[
     subscription_link("Redrive", "redrive"),
 ];
 
-/// Adds [`LINKS`] to the `POST` responses of `document` they hang on.
+/// Adds `LINKS` to the `POST` responses of `document` they hang on.
 pub fn document_links(document: &mut OpenApi) {
     for link in LINKS {
         let Some(RefOr::T(response)) = document
