@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-use crate::clock::now_ms;
 use crate::error::{BrokerError, Result};
 
 /// Default reserve: room for sled's log and its segment of metadata writes, a few segment
@@ -26,6 +26,9 @@ pub const REFRESH_MS: u64 = 10;
 pub struct DiskSpace {
     path: PathBuf,
     min_free: u64,
+    /// Monotonic, so that a wall clock set back cannot freeze the figure.
+    since: Instant,
+    /// Milliseconds after `since` of the last look, plus one (0: never looked).
     checked_at_ms: AtomicU64,
     free: AtomicU64,
 }
@@ -36,6 +39,7 @@ impl DiskSpace {
         Self {
             path: path.into(),
             min_free,
+            since: Instant::now(),
             checked_at_ms: AtomicU64::new(0),
             free: AtomicU64::new(u64::MAX),
         }
@@ -47,9 +51,9 @@ impl DiskSpace {
         if self.min_free == 0 {
             return Ok(());
         }
-        let now = now_ms();
+        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX) + 1;
         let checked = self.checked_at_ms.load(Ordering::Relaxed);
-        if now.saturating_sub(checked) >= REFRESH_MS {
+        if checked == 0 || now.saturating_sub(checked) >= REFRESH_MS {
             self.checked_at_ms.store(now, Ordering::Relaxed);
             let free = available(&self.path).unwrap_or(u64::MAX);
             self.free.store(free, Ordering::Relaxed);
