@@ -10,7 +10,7 @@ mod storage_support;
 use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::error::BrokerError;
 use broker_core::storage::PartitionHandle;
-use storage_support::{TestLog, bare, read_all, records, small_segments};
+use storage_support::{TestLog, append_acknowledged, bare, read_all, records, small_segments};
 use wharf_reliability::CaseLine;
 
 /// Records a read takes at a time: few, so reads cross batches.
@@ -127,12 +127,7 @@ async fn damage_the_last_batch(tally: &mut Tally) {
 async fn damage_an_older_segment(tally: &mut Tally) {
     let log = TestLog::on_tmpfs(small_segments(FsyncPolicy::Always));
     let handle = log.open();
-    for batch in 0..20 {
-        handle
-            .append(records(batch * 5, 5, 100))
-            .await
-            .expect("append");
-    }
+    append_acknowledged(&handle, 20).await;
     handle.shutdown();
     let first = log.segments()[0].clone();
     let intact = std::fs::read(&first).expect("read segment");

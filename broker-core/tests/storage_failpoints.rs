@@ -21,7 +21,9 @@ use broker_core::error::BrokerError;
 use broker_core::message::Record;
 use broker_core::storage::PartitionHandle;
 use fail::FailScenario;
-use storage_support::{TestLog, bare, file_len, read_all, records, small_segments};
+use storage_support::{
+    TestLog, append_acknowledged, bare, file_len, read_all, records, small_segments,
+};
 use wharf_reliability::CaseLine;
 
 /// How long a test waits for something that takes milliseconds when all is well.
@@ -44,18 +46,6 @@ fn zeros_past(log: &TestLog, end: u64) -> bool {
     let file = std::fs::read(log.last_segment()).expect("read segment");
     let end = usize::try_from(end).expect("size");
     file.len() >= end && file[end..].iter().all(|b| *b == 0)
-}
-
-/// Appends `batches` batches of five 100-byte records, each acknowledged; returns them in order.
-async fn append_acknowledged(handle: &PartitionHandle, batches: u64) -> Vec<Record> {
-    let mut acked = Vec::new();
-    for n in 0..batches {
-        let batch = records(n * 5, 5, 100);
-        let appended = handle.append(batch.clone()).await.expect("append");
-        assert_eq!(appended.base_offset, acked.len() as u64);
-        acked.extend(batch);
-    }
-    acked
 }
 
 /// Asserts `error` is the refusal of a poisoned partition, caused by `cause`.

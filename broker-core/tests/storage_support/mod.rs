@@ -31,6 +31,18 @@ pub fn records(first: u64, count: u64, size: usize) -> Vec<Record> {
     (first..first + count).map(|n| record(n, size)).collect()
 }
 
+/// Appends `batches` batches of five 100-byte records, each acknowledged; returns them in order.
+pub async fn append_acknowledged(handle: &PartitionHandle, batches: u64) -> Vec<Record> {
+    let mut acked = Vec::new();
+    for n in 0..batches {
+        let batch = records(n * 5, 5, 100);
+        let appended = handle.append(batch.clone()).await.expect("append");
+        assert_eq!(appended.base_offset, acked.len() as u64);
+        acked.extend(batch);
+    }
+    acked
+}
+
 /// Log settings with 4 KiB segments.
 pub fn small_segments(fsync: FsyncPolicy) -> LogConfig {
     LogConfig {
