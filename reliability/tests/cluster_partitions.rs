@@ -14,21 +14,24 @@
 //!   leaders of one term, no two acknowledged values at one offset.
 //!
 //! Both print and record one report line: the checker's, plus the figures counted here. The
-//! tests run one at a time ([`SERIAL`]). `WHARF_FAULT_RATE` (messages/s) and
+//! tests run one at a time (`cluster::serially`). `WHARF_FAULT_RATE` (messages/s) and
 //! `WHARF_PARTITION_SECONDS` (how long each partition holds) lengthen a run;
 //! `WHARF_PARTITION_SEED` fixes R4's random choices; `WHARF_FAULT_KEEP=1` keeps every run's
 //! folder (history and node logs), not only a failed one's.
 
+#[path = "support/cluster.rs"]
+mod cluster;
+
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use cluster::{env_number, serially, three_nodes_with};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use wharf_reliability::History;
 use wharf_reliability::event::{NodeId, Outcome, Phase, Run};
-use wharf_reliability::harness::{Cluster, ClusterSpec, NetSplit, Network, wharf_binary};
+use wharf_reliability::harness::{Cluster, NetSplit, Network};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::api::{Api, Reply};
 use wharf_reliability::workload::{LeaderWatch, Recorder, RunningWorkload, Workload, WorkloadSpec};
@@ -54,50 +57,13 @@ const TAIL: Duration = Duration::from_secs(2);
 /// than on an idle one (an R4 run alongside a workspace build took 32 s instead of 26).
 const PRODUCE_BOUND: Duration = Duration::from_secs(40);
 
-/// Taken by every test, so only one three-node cluster runs at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs `test` on its own two-thread runtime while holding [`SERIAL`], and prints its wall
-/// time.
-fn serially(test: impl Future<Output = ()>) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let started = Instant::now();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(test);
-    eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
-}
-
-/// A positive whole number from the environment variable `name`, else `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => match text.trim().parse() {
-            Ok(n) if n > 0 => n,
-            _ => panic!("{name}={text:?}: expected a positive whole number"),
-        },
-        Err(_) => default,
-    }
-}
-
 /// How long each partition holds: `WHARF_PARTITION_SECONDS`, else the test's `default`.
 fn partition_time(default: u64) -> Duration {
     Duration::from_secs(env_number("WHARF_PARTITION_SECONDS", default))
 }
 
 fn three_nodes_in_namespaces() -> Cluster {
-    let mut spec = ClusterSpec::new(wharf_binary(), 3);
-    spec.zones = vec!["a".into(), "b".into(), "c".into()];
-    spec.network = Network::Namespaces;
-    let mut cluster = Cluster::start(spec)
-        .expect("three nodes start, each in its own network namespace (this needs root)");
-    if std::env::var_os("WHARF_FAULT_KEEP").is_some() {
-        eprintln!("keeping {}", cluster.root().display());
-        cluster.keep_artifacts();
-    }
-    cluster
+    three_nodes_with(|spec| spec.network = Network::Namespaces)
 }
 
 fn run_header(id: &str, name: &str, seed: u64, faults: &[&str], cluster: &Cluster) -> Run {
