@@ -4,15 +4,15 @@
 //! reopens on the files as the loss left them (sled, whose flushes are not simulated, keeps
 //! everything it wrote).
 
-use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use super::broker_support::open;
+use broker_core::Broker;
 use broker_core::broker::{AckMode, Durability, NewMessage};
 use broker_core::config::FsyncPolicy;
 use broker_core::storage::crash_sim::{SimulatedDisk, Tearing};
 use broker_core::topic::TopicSpec;
-use broker_core::{Broker, BrokerConfig};
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -25,8 +25,6 @@ const MAX_PRODUCES: usize = 30;
 const MAX_MESSAGES: usize = 4;
 /// The power goes right after a random write among the first this many.
 const MAX_CRASH_WRITE: u64 = 40;
-/// How long a reopening broker waits for the last one's sled threads to let go of the folder.
-const OPEN_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What one broker run counted.
 #[derive(Debug, Default, Clone)]
@@ -51,22 +49,6 @@ impl Replies {
         self.lost_leader_written += other.lost_leader_written;
         self.lost_ages_ms.extend(&other.lost_ages_ms);
         self.wrong += other.wrong;
-    }
-}
-
-async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(dir);
-    config.log.fsync = fsync;
-    let deadline = Instant::now() + OPEN_DEADLINE;
-    loop {
-        match Broker::open(config.clone()).await {
-            Ok(broker) => return broker,
-            Err(error) if Instant::now() < deadline => {
-                eprintln!("retrying the open: {error}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(error) => panic!("open: {error}"),
-        }
     }
 }
 

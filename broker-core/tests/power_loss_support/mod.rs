@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod broker;
+#[path = "../broker_support/mod.rs"]
+mod broker_support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
