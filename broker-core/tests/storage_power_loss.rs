@@ -31,6 +31,19 @@ const INTERVAL_MS: u64 = 20;
 /// thread, which a loaded 2-core CI machine may deschedule for a while.
 const GROUP_COMMIT_SLACK_MS: u64 = 1_000;
 
+/// What both fsync policies must show after every power loss: nothing served that was not
+/// sent, no frame reads fail on, offsets without a gap, appends working, every torn write cut.
+fn assert_recovered_cleanly(f: &Figures) {
+    assert_eq!(f.corrupt_served, 0, "records served that were not sent");
+    assert_eq!(f.read_errors, 0, "recovery left a frame reads fail on");
+    assert_eq!(f.offset_gaps, 0);
+    assert_eq!(f.append_failures, 0);
+    assert_eq!(
+        f.torn_truncated, f.torn,
+        "a torn write recovery did not cut"
+    );
+}
+
 /// Runs every seed under `fsync`: the sum of their figures and the failures, by seed.
 async fn run_all(fsync: FsyncPolicy) -> (u64, Figures, Vec<String>) {
     let count = seeds(SHORT_SEEDS);
@@ -84,14 +97,7 @@ async fn under_fsync_always_a_power_loss_loses_no_acknowledged_record_and_serves
         "under `always` every answer says fsynced"
     );
     assert_eq!(f.lost, 0, "acknowledged records lost: {f:?}");
-    assert_eq!(f.corrupt_served, 0, "records served that were not sent");
-    assert_eq!(f.read_errors, 0, "recovery left a frame reads fail on");
-    assert_eq!(f.offset_gaps, 0);
-    assert_eq!(f.append_failures, 0);
-    assert_eq!(
-        f.torn_truncated, f.torn,
-        "a torn write recovery did not cut"
-    );
+    assert_recovered_cleanly(&f);
     assert!(f.torn > 0, "coverage: no power loss tore a write");
     assert!(
         f.inside_recovery > 0,
@@ -155,14 +161,7 @@ async fn under_an_fsync_interval_a_power_loss_loses_only_records_acknowledged_as
         within,
         "a lost record was acknowledged {max_age} ms before the power loss, past {window} ms"
     );
-    assert_eq!(f.corrupt_served, 0, "records served that were not sent");
-    assert_eq!(f.read_errors, 0, "recovery left a frame reads fail on");
-    assert_eq!(f.offset_gaps, 0);
-    assert_eq!(f.append_failures, 0);
-    assert_eq!(
-        f.torn_truncated, f.torn,
-        "a torn write recovery did not cut"
-    );
+    assert_recovered_cleanly(&f);
     assert!(
         f.lost > 0,
         "coverage: no power loss lost an unsynced record"
