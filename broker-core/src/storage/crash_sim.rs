@@ -117,6 +117,9 @@ pub struct TornWrite {
     pub at: u64,
     /// What is left there.
     pub tear: Tear,
+    /// The bytes the write meant to put there: a prefix whose missing end would have written
+    /// the zeros already there leaves the write whole after all, and recovery rightly keeps it.
+    pub written: Vec<u8>,
 }
 
 /// The files as a power loss left them, to be written back with [`PowerLoss::apply`].
@@ -340,6 +343,7 @@ fn after_loss(
                 path: path.to_path_buf(),
                 at: *at,
                 tear,
+                written: written.clone(),
             });
         }
     };

@@ -98,6 +98,10 @@ pub struct Figures {
     pub torn: u64,
     /// Of those, the ones recovery cut (the file ends at or before the torn write).
     pub torn_truncated: u64,
+    /// Of those, the ones that came out whole: the part a prefix lacked would have written
+    /// bytes the file already held there (a frame ending in zeros, torn over zeros written
+    /// ahead), so the frame is intact and recovery rightly keeps it.
+    pub torn_whole: u64,
     /// Unsynced changes pending at the power losses.
     pub unsynced_changes: u64,
     /// Creations or removals the power losses undid.
@@ -128,6 +132,7 @@ impl Figures {
         self.offset_gaps += other.offset_gaps;
         self.torn += other.torn;
         self.torn_truncated += other.torn_truncated;
+        self.torn_whole += other.torn_whole;
         self.unsynced_changes += other.unsynced_changes;
         self.entries_undone += other.entries_undone;
         self.power_losses += other.power_losses;
@@ -400,6 +405,30 @@ fn read_served(handle: &PartitionHandle) -> (Vec<StoredRecord>, u64) {
     }
 }
 
+/// What recovery made of a torn write.
+enum TornOutcome {
+    /// The file ends at or before it (or is gone).
+    Cut,
+    /// The file holds every byte the write meant to put there.
+    Whole,
+    /// Some of it is still there, not as written: recovery should have cut it.
+    LeftInPlace,
+}
+
+fn torn_write_outcome(torn: &TornWrite) -> TornOutcome {
+    let Ok(bytes) = std::fs::read(&torn.path) else {
+        return TornOutcome::Cut;
+    };
+    let at = usize::try_from(torn.at).expect("a position in memory");
+    if bytes.len() <= at {
+        return TornOutcome::Cut;
+    }
+    match bytes.get(at..at + torn.written.len()) {
+        Some(there) if there == torn.written.as_slice() => TornOutcome::Whole,
+        _ => TornOutcome::LeftInPlace,
+    }
+}
+
 /// Checks a log reopened after `loss` against the history; acknowledged records found lost
 /// leave the history (their offsets are taken again).
 fn check(
@@ -414,8 +443,11 @@ fn check(
     figures.entries_undone += loss.entries_undone as u64;
     for torn in torn_writes {
         figures.torn += 1;
-        let cut = std::fs::metadata(&torn.path).map_or(true, |m| m.len() <= torn.at);
-        figures.torn_truncated += u64::from(cut);
+        match torn_write_outcome(torn) {
+            TornOutcome::Cut => figures.torn_truncated += 1,
+            TornOutcome::Whole => figures.torn_whole += 1,
+            TornOutcome::LeftInPlace => {}
+        }
     }
     let (served, read_errors) = read_served(handle);
     figures.read_errors += read_errors;
