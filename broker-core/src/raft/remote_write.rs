@@ -67,8 +67,9 @@ fn refusal_of(error: BrokerError) -> ProposeRefusal {
 
 /// Asks node `leader` to append `records` (already built: ids, timestamps and marks as they
 /// are) to `group`, a partition it leads, and waits until they are committed. A refusal or a
-/// lost call is [`BrokerError::NotLeader`] (nothing was written, or the caller cannot know:
-/// the outcome of a call that got no answer is [`BrokerError::ReplicationTimeout`]).
+/// call that never reached the leader is [`BrokerError::NotLeader`] (nothing was written);
+/// one that got no answer, or lost its connection after it went out, is
+/// [`BrokerError::ReplicationTimeout`] (the outcome is unknown).
 pub async fn write_at_leader(
     transport: &dyn Transport,
     leader: u64,
@@ -84,10 +85,18 @@ pub async fn write_at_leader(
         body: Bytes::from(body),
         timeout: Duration::from_millis(WRITE_CALL_TIMEOUT_MS),
     };
+    let started = std::time::Instant::now();
     let answer = match transport.call(leader, call).await {
         Ok(answer) => answer,
         Err(TransportError::Timeout { ms, .. }) => {
             return Err(BrokerError::ReplicationTimeout { what, ms });
+        }
+        // The leader may have taken the write: its outcome is unknown, not refused.
+        Err(error @ TransportError::Lost { .. }) => {
+            return Err(BrokerError::ReplicationTimeout {
+                what: format!("{what} ({error})"),
+                ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            });
         }
         Err(error) => {
             return Err(BrokerError::NotLeader {

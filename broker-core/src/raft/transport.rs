@@ -138,9 +138,18 @@ pub enum TransportError {
     /// The node is not in the cluster's address book.
     #[error("node {0} has no known address")]
     UnknownNode(u64),
-    /// No connection, or it broke before the answer.
+    /// No connection: the call never reached the node.
     #[error("node {node} is unreachable: {reason}")]
     Unreachable {
+        /// The node.
+        node: u64,
+        /// What failed.
+        reason: String,
+    },
+    /// The connection broke after the call went out, before its whole answer came: the node
+    /// may have acted on it (a write may be committed).
+    #[error("the call to node {node} was lost after it was sent: {reason}")]
+    Lost {
         /// The node.
         node: u64,
         /// What failed.

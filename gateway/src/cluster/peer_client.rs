@@ -135,8 +135,10 @@ fn failure(node: u64, ms: u64, error: &reqwest::Error) -> TransportError {
     if error.is_timeout() {
         return TransportError::Timeout { node, ms };
     }
-    TransportError::Unreachable {
-        node,
-        reason: error.to_string(),
+    let reason = error.to_string();
+    // Only a failed connect or a request that could not be built proves nothing was sent.
+    match error.is_connect() || error.is_builder() {
+        true => TransportError::Unreachable { node, reason },
+        false => TransportError::Lost { node, reason },
     }
 }
