@@ -111,6 +111,9 @@ pub struct Produce {
     /// The HTTP status of the reply, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The problem `code` of a refusal, when it gave one (what a failed write was told).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// A consumer received a message.

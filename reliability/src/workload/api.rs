@@ -50,6 +50,14 @@ impl<T> Reply<T> {
         }
     }
 
+    /// The problem `code` of a refusal, when it gave one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Reply::Status { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
     /// What the reply proves about a write: `ok`; `fail` when it was never sent, or refused
     /// with a 4xx or a 503 (Wharf answers 503 `not_leader`, `overloaded` and `shutting_down`
     /// before storing anything); `info` for a 503 `replication_timeout` (proposed, not known

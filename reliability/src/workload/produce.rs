@@ -71,6 +71,7 @@ async fn send(context: &Context, process: u32, counter: u64, key: String) {
         complete_ms,
         outcome,
         status: reply.status(),
+        code: reply.code().map(str::to_owned),
     }));
     count(context, outcome);
     if outcome == Outcome::Ok {

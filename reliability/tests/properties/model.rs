@@ -218,6 +218,7 @@ impl Builder {
             complete_ms: self.clock + op.took_ms,
             outcome,
             status,
+            code: None,
         }));
         self.clock += op.took_ms + 1;
     }

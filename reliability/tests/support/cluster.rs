@@ -517,6 +517,7 @@ pub fn record_produce(
         complete_ms: recorder.now_ms(),
         outcome: produced.outcome(),
         status: produced.status,
+        code: None,
     }));
 }
 

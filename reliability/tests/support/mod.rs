@@ -49,6 +49,7 @@ pub fn produce(
         complete_ms: times.1,
         outcome,
         status: None,
+        code: None,
     })
 }
 
