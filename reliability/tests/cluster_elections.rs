@@ -226,22 +226,25 @@ enum Corruption {
     Flip,
 }
 
-/// What the node's recovery says when it cuts a log at a bad or torn frame.
+/// What the node's recovery says when it cuts a log at a bad or torn frame in its tail.
 const CUT_MESSAGE: &str = "cutting a bad tail";
+/// What the node says when it cuts entries it held (a bad frame with intact ones beyond it,
+/// in its tail or before) and starts re-syncing them.
+const REPAIR_MESSAGE: &str = "re-syncing from the leader";
 
 #[test]
 fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing() {
     minority_corruption(Corruption::Cut);
 }
 
-/// Ignored, an open finding of issue 10: with a longer log than in the first runs, the flip
-/// lands before the last frame the index covers, and the restarted follower refuses to start
-/// ("invalid raft: when Read Logs: corrupt data … a bad frame before a Raft entry"). That is
-/// safe (it neither serves nor votes with the damaged log) but it does not re-sync by itself as
-/// R9 asks: the replica must be dropped and copied from the leader, which needs care (its
-/// vote and the entries it acknowledged must not be forgotten while it still votes).
+/// Ignored in `cargo test` (run by `reliability/run`, which includes it): the re-sync
+/// itself holds (the damaged follower cuts, keeps its claim, votes by it, re-syncs; acked
+/// lost 0 in every run seen), but about one run in five the checker finds values it counts
+/// as failed in the log: a produce answered 503 (a code other than `replication_timeout`)
+/// whose entry was committed anyway, on the healthy node, before the leader was killed. An
+/// open finding of issue 10, to be diagnosed (the history does not record the problem code).
 #[test]
-#[ignore = "a mid-log flip stops the follower from starting; re-sync not built yet (issue 10)"]
+#[ignore = "intermittent: a 503 answered for a write that was committed (issue 10, open)"]
 fn a_follower_with_a_flipped_byte_does_not_lead_with_it_and_loses_nothing() {
     minority_corruption(Corruption::Flip);
 }
@@ -289,12 +292,15 @@ fn minority_corruption(corruption: Corruption) {
         recorder.record_fault("corrupt_follower", Some(corrupt), Phase::Start, damaged);
         let damage = format!("{corruption:?} at byte {at} of {frames}");
         eprintln!("{damage}: {}", segment.display());
-        let cuts_before = log_mentions(&cluster, corrupt, CUT_MESSAGE);
+        let detection = match corruption {
+            Corruption::Cut => CUT_MESSAGE,
+            Corruption::Flip => REPAIR_MESSAGE,
+        };
+        let cuts_before = log_mentions(&cluster, corrupt, detection);
         tokio::time::sleep(after).await;
 
         // It restarts with a damaged log, and the leader dies at once.
         tokio::task::block_in_place(|| cluster.restart(corrupt)).expect("restarts");
-        let detected = log_mentions(&cluster, corrupt, CUT_MESSAGE) > cuts_before;
         recorder.record_fault("corrupt_follower", Some(corrupt), Phase::End, true);
         let leader_end = topic_view(&cluster, leader, TOPIC)
             .await
@@ -350,6 +356,9 @@ fn minority_corruption(corruption: Corruption) {
         let stats = running.finish().await.expect("workload ran");
         let report = drain_and_check(&cluster, &workload, WATCHED, false).await;
         let queue = &report.findings.queue;
+        // Counted once the run is over: a replica's repair runs when its Raft group starts,
+        // which may come after the node answers as ready.
+        let detected = log_mentions(&cluster, corrupt, detection) > cuts_before;
         CaseLine::new("R9", name)
             .seed(11)
             .must_be_zero("acked lost", queue.lost.count, queue.acknowledged)
@@ -375,9 +384,7 @@ fn minority_corruption(corruption: Corruption) {
             .record();
         eprintln!("{stats:?}; leader {leader}, corrupt {corrupt}, healthy {healthy}");
         assert!(damaged, "the segment was not damaged: {damage}");
-        if corruption == Corruption::Cut {
-            assert!(detected, "the cut went unnoticed at restart: {damage}");
-        }
+        assert!(detected, "the damage went unnoticed at restart: {damage}");
         assert_eq!(short_leads, 0, "the cut node led with a short log");
         assert_nothing_acknowledged_lost(&report);
     });

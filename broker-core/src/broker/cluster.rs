@@ -182,11 +182,11 @@ impl Broker {
                     partition as usize,
                 )),
             };
-            let raft =
+            let (raft, repair) =
                 PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)
                     .await?;
             let write_hold = replication.groups.write_hold(group.clone());
-            if !seat.hold(replication.node_id, raft.clone(), write_hold) {
+            if !seat.hold(replication.node_id, (raft.clone(), repair), write_hold) {
                 // Started meanwhile: this second Raft over the same log must not run.
                 if let Err(e) = raft.shutdown().await {
                     tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use bytes::Bytes;
 use openraft::error::{ClientWriteError, InstallSnapshotError, RaftError};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotResponse, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::{Config, Raft};
 use tokio::sync::{Notify, Semaphore};
@@ -22,6 +22,7 @@ use super::log_store::LogStore;
 use super::network::GroupNetwork;
 use super::partition_group::PartitionGroup;
 use super::proposer::RaftProposer;
+use super::repair::RepairClaim;
 use super::snapshot::{DerivedState, NoDerivedState};
 use super::state_machine::PartitionMachine;
 use super::transfer::{Holds, TransferAnswer, WriteHold, answer_step};
@@ -141,20 +142,22 @@ impl PartitionReplica {
             derived: Arc::new(NoDerivedState),
         };
         let what = group.to_string();
-        let raft = Self::start(node_id, group, log.clone(), parts).await?;
+        let (raft, _repair) = Self::start(node_id, group, log.clone(), parts).await?;
         log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
         Ok(PartitionReplica { raft, log })
     }
 
     /// Starts the Raft of a partition whose log is open ([`PartitionHandle::open_replicated`]):
-    /// reads its Raft state and kept snapshot and starts the group with `parts`. The caller
-    /// routes the log's writes to it (the broker through its [`super::PartitionGroup`]).
+    /// reads its Raft state and kept snapshot, repairs a log damaged after the snapshot (see
+    /// `repair`) and starts the group with `parts`. The caller routes the log's writes to it
+    /// (the broker through its [`super::PartitionGroup`]) and its vote requests by the repair
+    /// claim it returns.
     pub async fn start(
         node_id: u64,
         group: GroupId,
         log: PartitionHandle,
         parts: GroupParts,
-    ) -> Result<Raft<TypeConfig>> {
+    ) -> Result<(Raft<TypeConfig>, Arc<RepairClaim>)> {
         let GroupParts {
             transport,
             config,
@@ -162,16 +165,44 @@ impl PartitionReplica {
             derived,
         } = parts;
         let (opened, dir) = (log.clone(), log.dir().to_path_buf());
-        let (store, machine) = tokio::task::spawn_blocking(move || {
+        let (store, machine, damaged) = tokio::task::spawn_blocking(move || {
             let store = LogStore::open(opened.clone(), dir)?;
-            let machine = PartitionMachine::open(opened, on_commit, derived)?;
-            Ok::<_, BrokerError>((store, machine))
+            let machine = PartitionMachine::open(opened.clone(), on_commit, derived)?;
+            let applied = machine.applied_index();
+            // What openraft reads at start and applies after: the entries after the snapshot.
+            let damaged = opened
+                .find_damaged_entries(applied.map_or(0, |i| i + 1))?
+                .filter(|d| applied.is_none_or(|a| d.first_lost() > a));
+            Ok::<_, BrokerError>((store, machine, damaged))
         })
         .await
         .map_err(|e| BrokerError::Panicked {
             task: e.to_string(),
         })??;
-        start_group(node_id, group, store, machine, transport, config).await
+        if let Some(beyond) = log.cut_beyond() {
+            let claim = store
+                .claim_at_least(super::types::log_id(beyond.term, beyond.index))
+                .await?;
+            tracing::warn!(
+                %group,
+                claim = %claim,
+                "recovery cut a bad frame with intact entries beyond it: re-syncing from the leader"
+            );
+        }
+        if let Some(damaged) = damaged {
+            let claim = store.begin_repair(damaged).await?;
+            tracing::warn!(
+                %group,
+                at = ?damaged.at,
+                first_lost = damaged.first_lost(),
+                claim = %claim,
+                "a bad frame before the log's tail: cut there, re-syncing from the leader"
+            );
+        }
+        let repair = store.repair();
+        let raft = start_group(node_id, group, store, machine, transport, config).await?;
+        repair.hold_elections(&raft);
+        Ok((raft, repair))
     }
 
     /// Stops its Raft and its log's writer.
@@ -487,9 +518,16 @@ impl RpcHandler for RaftGroups {
                     encode_json(&answer)
                 }
                 Rpc::Vote => {
-                    let request = decode_json(&body)?;
+                    let request: VoteRequest<u64> = decode_json(&body)?;
+                    let repair = seat
+                        .as_ref()
+                        .and_then(|s| s.seated())
+                        .map(|s| s.repair.clone());
                     let answer: std::result::Result<VoteResponse<u64>, RaftError<u64>> =
-                        raft.vote(request).await;
+                        match repair.and_then(|r| r.refuses(request.last_log_id.as_ref())) {
+                            Some(claim) => Ok(refused_by_claim(&raft, claim)),
+                            None => raft.vote(request).await,
+                        };
                     encode_json(&answer)
                 }
                 Rpc::Propose => {
@@ -520,5 +558,18 @@ impl RpcHandler for RaftGroups {
                 }
             }
         })
+    }
+}
+
+/// The answer to a candidate whose log is older than this replica's repair claim: refused,
+/// as openraft refuses a candidate with an older log (without taking its term), naming the
+/// claim as this replica's last entry so the candidate waits before it tries again.
+fn refused_by_claim(raft: &Raft<TypeConfig>, claim: openraft::LogId<u64>) -> VoteResponse<u64> {
+    let vote = raft.metrics().borrow().vote;
+    tracing::info!(claim = %claim, "a vote refused: the candidate's log ends before this replica's repair claim");
+    VoteResponse {
+        vote,
+        vote_granted: false,
+        last_log_id: Some(claim),
     }
 }

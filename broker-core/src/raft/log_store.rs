@@ -32,9 +32,10 @@ use bytes::Bytes;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
 
+use super::repair::RepairClaim;
 use super::types::{TypeConfig, from_frame, log_id, to_raft_entry};
 use crate::error::BrokerError;
-use crate::storage::{BatchHeader, EntryBody, PartitionHandle, RaftState};
+use crate::storage::{BatchHeader, DamagedEntries, EntryBody, PartitionHandle, RaftState};
 
 /// Bytes of entry bodies one read gathers before it returns what it has and reads on.
 const READ_CHUNK_BYTES: usize = 8 * 1024 * 1024;
@@ -57,6 +58,8 @@ struct Inner {
     /// Bumped when a truncation or a purge starts and again when it ends (odd while one
     /// runs), so a reader can tell that entries were removed under it.
     removals: AtomicU64,
+    /// The claim while the log re-syncs entries it lost to damage (see `repair`).
+    repair: Arc<RepairClaim>,
 }
 
 impl Inner {
@@ -90,6 +93,7 @@ impl LogStore {
     pub fn open(log: PartitionHandle, dir: PathBuf) -> Result<LogStore, BrokerError> {
         let state = RaftState::load(&dir)?;
         let purged = decode(state.purged.as_ref())?;
+        let claim = decode(state.claim.as_ref())?;
         Ok(LogStore {
             inner: Arc::new(Inner {
                 log,
@@ -97,8 +101,49 @@ impl LogStore {
                 state: tokio::sync::Mutex::new(state),
                 purged: std::sync::Mutex::new(purged),
                 removals: AtomicU64::new(0),
+                repair: Arc::new(RepairClaim::new(claim)),
             }),
         })
+    }
+
+    /// The log's repair claim, shared with the replica's vote handler.
+    pub fn repair(&self) -> Arc<RepairClaim> {
+        Arc::clone(&self.inner.repair)
+    }
+
+    /// Cuts the bad frame `damaged` and every later entry, having first saved as the claim
+    /// the last entry the log held (or the claim already standing, if later): the replica
+    /// then re-syncs them from the leader (see `repair`). The claim it saved.
+    pub async fn begin_repair(&self, damaged: DamagedEntries) -> Result<LogId<u64>, BrokerError> {
+        let held = self.last_log_id().ok_or_else(|| {
+            BrokerError::invalid("raft repair", "a damaged log without entries".to_owned())
+        })?;
+        let claim = self.claim_at_least(held).await?;
+        let _removing = Removing::start(&self.inner.removals);
+        self.inner.log.cut_damaged_entries(damaged).await?;
+        Ok(claim)
+    }
+
+    /// Saves `held` as the repair claim, or keeps the one standing if it is later: the last
+    /// entry the log held before damage cut it. The claim standing after.
+    pub async fn claim_at_least(&self, held: LogId<u64>) -> Result<LogId<u64>, BrokerError> {
+        let claim = self.inner.repair.claim().map_or(held, |c| c.max(held));
+        let bytes = encode(&claim)?;
+        self.save_state(|state| state.claim = Some(bytes)).await?;
+        self.inner.repair.set(claim);
+        Ok(claim)
+    }
+
+    /// Drops the claim once the log holds its index again (durably first: a crash before
+    /// keeps the claim, which only delays the end of the repair).
+    async fn end_repair_if_reached(&self) -> Result<(), BrokerError> {
+        let repair = &self.inner.repair;
+        if repair.claim().is_none() || !repair.reached_by(self.last_log_id().as_ref()) {
+            return Ok(());
+        }
+        self.save_state(|state| state.claim = None).await?;
+        repair.clear();
+        Ok(())
     }
 
     /// The partition log under this storage.
@@ -271,13 +316,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .append_entries(entries)
             .await
             .map_err(|e| write_error(&e))?;
+        let store = self.clone();
         tokio::spawn(async move {
             let result = match flushed.await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => Err(io::Error::other(e)),
                 Err(_) => Err(io::Error::other("the partition writer stopped")),
             };
+            let durable = result.is_ok();
             callback.log_io_completed(result);
+            if durable && let Err(e) = store.end_repair_if_reached().await {
+                tracing::warn!(error = %e, "could not drop a met repair claim; kept until the next append");
+            }
         });
         Ok(())
     }

@@ -57,6 +57,7 @@ mod partition_group;
 mod proposer;
 mod purge;
 mod remote_write;
+mod repair;
 mod snapshot;
 mod state_machine;
 mod status;
@@ -83,6 +84,7 @@ pub use partition_group::{PartitionGroup, Seated};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
 pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
+pub use repair::RepairClaim;
 
 /// The Raft of one group on this node.
 pub type GroupRaft = openraft::Raft<TypeConfig>;

@@ -18,6 +18,7 @@ use openraft::Raft;
 
 use super::contact::LeaderContact;
 use super::proposer::RaftProposer;
+use super::repair::RepairClaim;
 use super::status::LeaderView;
 use super::transfer::WriteHold;
 use super::types::TypeConfig;
@@ -47,6 +48,8 @@ pub struct Seated {
     pub raft: Raft<TypeConfig>,
     /// Its writes' proposer (write hold, in-flight bound, entry joining).
     pub proposer: RaftProposer,
+    /// Its log's repair claim, which its votes go by while it stands.
+    pub repair: Arc<RepairClaim>,
 }
 
 impl std::fmt::Debug for PartitionGroup {
@@ -72,16 +75,25 @@ impl PartitionGroup {
     }
 
     /// Seats `raft`, this node's (`node_id`) replica of the partition, its writes stopped
-    /// while `write_hold` says its leadership is moving away; one seated already stays
-    /// (`false` when one is seated).
-    pub fn hold(&self, node_id: u64, raft: Raft<TypeConfig>, write_hold: WriteHold) -> bool {
+    /// while `write_hold` says its leadership is moving away and its votes going by `repair`;
+    /// one seated already stays (`false` when one is seated).
+    pub fn hold(
+        &self,
+        node_id: u64,
+        (raft, repair): (Raft<TypeConfig>, Arc<RepairClaim>),
+        write_hold: WriteHold,
+    ) -> bool {
         let mut replica = crate::sync::write(&self.replica);
         if replica.is_some() {
             return false;
         }
         let proposer =
             RaftProposer::new(node_id, raft.clone(), self.what.clone()).with_write_hold(write_hold);
-        *replica = Some(Arc::new(Seated { raft, proposer }));
+        *replica = Some(Arc::new(Seated {
+            raft,
+            proposer,
+            repair,
+        }));
         true
     }
 

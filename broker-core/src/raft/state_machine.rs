@@ -101,6 +101,11 @@ impl PartitionMachine {
         Ok(machine)
     }
 
+    /// The index of the last entry applied (at start: the kept snapshot's).
+    pub fn applied_index(&self) -> Option<u64> {
+        self.state().applied.map(|id| id.index)
+    }
+
     /// Keeps the snapshot in the log's directory, when this machine keeps its snapshots.
     async fn keep(&self, meta: &SnapshotMeta<u64, NodeInfo>, bytes: &[u8]) -> StorageResult<()> {
         if self.derived.is_none() {

@@ -12,6 +12,7 @@ use super::codec::raft::EntryBody;
 use super::partition_log::PartitionLog;
 use super::queued_bytes::QueuedBytes;
 use super::raft_tail::EntryLocation;
+use super::raft_view::DamagedEntries;
 use super::writer::{AppendRequest, PartitionHandle, Payload};
 use crate::config::LogConfig;
 use crate::error::Result;
@@ -56,6 +57,11 @@ pub(super) enum RaftOp {
         from: u64,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Delete a bad frame found among the entries and everything after it.
+    CutDamaged {
+        damaged: DamagedEntries,
+        reply: oneshot::Sender<Result<()>>,
+    },
     /// Delete sealed segments of entries at or below an index.
     Purge {
         upto: u64,
@@ -68,7 +74,10 @@ impl RaftOp {
     pub(super) fn bytes(&self) -> usize {
         match self {
             RaftOp::Append { entries, .. } => entries.iter().map(|e| e.body.len()).sum(),
-            RaftOp::Truncate { .. } | RaftOp::Purge { .. } | RaftOp::Reset { .. } => 0,
+            RaftOp::Truncate { .. }
+            | RaftOp::CutDamaged { .. }
+            | RaftOp::Purge { .. }
+            | RaftOp::Reset { .. } => 0,
         }
     }
 }
@@ -120,6 +129,27 @@ impl PartitionHandle {
     pub async fn truncate_entries(&self, from: u64) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.send_raft(RaftOp::Truncate { from, reply }).await?;
+        answer.await.unwrap_or_else(|_| Err(self.panicked()))
+    }
+
+    /// The last intact entry recovery found beyond a bad frame it cut when it opened the log
+    /// (damage, not a torn write: entries the replica may have acknowledged were cut).
+    pub fn cut_beyond(&self) -> Option<EntryLocation> {
+        self.inner.view.raft().cut_beyond()
+    }
+
+    /// Checks the frames from the segment holding entry `from` to the end: the first bad one,
+    /// if any (see [`DamagedEntries`]). Blocking file I/O: it reads those segments whole.
+    pub fn find_damaged_entries(&self, from: u64) -> Result<Option<DamagedEntries>> {
+        self.inner.view.find_damaged_entries(from)
+    }
+
+    /// Deletes the bad frame `damaged` and everything after it, durably, once the appends
+    /// queued before it are written; refused when readers can see the bad frame.
+    pub async fn cut_damaged_entries(&self, damaged: DamagedEntries) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.send_raft(RaftOp::CutDamaged { damaged, reply })
+            .await?;
         answer.await.unwrap_or_else(|_| Err(self.panicked()))
     }
 

@@ -1,11 +1,13 @@
 //! The small durable state of a replicated partition's Raft log besides its entries: the
-//! vote, the last purged entry's id and the committed entry's id, as bytes the replication
-//! layer encodes. One file, `raft_state`, beside the segments, replaced atomically.
+//! vote, the last purged entry's id, the committed entry's id and a repair claim, as bytes
+//! the replication layer encodes. One file, `raft_state`, beside the segments, replaced
+//! atomically.
 //!
 //! ```text
-//! file  = b"WRST" | version u8 (1) | crc32c(fields) u32 | fields
-//! field = present u8 | [len u32 | bytes]      (vote, purged, committed, in that order)
+//! file  = b"WRST" | version u8 (2) | crc32c(fields) u32 | fields
+//! field = present u8 | [len u32 | bytes]      (vote, purged, committed, claim, in that order)
 //! ```
+//! Version 1 files (no claim) still load.
 //! A save writes a temporary file, fsyncs it, renames it over the old one and fsyncs the
 //! directory, so a crash leaves the old state or the new one, never a mix. A file that fails
 //! its CRC is an error: the vote must never silently go back.
@@ -21,7 +23,9 @@ use crate::error::{BrokerError, Result};
 const FILE_NAME: &str = "raft_state";
 const TEMP_NAME: &str = "raft_state.tmp";
 const MAGIC: &[u8; 4] = b"WRST";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The version before the repair claim: three fields.
+const VERSION_WITHOUT_CLAIM: u8 = 1;
 /// Largest field: a vote and a log id are tens of bytes; this leaves room for any encoding
 /// and bounds what a damaged file can make us allocate.
 pub const MAX_RAFT_STATE_FIELD: usize = 64 * 1024;
@@ -35,6 +39,9 @@ pub struct RaftState {
     pub purged: Option<Bytes>,
     /// The id of the last entry known committed.
     pub committed: Option<Bytes>,
+    /// While a replica re-syncs entries it lost to damage: the id of the last entry it held
+    /// before (see `raft::repair`).
+    pub claim: Option<Bytes>,
 }
 
 impl RaftState {
@@ -84,7 +91,7 @@ impl RaftState {
 
     fn encode(&self) -> Result<Vec<u8>> {
         let mut fields = Vec::new();
-        for field in [&self.vote, &self.purged, &self.committed] {
+        for field in [&self.vote, &self.purged, &self.committed, &self.claim] {
             match field {
                 None => fields.push(0),
                 Some(bytes) if bytes.len() <= MAX_RAFT_STATE_FIELD => {
@@ -109,9 +116,10 @@ impl RaftState {
 
 fn decode(bytes: &[u8]) -> Option<RaftState> {
     let (head, fields) = bytes.split_at_checked(9)?;
-    if &head[..4] != MAGIC || head[4] != VERSION {
+    if &head[..4] != MAGIC || (head[4] != VERSION && head[4] != VERSION_WITHOUT_CLAIM) {
         return None;
     }
+    let version = head[4];
     let crc = u32::from_le_bytes(head[5..9].try_into().ok()?);
     if crc32c::crc32c(fields) != crc {
         return None;
@@ -136,6 +144,10 @@ fn decode(bytes: &[u8]) -> Option<RaftState> {
         vote: next()?,
         purged: next()?,
         committed: next()?,
+        claim: match version {
+            VERSION_WITHOUT_CLAIM => None,
+            _ => next()?,
+        },
     };
     rest.is_empty().then_some(state)
 }
@@ -155,6 +167,7 @@ mod tests {
             vote: Some(Bytes::from_static(b"term 3, node 2")),
             purged: None,
             committed: Some(Bytes::new()),
+            claim: Some(Bytes::from_static(b"term 3, entry 40")),
         };
         state.save(dir.path()).expect("saves");
         assert_eq!(RaftState::load(dir.path()).expect("loads"), state);
@@ -164,6 +177,26 @@ mod tests {
         };
         newer.save(dir.path()).expect("saves");
         assert_eq!(RaftState::load(dir.path()).expect("loads"), newer);
+    }
+
+    #[test]
+    fn a_version_1_file_without_a_claim_still_loads() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut fields = vec![1];
+        fields.extend_from_slice(&4u32.to_le_bytes());
+        fields.extend_from_slice(b"vote");
+        fields.extend_from_slice(&[0, 0]);
+        let mut file = MAGIC.to_vec();
+        file.push(VERSION_WITHOUT_CLAIM);
+        file.extend_from_slice(&crc32c::crc32c(&fields).to_le_bytes());
+        file.extend_from_slice(&fields);
+        std::fs::write(dir.path().join(FILE_NAME), &file).expect("writes");
+        let loaded = RaftState::load(dir.path()).expect("loads");
+        assert_eq!(loaded.vote.as_deref(), Some(&b"vote"[..]));
+        assert_eq!(
+            (loaded.purged, loaded.committed, loaded.claim),
+            (None, None, None)
+        );
     }
 
     #[test]

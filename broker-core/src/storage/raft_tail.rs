@@ -64,9 +64,23 @@ impl EntryLocation {
 #[derive(Debug, Default)]
 pub(crate) struct RaftTail {
     entries: VecDeque<EntryLocation>,
+    /// The last intact entry recovery found beyond a bad frame it cut: the log held it,
+    /// so it is damage, not a write torn by a crash, and the cut lost entries the replica
+    /// may have acknowledged.
+    cut_beyond: Option<EntryLocation>,
 }
 
 impl RaftTail {
+    /// Records the last intact entry beyond a bad frame recovery cut.
+    pub(crate) fn note_cut_beyond(&mut self, entry: EntryLocation) {
+        self.cut_beyond = Some(entry);
+    }
+
+    /// The last intact entry recovery found beyond the bad frame it cut, if it found one.
+    pub(crate) fn cut_beyond(&self) -> Option<EntryLocation> {
+        self.cut_beyond
+    }
+
     /// Notes an entry written after the last one. A gap in indexes starts the run afresh:
     /// the tail only holds consecutive ones.
     pub(crate) fn push(&mut self, entry: EntryLocation) {

@@ -12,6 +12,23 @@ use super::segment::{ScanStep, Segment};
 use super::view::{LogPosition, LogView};
 use crate::error::Result;
 
+/// A bad frame among a replicated log's entries, before its tail (recovery cut any bad frame
+/// in the tail): bit rot or a bad sector in data already acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DamagedEntries {
+    /// Where the first bad frame starts.
+    pub at: LogPosition,
+    /// The last intact entry before it, when the files hold one.
+    pub last_intact: Option<EntryLocation>,
+}
+
+impl DamagedEntries {
+    /// The index of the first entry lost with the bad frame: the one after the last intact.
+    pub fn first_lost(&self) -> u64 {
+        self.last_intact.map_or(0, |e| e.index + 1)
+    }
+}
+
 impl LogView {
     /// The newest Raft entry in the tail: the log's last entry, unless the log has none.
     pub(crate) fn last_entry(&self) -> Option<EntryLocation> {
@@ -35,6 +52,45 @@ impl LogView {
             return Ok(None);
         };
         scan_for_entry(&segment, index)
+    }
+
+    /// Checks every frame from the start of the segment before the one holding entry `from`
+    /// (the oldest segment when none does) to the log's end: the first bad one, if any.
+    /// Blocking file I/O (reads those segments whole).
+    pub(crate) fn find_damaged_entries(&self, from: u64) -> Result<Option<DamagedEntries>> {
+        let segments = self.all_segments();
+        // From the segment before the one holding `from`, so a bad first frame of that one
+        // still has the entry before it.
+        let start = match self.segment_holding_entry(from)? {
+            Some(holding) => segments
+                .iter()
+                .position(|s| s.base_offset() == holding.base_offset())
+                .map_or(0, |i| i.saturating_sub(1)),
+            None => 0,
+        };
+        let mut last_intact = None;
+        for segment in &segments[start..] {
+            let mut position = 0;
+            loop {
+                let at = LogPosition {
+                    segment_base: segment.base_offset(),
+                    position,
+                };
+                match segment.scan_at(position)? {
+                    ScanStep::Frame { batch, frame_len } => {
+                        if let Some(entry) = EntryLocation::of(&batch.header, at, frame_len) {
+                            last_intact = Some(entry);
+                        }
+                        position += frame_len;
+                    }
+                    ScanStep::End | ScanStep::Zeros => break,
+                    ScanStep::Skipped { .. } | ScanStep::Invalid(_) => {
+                        return Ok(Some(DamagedEntries { at, last_intact }));
+                    }
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The newest segment whose first entry is at or before `index`.

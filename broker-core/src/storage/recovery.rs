@@ -151,7 +151,13 @@ fn scan_tail(
         {
             let path = segment.path().display();
             match bad {
-                Some(reason) => tracing::warn!(%path, position, %reason, "cutting a bad tail"),
+                Some(reason) => {
+                    tracing::warn!(%path, position, %reason, "cutting a bad tail");
+                    if let Some(beyond) = last_entry_beyond(segment, position, &tail[i + 1..])? {
+                        tracing::warn!(%path, position, index = beyond.index, "intact Raft entries lie beyond the bad frame: damage, not a torn write");
+                        raft.note_cut_beyond(beyond);
+                    }
+                }
                 None => tracing::info!(%path, position, "cutting the zeros after the last frame"),
             }
             segment.truncate(position)?;
@@ -164,6 +170,38 @@ fn scan_tail(
         }
     }
     Ok(next_offset)
+}
+
+/// The last intact Raft entry beyond the bad frame at `position` of `segment`: stepping over
+/// that frame by the length its prefix gives, then in `later` segments. A write torn by a
+/// crash has nothing intact after it; damage to data already written does.
+fn last_entry_beyond(
+    segment: &Segment,
+    position: u64,
+    later: &[Arc<Segment>],
+) -> Result<Option<EntryLocation>> {
+    let mut last = match segment.claimed_frame_len(position)? {
+        Some(len) => last_entry_from(segment, position + len)?,
+        None => None,
+    };
+    for segment in later {
+        last = last_entry_from(segment, 0)?.or(last);
+    }
+    Ok(last)
+}
+
+/// The last Raft entry of the intact frames from `position` on in `segment`.
+fn last_entry_from(segment: &Segment, mut position: u64) -> Result<Option<EntryLocation>> {
+    let mut last = None;
+    while let ScanStep::Frame { batch, frame_len } = segment.scan_at(position)? {
+        let at = LogPosition {
+            segment_base: segment.base_offset(),
+            position,
+        };
+        last = EntryLocation::of(&batch.header, at, frame_len).or(last);
+        position += frame_len;
+    }
+    Ok(last)
 }
 
 /// Moves the chunks of the segments before `next_segment` (scanned to their end and fsynced)

@@ -292,6 +292,22 @@ impl Segment {
 
     /// Looks at the frame starting at `position` while recovering: I/O errors are errors,
     /// bad bytes are [`ScanStep::Invalid`].
+    /// The length its prefix gives the frame at `position` (bad or not), when the prefix
+    /// parses and the frame fits in the file: how to step over a frame whose body is bad.
+    pub(crate) fn claimed_frame_len(&self, position: u64) -> Result<Option<u64>> {
+        let available = self.size().saturating_sub(position);
+        if available <= PREFIX_LEN as u64 {
+            return Ok(None);
+        }
+        let mut prefix = [0; PREFIX_LEN];
+        read_exact_at(&self.file, &mut prefix, position)
+            .map_err(|e| BrokerError::io(&self.path, e))?;
+        Ok(codec::parse_prefix(prefix)
+            .ok()
+            .map(|(len, _)| PREFIX_LEN as u64 + len as u64)
+            .filter(|len| *len <= available))
+    }
+
     pub(crate) fn scan_at(&self, position: u64) -> Result<ScanStep> {
         self.scan(position, false)
     }

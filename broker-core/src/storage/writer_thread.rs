@@ -229,6 +229,9 @@ impl PartitionWriter {
                 RaftOp::Truncate { from, reply } => {
                     let _gone = reply.send(self.log.truncate_entries(from));
                 }
+                RaftOp::CutDamaged { damaged, reply } => {
+                    let _gone = reply.send(self.log.cut_damaged_entries(damaged));
+                }
                 RaftOp::Purge { upto, reply } => {
                     let _gone = reply.send(self.log.purge_entries(upto));
                 }

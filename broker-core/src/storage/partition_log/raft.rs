@@ -17,6 +17,7 @@ use crate::storage::codec::BatchKind;
 use crate::storage::codec::raft::EntryBody;
 use crate::storage::index::BatchLocation;
 use crate::storage::raft_tail::EntryLocation;
+use crate::storage::raft_view::DamagedEntries;
 use std::sync::Arc;
 
 use crate::storage::segment::{Segment, sync_dir};
@@ -81,31 +82,65 @@ impl PartitionLog {
         let Some(doomed) = self.view.locate_entry(from)? else {
             return Ok(());
         };
-        if doomed.at < self.view.end_position() {
+        self.cut_entries_at(doomed.at, doomed.base_offset, from)
+    }
+
+    /// Deletes the bad frame `damaged` found and everything after it, as a truncation does,
+    /// so the replica can take those entries from the leader again. Refuses when readers can
+    /// see the bad frame (it lies at or below what Raft applied) or when the frame before it is
+    /// not an entry (a message offset to continue from cannot be told).
+    pub(crate) fn cut_damaged_entries(&mut self, damaged: DamagedEntries) -> Result<()> {
+        self.check_usable()?;
+        let next_offset = match damaged.last_intact {
+            Some(entry) if entry.at.segment_base == damaged.at.segment_base => entry.next_offset,
+            _ if damaged.at.position == 0 => damaged.at.segment_base,
+            _ => {
+                return Err(self.out_of_order(format!(
+                    "no entry before the bad frame at {:?} to continue from",
+                    damaged.at
+                )));
+            }
+        };
+        self.cut_entries_at(damaged.at, next_offset, damaged.first_lost())?;
+        // The in-memory tail may have held only entries after the bad frame: the last
+        // intact one must be the log's last again, or Raft would take the log for empty.
+        if let Some(last) = damaged.last_intact {
+            let mut tail = self.view.raft();
+            if tail.last().is_none_or(|l| l.index < last.index) {
+                tail.push(last);
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the frames from `at` on (entry `from` and later ones), later segments
+    /// included; the next message offset becomes `next_offset`. Durable before it returns.
+    fn cut_entries_at(&mut self, at: LogPosition, next_offset: u64, from: u64) -> Result<()> {
+        if at < self.view.end_position() {
             return Err(self.out_of_order(format!(
                 "Raft entry {from} is visible to readers and cannot be truncated"
             )));
         }
         self.sync()?;
-        let later = self.view.split_segments_after(doomed.at.segment_base);
+        let later = self.view.split_segments_after(at.segment_base);
         for segment in &later {
             segment.remove_file()?;
         }
         if !later.is_empty() {
             sync_dir(self.view.dir())?;
         }
-        let holding = self.view.segment(doomed.at.segment_base).ok_or_else(|| {
+        let holding = self.view.segment(at.segment_base).ok_or_else(|| {
             self.out_of_order(format!("the segment of Raft entry {from} is gone"))
         })?;
-        holding.truncate(doomed.at.position)?;
-        if doomed.at.position == 0 {
+        holding.truncate(at.position)?;
+        if at.position == 0 {
             holding.forget_first_raft_index();
         }
         self.active = holding;
-        self.next_offset = doomed.base_offset;
-        self.appended.retain(|b| b.base_offset < doomed.base_offset);
-        self.view.index().remove_from(doomed.base_offset)?;
-        self.view.forget_chunks_from(doomed.base_offset);
+        self.next_offset = next_offset;
+        self.appended.retain(|b| b.base_offset < next_offset);
+        self.view.index().remove_from(next_offset)?;
+        self.view.forget_chunks_from(next_offset);
         self.view.raft().cut_from(from);
         self.synced = self.end_position();
         self.unsynced = false;

@@ -300,3 +300,106 @@ async fn a_purge_deletes_only_whole_segments_below_the_index() {
     assert_eq!(log.purge_entries(0).await.expect("purges"), 0);
     log.shutdown();
 }
+
+/// Flips one byte inside the frame of entry `index` (past its length prefix and CRC).
+fn flip_byte_of_entry(node: &Node, log: &PartitionHandle, index: u64) {
+    use std::os::unix::fs::FileExt;
+    let entry = log.locate_entry(index).expect("locates").expect("held");
+    let path = node.dir.join(format!("{:020}.log", entry.at.segment_base));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("segment");
+    let at = entry.at.position + entry.frame_len / 2;
+    let mut byte = [0];
+    file.read_exact_at(&mut byte, at).expect("reads");
+    file.write_all_at(&[!byte[0]], at).expect("writes");
+    file.sync_all().expect("syncs");
+}
+
+#[tokio::test]
+async fn a_bad_frame_before_the_tail_is_found_and_cut_and_the_log_continues_from_the_entry_before()
+{
+    let node = Node::new();
+    let log = node.open(None);
+    let mut entries = vec![meta(1, 1)];
+    for i in 0..40 {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(&log, entries).await;
+    log.publish_applied(5, &node.on_commit).expect("publishes");
+    assert_eq!(log.find_damaged_entries(6).expect("checks"), None);
+    // An entry inside a segment, not its first (a segment's first frame is read at open).
+    let bad = (20..30)
+        .find(|i| {
+            log.locate_entry(*i)
+                .expect("locates")
+                .is_some_and(|e| e.at.position > 0)
+        })
+        .expect("an entry inside a segment");
+    flip_byte_of_entry(&node, &log, bad);
+    log.shutdown();
+    drop(log);
+
+    let log = node.open(Some(5));
+    assert_eq!(log.cut_beyond(), None, "the bad frame is not in the tail");
+    let damaged = log
+        .find_damaged_entries(6)
+        .expect("checks")
+        .expect("the bad frame is found");
+    assert_eq!(damaged.first_lost(), bad);
+    assert_eq!(damaged.last_intact.map(|e| e.index), Some(bad - 1));
+    log.cut_damaged_entries(damaged).await.expect("cuts");
+    // Entry i (from 2) holds offsets 2(i-2) and 2(i-2)+1: entry `bad - 1` ends before this.
+    let next = 2 * (bad - 2);
+    assert_eq!(
+        log.last_entry().map(|l| (l.index, l.next_offset)),
+        Some((bad - 1, next)),
+        "the entry before the bad frame is the last again"
+    );
+    append(
+        &log,
+        vec![messages(2, bad, 900, 2), messages(2, bad + 1, 902, 1)],
+    )
+    .await;
+    log.shutdown();
+    drop(log);
+
+    let log = node.open(Some(5));
+    assert_eq!(log.find_damaged_entries(6).expect("checks"), None);
+    let tail = terms_and_offsets(&log, bad - 1, 100);
+    assert_eq!(
+        tail,
+        vec![
+            (bad - 1, 1, next - 2),
+            (bad, 2, next),
+            (bad + 1, 2, next + 2)
+        ]
+    );
+    log.shutdown();
+}
+
+#[tokio::test]
+async fn a_bad_frame_readers_can_see_is_never_cut() {
+    let node = Node::new();
+    let log = node.open(None);
+    let mut entries = vec![meta(1, 1)];
+    for i in 0..10 {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(&log, entries).await;
+    log.publish_applied(11, &node.on_commit).expect("publishes");
+    flip_byte_of_entry(&node, &log, 4);
+    let damaged = log
+        .find_damaged_entries(0)
+        .expect("checks")
+        .expect("the bad frame is found");
+    assert_eq!(damaged.first_lost(), 4);
+    assert!(
+        log.cut_damaged_entries(damaged).await.is_err(),
+        "an applied entry is never cut"
+    );
+    assert_eq!(log.last_entry().map(|l| l.index), Some(11));
+    log.shutdown();
+}
