@@ -104,6 +104,8 @@ struct Figures {
     acked_by_a_and_c: u64,
     lagging_runs: u64,
     restart_first: u64,
+    /// Seeds with both: a lagging C and A restarted while B is paused (NATS#7567's shape).
+    both: u64,
     /// Waits for progress that ran out (a liveness failure, also a failure of the seed).
     stalls: Vec<String>,
 }
@@ -128,6 +130,7 @@ impl Figures {
         self.acked_by_a_and_c += o.acked_by_a_and_c;
         self.lagging_runs += o.lagging_runs;
         self.restart_first += o.restart_first;
+        self.both += o.both;
         self.stalls.extend(o.stalls.iter().cloned());
     }
 }
@@ -253,6 +256,7 @@ async fn run_seed(seed: u64) -> Figures {
     match order {
         Order::RestartThenResume => {
             f.restart_first += 1;
+            f.both += u64::from(lagging);
             f.acked_by_a_and_c = progress(&cluster, AFTER_STEP, "A and C, B paused", &mut f).await;
             cluster.resume(b);
         }
@@ -321,9 +325,11 @@ async fn a_power_loss_on_one_node_while_another_is_paused_loses_nothing_and_spli
                 f.recovery_losses, f.inside_recovery
             ),
         )
+        .figure("unsynced changes at the losses", f.unsynced_changes)
         .figure("torn writes", f.torn)
         .figure("restarted while paused", f.restart_first)
         .figure("with a lagging third", f.lagging_runs)
+        .figure("both", f.both)
         .figure("acked", f.acked)
         .must_be_zero("lost on the power-lost node", on_a, f.acked)
         .must_be_zero("lost on the paused node", on_b, f.acked)
