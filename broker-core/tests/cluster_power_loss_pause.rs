@@ -21,7 +21,7 @@
 //! replica is read: every acknowledged message at its offset on every node, the three
 //! replicas the same at every offset, and never two nodes leading the same term.
 //!
-//! `WHARF_POWERPAUSE_SEEDS` sets the number of seeds (4 by default, ~10 s; `reliability/run
+//! `WHARF_POWERPAUSE_SEEDS` sets the number of seeds (8 by default, ~15 s; `reliability/run
 //! --full`: 40; not `WHARF_POWERLOSS_SEEDS`, whose full 1000 would take hours here). Sled and
 //! the Raft state file are not simulated: both keep what they wrote (the state file is fsynced
 //! and renamed before the vote is answered).
@@ -43,7 +43,7 @@ use rand::{Rng, SeedableRng};
 use wharf_reliability::CaseLine;
 
 /// Seeds of the short run in `cargo test`.
-const SHORT_SEEDS: u64 = 4;
+const SHORT_SEEDS: u64 = 8;
 /// Producers at once.
 const PRODUCERS: u64 = 2;
 /// Messages acknowledged before anything goes wrong.
