@@ -32,6 +32,19 @@ pub async fn open_cluster_broker(
     net: &Arc<Net>,
     tune: impl FnOnce(&mut BrokerConfig),
 ) -> Arc<Broker> {
+    try_open_cluster_broker(id, root, net, tune)
+        .await
+        .expect("opens")
+}
+
+/// [`open_cluster_broker`], with the error of an open that failed (a data folder a
+/// simulated power loss made fail).
+pub async fn try_open_cluster_broker(
+    id: u64,
+    root: &Path,
+    net: &Arc<Net>,
+    tune: impl FnOnce(&mut BrokerConfig),
+) -> broker_core::error::Result<Arc<Broker>> {
     let groups = Arc::new(RaftGroups::default());
     net.nodes
         .lock()
@@ -49,7 +62,7 @@ pub async fn open_cluster_broker(
         receipt_key: [7; 32],
         raft: raft_config().expect("config"),
     });
-    Broker::open(config).await.expect("opens")
+    Broker::open(config).await
 }
 
 /// A cluster node as `me`, its broker opened by [`open_cluster_broker`]: with `peers` the
