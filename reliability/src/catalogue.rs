@@ -195,8 +195,8 @@ pub const CASES: &[Case] = &[
     case(
         "S8",
         "late ack after redelivery",
-        "a late ack does not ack the newer lease",
-        "",
+        "a late ack, nack or extend does not touch the newer lease",
+        "reliability/tests/late_acks.rs",
     ),
     case(
         "G1",
