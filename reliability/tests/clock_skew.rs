@@ -424,23 +424,42 @@ struct Received {
 }
 
 /// One receive of up to 100 messages, waiting at most half a second, with a [`LEASE`] lease.
+/// A call that fails (a timeout on a loaded machine) is repeated with the same `attempt_id`
+/// until answered (at most [`SETTLE_TIMEOUT`]), so the messages it leased are not missed.
 async fn receive(http: &reqwest::Client, url: &str) -> Vec<Received> {
     let body = serde_json::json!({
         "max_messages": 100,
         "wait_ms": 500,
         "ack_timeout_ms": LEASE.as_millis() as u64,
+        "attempt_id": format!("a{}", rand::random::<u64>()),
     });
-    let reply = http
-        .post(format!(
-            "{url}/v1/topics/{TOPIC}/subscriptions/{SUBSCRIPTION}/receive"
-        ))
-        .json(&body)
-        .send()
-        .await;
-    let Ok(reply) = reply else { return Vec::new() };
-    let Ok(json) = reply.json::<serde_json::Value>().await else {
-        return Vec::new();
-    };
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    loop {
+        let reply = http
+            .post(format!(
+                "{url}/v1/topics/{TOPIC}/subscriptions/{SUBSCRIPTION}/receive"
+            ))
+            .json(&body)
+            .send()
+            .await;
+        let json = match reply {
+            Ok(reply) if reply.status().is_success() => reply.json::<serde_json::Value>().await,
+            Ok(reply) => {
+                eprintln!("receive answered {}", reply.status());
+                return Vec::new();
+            }
+            Err(error) => Err(error),
+        };
+        match json {
+            Ok(json) => return received(&json),
+            Err(error) if Instant::now() < deadline => eprintln!("receive again: {error}"),
+            Err(error) => panic!("receive never answered: {error}"),
+        }
+    }
+}
+
+/// The messages of a receive's answer.
+fn received(json: &serde_json::Value) -> Vec<Received> {
     json["messages"]
         .as_array()
         .map(|messages| {
