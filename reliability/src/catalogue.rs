@@ -136,7 +136,7 @@ pub const CASES: &[Case] = &[
         "R10",
         "clock skew",
         "no early delayed delivery, no spurious lease expiry",
-        "",
+        "reliability/tests/clock_skew.rs",
     ),
     case(
         "R11",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::reads::read_range;
 use super::{Broker, Delivery, ReceiveRequest, Topic, blocking};
-use crate::clock::now_ms;
+use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS, check_range};
 use crate::message::StoredRecord;
@@ -126,7 +126,7 @@ impl Broker {
                 return Ok(Vec::new());
             }
             let mut wake = next_wake(&sub).map_or(deadline, |at_ms| {
-                now + Duration::from_millis(at_ms.saturating_sub(now_ms()))
+                now + Duration::from_millis(at_ms.saturating_sub(steady_ms()))
             });
             if max_bytes.is_none() {
                 wake = wake.min(now + Duration::from_millis(MEMORY_WAIT_RETRY_MS));
@@ -149,7 +149,7 @@ impl Broker {
         let Some(remembered) = sub.remembered_attempt(id) else {
             return Ok(None);
         };
-        let now = now_ms();
+        let now = steady_ms();
         let mut deliveries = Vec::new();
         for item in remembered {
             let partition = item.partition as usize;
@@ -260,7 +260,7 @@ impl Broker {
             Vec::new()
         };
         let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
-        let now = now_ms();
+        let now = steady_ms();
         let (grants, leases) = sub.grant(partition, log, |table| {
             table.grant(
                 now,
@@ -314,7 +314,7 @@ impl Broker {
             }
         }
         if !unused.is_empty() {
-            let (now, start) = (now_ms(), log.start_offset());
+            let (now, start) = (steady_ms(), log.start_offset());
             sub.update(partition, |table| {
                 for (grant, exists) in &unused {
                     if !*exists && (grant.offset < start || damaged) {

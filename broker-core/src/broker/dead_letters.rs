@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::consume::REDRIVE_HEADER;
 use super::reads::read_range;
 use super::{Broker, Topic};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, steady_ms};
 use crate::error::{BrokerError, Result};
 use crate::limits::{
     MAX_BATCH_MESSAGES, MAX_INT32_SETTING, MAX_INT64_SETTING, MAX_READ_BYTES, check_range,
@@ -134,7 +134,7 @@ impl Broker {
             Err(BrokerError::NotLeader { .. }) => return Ok(()),
             Err(error) => return Err(error),
         }
-        let now = now_ms();
+        let now = steady_ms();
         let subscription = sub.config.uid;
         let ((), append) = sub.change_durably(partition, &log, |table| {
             for (offset, _) in &records {

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::live_tables::Lead;
 use super::{Broker, Topic, background_blocking};
-use crate::clock::now_ms;
+use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_BATCH_MESSAGES;
 use crate::message::Record;
@@ -170,9 +171,18 @@ impl Broker {
     /// off the schedule in sled when the applier replays them.
     async fn move_due(&self, topic: &Topic) -> Result<bool> {
         let delays = topic.delays.clone();
-        let horizon = now_ms().saturating_add(PRESTAGE_LEAD_MS);
+        let horizon = steady_ms().saturating_add(PRESTAGE_LEAD_MS);
+        // In a cluster only the partitions led here: appending to another's fails, and failing
+        // the whole batch would hold up this node's own due messages behind it for good.
+        let led: Vec<bool> = (0..topic.partitions.len())
+            .map(|p| matches!(self.lead(topic, p), Lead::Single | Lead::Leader(_)))
+            .collect();
+        if !led.contains(&true) {
+            return Ok(false);
+        }
         let (due, claim) = background_blocking(&self.background, move || {
-            let claimed = delays.claim_due(horizon, MAX_BATCH_MESSAGES)?;
+            let moves = |p: u32| led.get(p as usize).copied().unwrap_or(false);
+            let claimed = delays.claim_due_of(horizon, MAX_BATCH_MESSAGES, &moves)?;
             fail::fail_point!("delays::claimed");
             Ok(claimed)
         })
@@ -190,7 +200,7 @@ impl Broker {
         let mut claim = claim;
         for (partition, group) in by_partition {
             let keys: Vec<_> = group.iter().map(|m| (m.due_ms, m.seq)).collect();
-            let now = now_ms();
+            let now = steady_ms();
             let records: Vec<Record> = group
                 .into_iter()
                 .map(|m| Record {
@@ -256,7 +266,7 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
         topic.delay_wake_at.store(u64::MAX, Ordering::SeqCst);
         let delays = topic.delays.clone();
         let next = background_blocking(&live.background, move || delays.next_due()).await;
-        let now = now_ms();
+        let now = steady_ms();
         let pause = match next {
             Ok(Some(due)) if due <= now.saturating_add(PRESTAGE_LEAD_MS) => {
                 match live.move_due(&topic).await {

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use futures_util::future::try_join_all;
 
 use super::{AckMode, Broker, Delay, Durability, NewMessage, ProduceOutcome, Produced, Topic};
-use crate::clock::now_ms;
+use crate::clock::{now_ms, steady_ms};
 use crate::config::FsyncPolicy;
 use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
@@ -57,7 +57,7 @@ impl Broker {
         let open = self.topic(topic)?;
         let config = open.config();
         let nearby = self.unkeyed_partitions(&open);
-        let now = now_ms();
+        let (now, steady) = (now_ms(), steady_ms());
         check(
             &messages,
             config.max_message_bytes,
@@ -104,7 +104,10 @@ impl Broker {
             let partition =
                 open.partitioner
                     .choose_among(message.key.as_deref(), config.partitions, &nearby);
-            let due_ms = message.delay.map(|d| due(d, now)).filter(|due| *due > now);
+            let due_ms = message
+                .delay
+                .map(|d| due(d, now, steady))
+                .filter(|due| *due > steady);
             let record = Record {
                 id: client_id.unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string()),
                 timestamp_ms: now,
@@ -362,10 +365,14 @@ fn first_result(produced: &Produced, now: u64) -> FirstResult {
     }
 }
 
-fn due(delay: Delay, now: u64) -> u64 {
+/// When a delayed message is due, on the steady clock ([`crate::clock::steady_ms`], `steady`
+/// now): `delay_ms` after now, or `deliver_at_ms` as far ahead as it is of the wall clock
+/// (`now`). Timed on the steady clock, a step of the wall clock after the produce makes no
+/// message due early (or late).
+fn due(delay: Delay, now: u64, steady: u64) -> u64 {
     match delay {
-        Delay::AfterMs(ms) => now.saturating_add(ms),
-        Delay::AtMs(at) => at,
+        Delay::AfterMs(ms) => steady.saturating_add(ms),
+        Delay::AtMs(at) => steady.saturating_add(at.saturating_sub(now)),
     }
 }
 
@@ -421,7 +428,7 @@ fn validate(
         ));
     }
     if let Some(delay) = message.delay
-        && due(delay, now).saturating_sub(now) > max_delay_ms
+        && due(delay, now, now).saturating_sub(now) > max_delay_ms
     {
         let field = match delay {
             Delay::AfterMs(_) => "delay_ms",

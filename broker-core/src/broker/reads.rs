@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{Broker, PartitionRead, blocking};
-use crate::clock::now_ms;
+use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS, check_range};
 use crate::memory::AnswerMemory;
@@ -96,7 +96,7 @@ impl Broker {
             let mut messages = read_range(log.clone(), offset, max, max_bytes).await?;
             // A delayed message appended ahead of its due time is not shown before then, and
             // neither is anything after it (offsets are read in order).
-            let now = now_ms();
+            let now = steady_ms();
             let Some((hidden, due)) = messages
                 .iter()
                 .enumerate()

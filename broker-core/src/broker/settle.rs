@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{Broker, ReceiptFailure, SettleOutcome};
-use crate::clock::now_ms;
+use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_RECEIPTS;
 use crate::subscription::config::validate_ack_timeout;
@@ -124,7 +124,7 @@ impl Broker {
                     .push((receipt.clone(), ReceiptFailure::Invalid)),
             }
         }
-        let now = now_ms();
+        let now = steady_ms();
         let mut pending = Vec::new();
         for partition in by_partition.keys() {
             self.require_partition(&open, &sub, *partition).await?;
@@ -202,7 +202,7 @@ impl Broker {
     ) -> Result<Vec<bool>> {
         let open = self.topic(topic)?;
         let sub = self.subscription_in(&open, subscription)?;
-        let now = now_ms();
+        let now = steady_ms();
         Ok(receipts
             .iter()
             .map(|receipt| {

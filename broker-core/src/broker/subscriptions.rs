@@ -7,7 +7,7 @@ use super::{
     Broker, FiguresOf, SubscriptionFigures, SubscriptionInfo, SubscriptionStats, Topic,
     TopicFigures, blocking,
 };
-use crate::clock::now_ms;
+use crate::clock::{now_ms, steady_ms};
 use crate::error::{BrokerError, Result};
 use crate::storage::PartitionHandle;
 use crate::subscription::{StartPosition, Subscription, SubscriptionSpec};
@@ -111,7 +111,7 @@ impl Broker {
         for (partition, serves) in served.iter_mut().enumerate() {
             *serves = matches!(self.lead(&open, partition), Lead::Single | Lead::Leader(_));
         }
-        let now = now_ms();
+        let now = steady_ms();
         let mut figures = Vec::with_capacity(subscriptions.len());
         for subscription in &subscriptions {
             let mut partitions = Vec::with_capacity(count);
@@ -147,7 +147,7 @@ impl Broker {
         topic: &Topic,
         subscription: &Subscription,
     ) -> Result<SubscriptionInfo> {
-        let now = now_ms();
+        let now = steady_ms();
         let mut stats = SubscriptionStats {
             delayed: topic.scheduled.load(std::sync::atomic::Ordering::SeqCst),
             ..SubscriptionStats::default()

@@ -211,7 +211,7 @@ impl DelayStore {
     pub fn next_due(&self) -> Result<Option<u64>> {
         let overlay = lock(&self.overlay);
         let stored = self
-            .scan_due(&overlay, u64::MAX, 1)?
+            .scan_due(&overlay, u64::MAX, 1, &|_| true)?
             .first()
             .map(|m| m.due_ms);
         Ok(match (stored, overlay.next_due()) {
@@ -226,7 +226,7 @@ impl DelayStore {
     #[cfg(test)]
     pub(crate) fn due(&self, now_ms: u64, max: usize) -> Result<Vec<Scheduled>> {
         let overlay = lock(&self.overlay);
-        self.merged_due(&overlay, now_ms, max)
+        self.merged_due(&overlay, now_ms, max, &|_| true)
     }
 
     fn merged_due(
@@ -234,24 +234,27 @@ impl DelayStore {
         overlay: &ScheduleOverlay,
         now_ms: u64,
         max: usize,
+        moves: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<Scheduled>> {
         let mut found: std::collections::BTreeMap<DueKey, Scheduled> = overlay
-            .due(now_ms, max)
+            .due_of(now_ms, max, moves)
             .into_iter()
             .map(|m| ((m.due_ms, m.seq), m))
             .collect();
-        for message in self.scan_due(overlay, now_ms, max)? {
+        for message in self.scan_due(overlay, now_ms, max, moves)? {
             found.insert((message.due_ms, message.seq), message);
         }
         Ok(found.into_values().take(max).collect())
     }
 
-    /// Up to `max` messages of sled due at or before `now_ms` and not hidden.
+    /// Up to `max` messages of sled due at or before `now_ms`, not hidden, of the partitions
+    /// `moves` accepts.
     fn scan_due(
         &self,
         overlay: &ScheduleOverlay,
         now_ms: u64,
         max: usize,
+        moves: &dyn Fn(u32) -> bool,
     ) -> Result<Vec<Scheduled>> {
         let mut found = Vec::new();
         for item in self.tree.scan_prefix([DUE]) {
@@ -261,7 +264,10 @@ impl DelayStore {
                 break;
             }
             if !overlay.hidden((due_ms, seq)) {
-                found.push(decode_scheduled(due_ms, seq, &value)?);
+                let message = decode_scheduled(due_ms, seq, &value)?;
+                if moves(message.partition) {
+                    found.push(message);
+                }
             }
         }
         Ok(found)
@@ -272,10 +278,22 @@ impl DelayStore {
     /// and claimed under the lock a cancel takes, so a message cancelled before is not found
     /// and one found is not cancelled after. Finds nothing while memory holds [`MAX_UNAPPLIED_REMOVALS`].
     pub fn claim_due(&self, now_ms: u64, max: usize) -> Result<(Vec<Scheduled>, MoveClaim)> {
+        self.claim_due_of(now_ms, max, &|_| true)
+    }
+
+    /// As [`DelayStore::claim_due`], of the partitions `moves` accepts only: in a cluster
+    /// every replica holds the topic's whole schedule, and a node moves the messages of the
+    /// partitions it leads (the others' leaders move theirs, and the removal replicates).
+    pub fn claim_due_of(
+        &self,
+        now_ms: u64,
+        max: usize,
+        moves: &dyn Fn(u32) -> bool,
+    ) -> Result<(Vec<Scheduled>, MoveClaim)> {
         let mut overlay = lock(&self.overlay);
         let (_, removals) = overlay.len();
         let room = MAX_UNAPPLIED_REMOVALS.saturating_sub(removals);
-        let due = self.merged_due(&overlay, now_ms, max.min(room))?;
+        let due = self.merged_due(&overlay, now_ms, max.min(room), moves)?;
         let keys: Vec<DueKey> = due.iter().map(|m| (m.due_ms, m.seq)).collect();
         overlay.claim(keys.iter().copied());
         drop(overlay);

@@ -81,9 +81,14 @@ impl ScheduleOverlay {
 
     /// Pending messages due at or before `horizon`, in due order, not hidden; at most `max`.
     pub fn due(&self, horizon: u64, max: usize) -> Vec<Scheduled> {
+        self.due_of(horizon, max, |_| true)
+    }
+
+    /// As [`ScheduleOverlay::due`], of the partitions `moves` accepts only.
+    pub fn due_of(&self, horizon: u64, max: usize, moves: impl Fn(u32) -> bool) -> Vec<Scheduled> {
         self.pending
             .range(..=(horizon, u64::MAX))
-            .filter(|(key, _)| !self.hidden(**key))
+            .filter(|(key, message)| !self.hidden(**key) && moves(message.partition))
             .take(max)
             .map(|(_, message)| message.clone())
             .collect()

@@ -192,3 +192,21 @@ fn a_partitions_image_replaces_that_partitions_schedule_only_and_counts_go_by_pa
     assert_eq!(target.position(0).expect("position"), Some(at(7)));
     assert_eq!(target.count_by_partition(2).expect("counts"), vec![1, 2]);
 }
+
+#[test]
+fn a_claim_of_some_partitions_takes_neither_the_others_messages_nor_their_room() {
+    let store = store();
+    let other = |id: &str, due_ms: u64, seq: u64| Scheduled {
+        partition: 0,
+        ..message(id, due_ms, seq)
+    };
+    stored(&store, &[other("a", 100, 1), message("b", 200, 2)]);
+    store.scheduled(vec![other("c", 100, 3), message("d", 200, 4)]);
+    let (due, claim) = store
+        .claim_due_of(200, 2, &|partition| partition == 1)
+        .expect("claim");
+    assert_eq!(ids(due), vec!["b", "d"]);
+    drop(claim);
+    let (due, _claim) = store.claim_due(200, 10).expect("claim");
+    assert_eq!(ids(due), vec!["a", "c", "b", "d"]);
+}

@@ -10,15 +10,15 @@
 //! A token is checked in this order, and any failure is 401 `unauthorized` whose detail never
 //! contains the token: length ([`MAX_TOKEN_BYTES`]), header (parsable, a supported `alg`, no
 //! `jku`/`jwk`/`x5u`/`x5c`/`crit`), key (`kid`, or `default` without one), the header's `alg`
-//! equal to the key's, the signature, `exp` (required) and `nbf` with a small leeway, then
-//! `iss` and `aud` when configured, which are then required too, and a `sub`.
+//! equal to the key's, the signature, `iss` and `aud` when configured, which are then required
+//! too, a `sub`, then `exp` (required) and `nbf` with a small leeway, judged by the node's clock
+//! ([`broker_core::clock::now_secs`]).
 
 pub mod keys;
 pub mod policy;
 pub mod scope;
 
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{EncodingKey, Header, Validation};
@@ -114,6 +114,9 @@ pub struct Claims {
     /// Audience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aud: Option<String>,
+    /// Not before, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
 }
 
 /// Turns bearer tokens into principals with the configured keys.
@@ -200,7 +203,7 @@ impl Authenticator {
         if header.alg != key.alg {
             return Err(AuthError::WrongAlgorithm);
         }
-        jsonwebtoken::decode::<Claims>(token, &key.key, &self.validation(key.alg))
+        let claims = jsonwebtoken::decode::<Claims>(token, &key.key, &self.validation(key.alg))
             .map(|data| data.claims)
             .map_err(|error| match error.kind() {
                 ErrorKind::InvalidSignature => AuthError::Signature,
@@ -214,14 +217,32 @@ impl Authenticator {
                 }
                 ErrorKind::Json(_) => AuthError::Claim("sub, exp or scope".to_owned()),
                 _ => AuthError::Malformed,
-            })
+            })?;
+        self.check_times(&claims, now_secs())?;
+        Ok(claims)
+    }
+
+    /// `exp` and `nbf` judged by the node's clock (jsonwebtoken would read the system clock
+    /// itself) with the configured leeway: expired when `exp < now - leeway`, not yet valid
+    /// when `nbf > now + leeway`, as jsonwebtoken judges them.
+    fn check_times(&self, claims: &Claims, now: u64) -> Result<(), AuthError> {
+        if claims.exp < now.saturating_sub(self.leeway_secs) {
+            return Err(AuthError::Expired);
+        }
+        if claims
+            .nbf
+            .is_some_and(|nbf| nbf > now.saturating_add(self.leeway_secs))
+        {
+            return Err(AuthError::NotYetValid);
+        }
+        Ok(())
     }
 
     fn validation(&self, alg: jsonwebtoken::Algorithm) -> Validation {
         let mut validation = Validation::new(alg);
-        validation.leeway = self.leeway_secs;
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
+        // exp and nbf are checked by `check_times`, on the node's clock.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
         let mut required = vec!["exp", "sub"];
         match &self.issuer {
             Some(issuer) => {
@@ -259,11 +280,9 @@ pub struct TokenRequest {
     pub audience: Option<String>,
 }
 
-/// Seconds since the Unix epoch.
+/// Seconds since the Unix epoch by the node's clock ([`broker_core::clock::now_secs`]).
 pub fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+    broker_core::clock::now_secs()
 }
 
 /// Mints an HS256 token with `secret` (checked like a server's: at least
@@ -278,6 +297,7 @@ pub fn mint_hs256(secret: &[u8], request: &TokenRequest) -> Result<String, KeyEr
         iat: Some(now),
         iss: request.issuer.clone(),
         aud: request.audience.clone(),
+        nbf: None,
     };
     let mut header = Header::new(jsonwebtoken::Algorithm::HS256);
     header.kid = Some(request.kid.clone());
@@ -319,6 +339,34 @@ mod tests {
         keys.insert(DEFAULT_KID, keys::hs256(DEFAULT_KID, SECRET).expect("key"))
             .expect("kid");
         Authenticator::new(keys, None, None, 5)
+    }
+
+    fn claims(exp: u64, nbf: Option<u64>) -> Claims {
+        Claims {
+            sub: "s".into(),
+            exp,
+            scope: None,
+            iat: None,
+            iss: None,
+            aud: None,
+            nbf,
+        }
+    }
+
+    #[test]
+    fn exp_and_nbf_are_judged_by_the_given_clock_with_the_leeway() {
+        let auth = authenticator();
+        let now = 1_000_000;
+        assert_eq!(auth.check_times(&claims(now - 5, None), now), Ok(()));
+        assert_eq!(
+            auth.check_times(&claims(now - 6, None), now),
+            Err(AuthError::Expired)
+        );
+        assert_eq!(auth.check_times(&claims(now, Some(now + 5)), now), Ok(()));
+        assert_eq!(
+            auth.check_times(&claims(now + 60, Some(now + 6)), now),
+            Err(AuthError::NotYetValid)
+        );
     }
 
     fn request(ttl_secs: u64) -> TokenRequest {

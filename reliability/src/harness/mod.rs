@@ -96,6 +96,9 @@ pub struct ClusterSpec {
     pub ready_timeout: Duration,
     /// Loopback ports, or a namespace per node.
     pub network: Network,
+    /// Environment variables set on one node's process only, `(node, name, value)`: for a
+    /// testing hook such as a skewed clock (`WHARF_TEST_CLOCK_OFFSET_FILE`).
+    pub node_env: Vec<(NodeId, String, String)>,
 }
 
 impl ClusterSpec {
@@ -109,6 +112,7 @@ impl ClusterSpec {
             binary: binary.into(),
             ready_timeout: DEFAULT_READY_TIMEOUT,
             network: Network::Loopback,
+            node_env: Vec::new(),
         }
     }
 }
@@ -399,11 +403,17 @@ fn plan_nodes(
             }
             args.extend(spec.extra_args.iter().cloned());
             let log_path = folder.join("wharf.log");
+            let env: Vec<(String, String)> = spec
+                .node_env
+                .iter()
+                .filter(|(node, _, _)| *node == id)
+                .map(|(_, name, value)| (name.clone(), value.clone()))
+                .collect();
             let Some(network) = network else {
                 let binary = spec.binary.clone();
-                return Ok(NodeProcess::new(
-                    id, public[i], data_dir, log_path, binary, args,
-                ));
+                return Ok(
+                    NodeProcess::new(id, public[i], data_dir, log_path, binary, args).with_env(env),
+                );
             };
             args.push("--allow-anonymous".to_owned());
             let mut launch = vec![
@@ -416,7 +426,8 @@ fn plan_nodes(
             let ip = PathBuf::from(NetNamespaces::ip_program());
             Ok(
                 NodeProcess::new(id, public[i], data_dir, log_path, ip, launch)
-                    .expecting_exe(spec.binary.clone()),
+                    .expecting_exe(spec.binary.clone())
+                    .with_env(env),
             )
         })
         .collect()

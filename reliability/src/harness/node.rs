@@ -37,6 +37,7 @@ pub struct NodeProcess {
     binary: PathBuf,
     args: Vec<String>,
     exe: Option<PathBuf>,
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -58,6 +59,7 @@ impl NodeProcess {
             binary,
             args,
             exe: None,
+            env: Vec::new(),
             child: None,
         }
     }
@@ -71,8 +73,17 @@ impl NodeProcess {
         self
     }
 
+    /// Sets `env` (name, value) on the process at every start, after the test's own
+    /// `WHARF_*` variables are removed.
+    #[must_use]
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
+    }
+
     /// Spawns the process, appending a marker line and then its output to the log file. The
-    /// test's own `WHARF_*` variables are removed, so only the arguments configure the node.
+    /// test's own `WHARF_*` variables are removed, so only the arguments (and the node's own
+    /// [`NodeProcess::with_env`]) configure the node.
     pub fn spawn(&mut self) -> Result<(), HarnessError> {
         if self.is_running() {
             return Err(HarnessError::AlreadyRunning { node: self.id });
@@ -95,6 +106,7 @@ impl NodeProcess {
                 command.env_remove(name);
             }
         }
+        command.envs(self.env.iter().map(|(name, value)| (name, value)));
         let child = command.spawn().map_err(HarnessError::io(format!(
             "spawning {} for node {}",
             self.binary.display(),
