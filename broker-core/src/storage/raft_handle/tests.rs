@@ -96,6 +96,16 @@ async fn append(log: &PartitionHandle, entries: Vec<RaftEntry>) -> EntriesWritte
     answer.await.expect("answered").expect("written")
 }
 
+/// Appends a membership entry (1) and `count` entries of two messages each (2 on, term 1):
+/// entry `i` holds offsets `2(i - 2)` and `2(i - 2) + 1`.
+async fn append_run(log: &PartitionHandle, count: u64) {
+    let mut entries = vec![meta(1, 1)];
+    for i in 0..count {
+        entries.push(messages(1, 2 + i, i * 2, 2));
+    }
+    append(log, entries).await;
+}
+
 fn terms_and_offsets(log: &PartitionHandle, from: u64, to: u64) -> Vec<(u64, u64, u64)> {
     log.read_entries(from, to, usize::MAX)
         .expect("reads")
@@ -206,12 +216,8 @@ async fn a_conflicting_tail_is_cut_and_its_offsets_are_given_again() {
 async fn a_reopened_log_knows_its_last_entry_and_shows_only_what_was_applied() {
     let node = Node::new();
     let log = node.open(None);
-    let mut entries = vec![meta(1, 1)];
     // 300-byte values and 4 KiB segments: the run spans several segments.
-    for i in 0..40 {
-        entries.push(messages(1, 2 + i, i * 2, 2));
-    }
-    append(&log, entries).await;
+    append_run(&log, 40).await;
     log.publish_applied(30, &node.on_commit).expect("publishes");
     log.shutdown();
     drop(log);
@@ -255,11 +261,7 @@ async fn a_reopened_log_knows_its_last_entry_and_shows_only_what_was_applied() {
 async fn a_cut_into_an_older_segment_deletes_the_later_ones_and_survives_a_reopen() {
     let node = Node::new();
     let log = node.open(None);
-    let mut entries = vec![meta(1, 1)];
-    for i in 0..40 {
-        entries.push(messages(1, 2 + i, i * 2, 2));
-    }
-    append(&log, entries).await;
+    append_run(&log, 40).await;
     log.publish_applied(5, &node.on_commit).expect("publishes");
     let segments_before = std::fs::read_dir(&node.dir).expect("dir").count();
     log.truncate_entries(8).await.expect("cuts");
@@ -285,11 +287,7 @@ async fn a_cut_into_an_older_segment_deletes_the_later_ones_and_survives_a_reope
 async fn a_purge_deletes_only_whole_segments_below_the_index() {
     let node = Node::new();
     let log = node.open(None);
-    let mut entries = vec![meta(1, 1)];
-    for i in 0..40 {
-        entries.push(messages(1, 2 + i, i * 2, 2));
-    }
-    append(&log, entries).await;
+    append_run(&log, 40).await;
     log.publish_applied(41, &node.on_commit).expect("publishes");
     let purged = log.purge_entries(20).await.expect("purges");
     assert!(purged > 0);
@@ -323,11 +321,7 @@ async fn a_bad_frame_before_the_tail_is_found_and_cut_and_the_log_continues_from
 {
     let node = Node::new();
     let log = node.open(None);
-    let mut entries = vec![meta(1, 1)];
-    for i in 0..40 {
-        entries.push(messages(1, 2 + i, i * 2, 2));
-    }
-    append(&log, entries).await;
+    append_run(&log, 40).await;
     log.publish_applied(5, &node.on_commit).expect("publishes");
     assert_eq!(log.find_damaged_entries(6).expect("checks"), None);
     // An entry inside a segment, not its first (a segment's first frame is read at open).
@@ -384,11 +378,7 @@ async fn a_bad_frame_before_the_tail_is_found_and_cut_and_the_log_continues_from
 async fn a_bad_frame_readers_can_see_is_never_cut() {
     let node = Node::new();
     let log = node.open(None);
-    let mut entries = vec![meta(1, 1)];
-    for i in 0..10 {
-        entries.push(messages(1, 2 + i, i * 2, 2));
-    }
-    append(&log, entries).await;
+    append_run(&log, 10).await;
     log.publish_applied(11, &node.on_commit).expect("publishes");
     flip_byte_of_entry(&node, &log, 4);
     let damaged = log
