@@ -170,9 +170,15 @@ impl PartitionReplica {
             let machine = PartitionMachine::open(opened.clone(), on_commit, derived)?;
             let applied = machine.applied_index();
             // What openraft reads at start and applies after: the entries after the snapshot.
-            let damaged = opened
-                .find_damaged_entries(applied.map_or(0, |i| i + 1))?
-                .filter(|d| applied.is_none_or(|a| d.first_lost() > a));
+            let damaged = opened.find_damaged_entries(applied.map_or(0, |i| i + 1))?;
+            let damaged = match (damaged, applied) {
+                (Some(d), Some(applied)) if d.first_lost() <= applied => {
+                    // Readers may have seen it: it cannot be cut, and reads of it fail.
+                    tracing::error!(at = ?d.at, first_lost = d.first_lost(), applied, "a bad frame at or below the last applied entry: left in place, its offsets answer an error");
+                    None
+                }
+                (damaged, _) => damaged,
+            };
             Ok::<_, BrokerError>((store, machine, damaged))
         })
         .await
