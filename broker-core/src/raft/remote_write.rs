@@ -126,3 +126,62 @@ pub async fn write_at_leader(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::transport::TransportFuture;
+
+    /// A transport whose every call fails with one error.
+    struct Failing(TransportError);
+
+    impl Transport for Failing {
+        fn call(&self, _target: u64, _call: RpcCall) -> TransportFuture {
+            let error = self.0.clone();
+            Box::pin(async move { Err(error) })
+        }
+    }
+
+    fn one_record() -> Vec<Record> {
+        vec![Record {
+            id: "m-1".to_owned(),
+            timestamp_ms: 1,
+            key: None,
+            value: Bytes::from_static(b"a"),
+            binary: false,
+            scheduled: false,
+            client_id: false,
+            headers: Vec::new(),
+            tags: Vec::new(),
+        }]
+    }
+
+    fn group() -> GroupId {
+        GroupId::Partition {
+            topic: "orders".to_owned(),
+            partition: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_call_was_lost_after_it_went_out_has_an_unknown_outcome() {
+        let lost = Failing(TransportError::Lost {
+            node: 2,
+            reason: "connection closed before message completed".to_owned(),
+        });
+        let answer = write_at_leader(&lost, 2, group(), &one_record()).await;
+        assert!(
+            matches!(answer, Err(BrokerError::ReplicationTimeout { .. })),
+            "{answer:?}"
+        );
+        let unreachable = Failing(TransportError::Unreachable {
+            node: 2,
+            reason: "connection refused".to_owned(),
+        });
+        let answer = write_at_leader(&unreachable, 2, group(), &one_record()).await;
+        assert!(
+            matches!(answer, Err(BrokerError::NotLeader { .. })),
+            "a call that never reached the leader wrote nothing: {answer:?}"
+        );
+    }
+}
