@@ -302,10 +302,7 @@ impl Segment {
         let mut prefix = [0; PREFIX_LEN];
         read_exact_at(&self.file, &mut prefix, position)
             .map_err(|e| BrokerError::io(&self.path, e))?;
-        Ok(codec::parse_prefix(prefix)
-            .ok()
-            .map(|(len, _)| PREFIX_LEN as u64 + len as u64)
-            .filter(|len| *len <= available))
+        Ok(frame_len_within(prefix, available).ok())
     }
 
     pub(crate) fn scan_at(&self, position: u64) -> Result<ScanStep> {
@@ -336,18 +333,10 @@ impl Segment {
         }
         let mut prefix = [0; PREFIX_LEN];
         prefix.copy_from_slice(&head[..PREFIX_LEN]);
-        let body_len = match codec::parse_prefix(prefix) {
-            Ok((len, _)) => len as u64,
-            Err(e) => return Ok(ScanStep::Invalid(e.to_string())),
+        let frame_len = match frame_len_within(prefix, available) {
+            Ok(len) => len,
+            Err(reason) => return Ok(ScanStep::Invalid(reason)),
         };
-        let frame_len = PREFIX_LEN as u64 + body_len;
-        if frame_len > available {
-            let e = DecodeError::Truncated {
-                needed: frame_len as usize,
-                available: available as usize,
-            };
-            return Ok(ScanStep::Invalid(e.to_string()));
-        }
         if skip_messages && matches!(head[PREFIX_LEN], codec::MAGIC | codec::RAFT_MAGIC) {
             return Ok(ScanStep::Skipped { frame_len });
         }
@@ -480,3 +469,18 @@ fn write_all_at(file: &File, mut buf: &[u8], mut position: u64) -> std::io::Resu
 
 #[cfg(test)]
 mod tests;
+
+/// The length of the frame whose prefix is `prefix`, when the prefix parses and the frame
+/// fits in the `available` bytes; why not, otherwise.
+fn frame_len_within(prefix: [u8; PREFIX_LEN], available: u64) -> std::result::Result<u64, String> {
+    let (body_len, _) = codec::parse_prefix(prefix).map_err(|e| e.to_string())?;
+    let frame_len = PREFIX_LEN as u64 + body_len as u64;
+    if frame_len > available {
+        let e = DecodeError::Truncated {
+            needed: frame_len as usize,
+            available: available as usize,
+        };
+        return Err(e.to_string());
+    }
+    Ok(frame_len)
+}
