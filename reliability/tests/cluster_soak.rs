@@ -210,6 +210,7 @@ fn a_flapping_cluster_heals_converges_and_loses_nothing() {
         let all = cluster.node_ids();
         let started = Instant::now();
         let (mut kills, mut pauses) = (0_u64, 0_u64);
+        let mut slowest_restart = Duration::ZERO;
         let mut splits: Vec<NetSplit> = Vec::new();
         let mut bag = FaultBag::default();
         let mut leaders = Leaders::default();
@@ -223,7 +224,9 @@ fn a_flapping_cluster_heals_converges_and_loses_nothing() {
                     killed.expect("kill -9");
                     kills += 1;
                     tokio::time::sleep(Duration::from_millis(rng.gen_range(DOWN_MS))).await;
+                    let restarting = Instant::now();
                     tokio::task::block_in_place(|| cluster.restart(node)).expect("restarts");
+                    slowest_restart = slowest_restart.max(restarting.elapsed());
                     recorder.record_fault("kill_node", Some(node), Phase::End, true);
                 }
                 FaultKind::Pause => {
@@ -296,6 +299,14 @@ fn a_flapping_cluster_heals_converges_and_loses_nothing() {
             .figure(
                 "convergence time",
                 format!("{:.1} s", convergence.as_secs_f64()),
+            )
+            .figure(
+                "slowest restart to ready",
+                format!(
+                    "{:.1} s (bound {} s)",
+                    slowest_restart.as_secs_f64(),
+                    RESTART_READY.as_secs()
+                ),
             )
             .figure("final ops succeeded", if final_ops { "yes" } else { "no" })
             .figure("leader changes", report.findings.leadership.total_changes())

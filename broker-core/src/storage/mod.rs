@@ -31,6 +31,7 @@ pub(crate) mod codec;
 #[cfg(feature = "crash-sim")]
 pub mod crash_sim;
 mod disk_events;
+mod entry_marks;
 mod index;
 mod partition_log;
 mod proposer;

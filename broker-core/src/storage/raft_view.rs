@@ -2,8 +2,9 @@
 //! run of entries for replication, and publishing what Raft applied.
 //!
 //! Entries the in-memory tail ([`RaftTail`]) holds are found at once; an older one is found
-//! by reading each segment's first Raft index (cached) and scanning frames forward from the
-//! start of the segment holding it, which only a follower far behind costs.
+//! by reading each segment's first Raft index (cached) and scanning frames forward in the
+//! segment holding it, from the nearest entry position a scan noted before
+//! ([`super::entry_marks`]): a restart's reads of old entries and a follower far behind.
 
 use super::codec::BatchHeader;
 use super::codec::raft::{EntryBody, split_entry};
@@ -79,6 +80,7 @@ impl LogView {
                 match segment.scan_at(position)? {
                     ScanStep::Frame { batch, frame_len } => {
                         if let Some(entry) = EntryLocation::of(&batch.header, at, frame_len) {
+                            segment.note_entry(entry.index, position);
                             last_intact = Some(entry);
                         }
                         position += frame_len;
@@ -198,9 +200,10 @@ impl LogView {
     }
 }
 
-/// Scans `segment` from its start for entry `index`.
+/// Scans `segment` for entry `index`, from the nearest entry a scan found before it (the
+/// segment's start the first time), noting the entries it passes.
 fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>> {
-    let mut position = 0;
+    let mut position = segment.entry_scan_start(index);
     loop {
         let (batch, frame_len) = match segment.scan_at(position)? {
             ScanStep::Frame { batch, frame_len } => (batch, frame_len),
@@ -209,6 +212,9 @@ fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>
                 return Err(segment.corrupt(position, "a bad frame before a Raft entry"));
             }
         };
+        if let Some(found) = batch.header.raft_index {
+            segment.note_entry(found, position);
+        }
         match batch.header.raft_index {
             Some(found) if found == index => {
                 let at = LogPosition {

@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::codec::{self, Batch, DecodeError, PREFIX_LEN};
 use super::disk_events;
+use super::entry_marks::EntryMarks;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
 
@@ -66,6 +67,11 @@ pub(crate) struct Segment {
     max_ts: Mutex<Option<u64>>,
     /// The Raft index of the first frame, once read (replicated partitions only).
     first_raft_index: Mutex<Option<u64>>,
+    /// Positions of Raft entries scans found, sparse (replicated partitions only).
+    entry_marks: Mutex<EntryMarks>,
+    /// Frames [`Segment::scan`] looked at, for tests of how much a lookup reads.
+    #[cfg(test)]
+    frames_scanned: AtomicU64,
 }
 
 impl Segment {
@@ -121,6 +127,9 @@ impl Segment {
             file_len: AtomicU64::new(size),
             max_ts: Mutex::new(None),
             first_raft_index: Mutex::new(None),
+            entry_marks: Mutex::new(EntryMarks::default()),
+            #[cfg(test)]
+            frames_scanned: AtomicU64::new(0),
         }
     }
 
@@ -271,6 +280,7 @@ impl Segment {
             .map_err(|e| BrokerError::io(&self.path, e))?;
         self.size.store(len, Ordering::Release);
         self.file_len.store(len, Ordering::Release);
+        crate::sync::lock(&self.entry_marks).cut(len);
         Ok(())
     }
 
@@ -316,6 +326,8 @@ impl Segment {
     }
 
     fn scan(&self, position: u64, skip_messages: bool) -> Result<ScanStep> {
+        #[cfg(test)]
+        self.frames_scanned.fetch_add(1, Ordering::Relaxed);
         let available = self.size().saturating_sub(position);
         if available == 0 {
             return Ok(ScanStep::End);
@@ -381,6 +393,23 @@ impl Segment {
             codec::raft::split_entry(frame).map_err(|e| self.corrupt(0, e.to_string()))?;
         *crate::sync::lock(&self.first_raft_index) = header.raft_index;
         Ok(header.raft_index)
+    }
+
+    /// Where a forward scan for Raft entry `index` should start: at most about
+    /// [`super::entry_marks::MARK_EVERY_BYTES`] of frames before it once scans passed it.
+    pub(crate) fn entry_scan_start(&self, index: u64) -> u64 {
+        crate::sync::lock(&self.entry_marks).scan_start(index)
+    }
+
+    /// Notes that a scan found Raft entry `index`'s frame at `position`.
+    pub(crate) fn note_entry(&self, index: u64, position: u64) {
+        crate::sync::lock(&self.entry_marks).note(index, position);
+    }
+
+    /// How many frames [`Segment::scan`] looked at so far.
+    #[cfg(test)]
+    pub(crate) fn frames_scanned(&self) -> u64 {
+        self.frames_scanned.load(Ordering::Relaxed)
     }
 
     /// Forgets the cached first Raft index (the segment was cut to nothing).

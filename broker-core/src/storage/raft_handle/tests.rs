@@ -75,8 +75,18 @@ fn open_in(
     on_commit: &Arc<Notify>,
     applied: Option<u64>,
 ) -> PartitionHandle {
+    open_sized(dir, db, on_commit, applied, 4 * 1024)
+}
+
+fn open_sized(
+    dir: &Path,
+    db: &sled::Db,
+    on_commit: &Arc<Notify>,
+    applied: Option<u64>,
+    segment_bytes: u64,
+) -> PartitionHandle {
     let config = LogConfig {
-        segment_bytes: 4 * 1024,
+        segment_bytes,
         fsync: FsyncPolicy::Always,
         leader_epoch: 0,
     };
@@ -253,6 +263,61 @@ async fn a_reopened_log_knows_its_last_entry_and_shows_only_what_was_applied() {
     assert!(
         log.truncate_entries(35).await.is_ok(),
         "cutting past the end changes nothing"
+    );
+    log.shutdown();
+}
+
+/// A restart's reads of old entries (openraft's binary search for each term's first entry
+/// reads one entry at a time) scan a bounded stretch of frames each, not the segment from its
+/// start: in a 10-minute soak the start of a replica had grown to 15 s, past its bound.
+#[tokio::test]
+async fn reads_of_single_old_entries_scan_a_bounded_stretch_of_the_segment() {
+    let node = Node::new();
+    let open = |applied| open_sized(&node.dir, &node.db, &node.on_commit, applied, 4 << 20);
+    let log = open(None);
+    const ENTRIES: u64 = 2_000;
+    append_run(&log, ENTRIES).await;
+    log.publish_applied(ENTRIES + 1, &node.on_commit)
+        .expect("publishes");
+    log.shutdown();
+    drop(log);
+    // Applied up to the last entry: the in-memory tail holds none, every read goes to the file.
+    let log = open(Some(ENTRIES + 1));
+    let segments = log.inner.view.all_segments();
+    assert_eq!(segments.len(), 1, "one segment holds the run");
+    let scanned = || segments[0].frames_scanned();
+    let before = scanned();
+    // A binary search's reads, as openraft's `load_log_ids` does them, several times over.
+    let mut lookups = 0_u64;
+    for round in 1..6 {
+        let target = ENTRIES * round / 6;
+        let (mut low, mut high) = (1, ENTRIES + 1);
+        while low < high {
+            let mid = (low + high) / 2;
+            let read = log.read_entries(mid, mid + 1, usize::MAX).expect("reads");
+            assert_eq!(read[0].0.raft_index, Some(mid));
+            lookups += 1;
+            match mid < target {
+                true => low = mid + 1,
+                false => high = mid,
+            }
+        }
+        assert_eq!(low, target);
+    }
+    for index in [ENTRIES, 3, ENTRIES / 2, ENTRIES / 3, 2 * ENTRIES / 3] {
+        let read = log
+            .read_entries(index, index + 1, usize::MAX)
+            .expect("reads");
+        assert_eq!(read[0].0.raft_index, Some(index));
+        lookups += 1;
+    }
+    // An entry's frame is about 650 bytes: a mark every 4 KiB is 7 frames apart.
+    let per_lookup = super::super::entry_marks::MARK_EVERY_BYTES / 600 + 2;
+    let bound = ENTRIES + lookups * per_lookup;
+    let frames = scanned() - before;
+    assert!(
+        frames <= bound,
+        "{lookups} lookups scanned {frames} frames, bound {bound} (one pass and a stretch each)"
     );
     log.shutdown();
 }
