@@ -182,11 +182,12 @@ impl Broker {
                     partition as usize,
                 )),
             };
-            let (raft, repair) =
+            let started =
                 PartitionReplica::start(replication.node_id, group.clone(), log.clone(), parts)
                     .await?;
+            let raft = started.raft.clone();
             let write_hold = replication.groups.write_hold(group.clone());
-            if !seat.hold(replication.node_id, (raft.clone(), repair), write_hold) {
+            if !seat.hold(replication.node_id, started, write_hold) {
                 // Started meanwhile: this second Raft over the same log must not run.
                 if let Err(e) = raft.shutdown().await {
                     tracing::warn!(error = %e, topic = %name, partition, "a group did not stop");

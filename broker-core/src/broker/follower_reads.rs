@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::{Broker, Topic};
 use crate::error::{BrokerError, Result};
-use crate::raft::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS, LeaderView};
+use crate::raft::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS};
 
 /// Who serves an offset read on this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +49,9 @@ impl Broker {
         let Some(seat) = topic.groups.get(partition as usize) else {
             return Ok(Reader::Leader);
         };
-        let Some(raft) = seat.raft() else {
+        let (Some(raft), Some(view)) = (seat.raft(), seat.view()) else {
             return Ok(Reader::Leader);
         };
-        let view = LeaderView::of(&raft);
         if view.leader == Some(replication.node_id) {
             return Ok(Reader::Leader);
         }

@@ -37,7 +37,8 @@ pub const START_POLL_MS: u64 = 50;
 pub(super) enum Lead {
     /// A single node: it serves everything.
     Single,
-    /// This node leads the partition in this term, and has applied every earlier entry.
+    /// This node leads the partition in this term, and has applied every earlier entry and
+    /// every entry its log held when its replica started.
     Leader(u64),
     /// Another node leads it (or nobody does, or this node's leadership is too new).
     Other(Option<u64>),
@@ -57,7 +58,7 @@ impl Broker {
         };
         match lead.leader {
             Some(leader) if leader == replication.node_id => {
-                if lead.applied_term == Some(lead.term) {
+                if lead.applied_term == Some(lead.term) && lead.applied_opened_log {
                     Lead::Leader(lead.term)
                 } else {
                     Lead::Other(None)

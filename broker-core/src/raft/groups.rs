@@ -20,11 +20,11 @@ use super::codec::{decode_append, decode_json, encode_json};
 use super::controller::{ControllerMachine, Metadata};
 use super::log_store::LogStore;
 use super::network::GroupNetwork;
-use super::partition_group::PartitionGroup;
+use super::partition_group::{PartitionGroup, StartedReplica};
 use super::proposer::RaftProposer;
-use super::repair::RepairClaim;
 use super::snapshot::{DerivedState, NoDerivedState};
 use super::state_machine::PartitionMachine;
+use super::status::OpenedLog;
 use super::transfer::{Holds, TransferAnswer, WriteHold, answer_step};
 use super::transport::{GroupId, HandlerFuture, Rpc, RpcError, RpcHandler, Transport};
 use super::types::{NodeInfo, TypeConfig};
@@ -142,7 +142,7 @@ impl PartitionReplica {
             derived: Arc::new(NoDerivedState),
         };
         let what = group.to_string();
-        let (raft, _repair) = Self::start(node_id, group, log.clone(), parts).await?;
+        let raft = Self::start(node_id, group, log.clone(), parts).await?.raft;
         log.set_proposer(Arc::new(RaftProposer::new(node_id, raft.clone(), what)));
         Ok(PartitionReplica { raft, log })
     }
@@ -157,7 +157,7 @@ impl PartitionReplica {
         group: GroupId,
         log: PartitionHandle,
         parts: GroupParts,
-    ) -> Result<(Raft<TypeConfig>, Arc<RepairClaim>)> {
+    ) -> Result<StartedReplica> {
         let GroupParts {
             transport,
             config,
@@ -206,9 +206,17 @@ impl PartitionReplica {
             );
         }
         let repair = store.repair();
+        let opened = OpenedLog {
+            term: store.saved_vote_term().await?.unwrap_or(0),
+            last: log.last_entry().map(|e| e.index),
+        };
         let raft = start_group(node_id, group, store, machine, transport, config).await?;
         repair.hold_elections(&raft);
-        Ok((raft, repair))
+        Ok(StartedReplica {
+            raft,
+            repair,
+            opened,
+        })
     }
 
     /// Stops its Raft and its log's writer.

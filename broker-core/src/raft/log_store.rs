@@ -146,6 +146,13 @@ impl LogStore {
         Ok(())
     }
 
+    /// The term of the vote saved in the state file (none on a fresh log).
+    pub async fn saved_vote_term(&self) -> Result<Option<u64>, BrokerError> {
+        let state = self.inner.state.lock().await;
+        let vote: Option<Vote<u64>> = decode(state.vote.as_ref())?;
+        Ok(vote.map(|v| v.leader_id().term))
+    }
+
     /// The partition log under this storage.
     pub fn log(&self) -> &PartitionHandle {
         &self.inner.log

@@ -80,7 +80,7 @@ pub use membership::{
     change_members,
 };
 pub use network::{BUSY_BACKOFF_MS, GroupNetwork, MAX_APPEND_BYTES, PeerLink};
-pub use partition_group::{PartitionGroup, Seated};
+pub use partition_group::{PartitionGroup, Seated, StartedReplica};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
 pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
@@ -93,7 +93,7 @@ pub use snapshot::{
     SNAPSHOT_VERSION_2, SNAPSHOT_VERSION_3, SnapshotBody, SnapshotError,
 };
 pub use state_machine::PartitionMachine;
-pub use status::{GroupStatus, LeaderView, leader_in_zone_of};
+pub use status::{GroupStatus, LeaderView, OpenedLog, leader_in_zone_of};
 pub use transfer::{
     Leadership, TRANSFER_HOLD_MS, TRANSFER_RPC_TIMEOUT_MS, TRANSFER_WAIT_MS, TransferAnswer,
     TransferCoordinator, TransferError, TransferRefusal, TransferStep, WriteHold,

@@ -19,7 +19,7 @@ use openraft::Raft;
 use super::contact::LeaderContact;
 use super::proposer::RaftProposer;
 use super::repair::RepairClaim;
-use super::status::LeaderView;
+use super::status::{LeaderView, OpenedLog};
 use super::transfer::WriteHold;
 use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};
@@ -27,6 +27,16 @@ use crate::storage::{EntryBody, ProposalSlot, ProposeFuture, Proposer};
 
 /// The hint's value while the metadata names no leader (node ids start at 1).
 const NO_HINT: u64 = 0;
+
+/// A replica just started ([`super::groups::PartitionReplica::start`]), to be seated.
+pub struct StartedReplica {
+    /// Its Raft.
+    pub raft: Raft<TypeConfig>,
+    /// Its log's repair claim.
+    pub repair: Arc<RepairClaim>,
+    /// What its log held when it started.
+    pub opened: OpenedLog,
+}
 
 /// This node's seat in one partition's group.
 pub struct PartitionGroup {
@@ -50,6 +60,8 @@ pub struct Seated {
     pub proposer: RaftProposer,
     /// Its log's repair claim, which its votes go by while it stands.
     pub repair: Arc<RepairClaim>,
+    /// What its log held when it started (see [`LeaderView`]).
+    pub opened: OpenedLog,
 }
 
 impl std::fmt::Debug for PartitionGroup {
@@ -77,12 +89,12 @@ impl PartitionGroup {
     /// Seats `raft`, this node's (`node_id`) replica of the partition, its writes stopped
     /// while `write_hold` says its leadership is moving away and its votes going by `repair`;
     /// one seated already stays (`false` when one is seated).
-    pub fn hold(
-        &self,
-        node_id: u64,
-        (raft, repair): (Raft<TypeConfig>, Arc<RepairClaim>),
-        write_hold: WriteHold,
-    ) -> bool {
+    pub fn hold(&self, node_id: u64, started: StartedReplica, write_hold: WriteHold) -> bool {
+        let StartedReplica {
+            raft,
+            repair,
+            opened,
+        } = started;
         let mut replica = crate::sync::write(&self.replica);
         if replica.is_some() {
             return false;
@@ -93,6 +105,7 @@ impl PartitionGroup {
             raft,
             proposer,
             repair,
+            opened,
         }));
         true
     }
@@ -132,7 +145,8 @@ impl PartitionGroup {
     /// Who leads the partition as this node's replica knows (one read of its metrics), or
     /// `None` when this node holds no replica.
     pub fn view(&self) -> Option<LeaderView> {
-        self.raft().as_ref().map(LeaderView::of)
+        let seated = crate::sync::read(&self.replica);
+        seated.as_ref().map(|s| LeaderView::of(&s.raft, s.opened))
     }
 
     /// The partition's leader: as this node's replica knows it, or else as the metadata

@@ -36,18 +36,47 @@ pub struct LeaderView {
     /// The term of the last entry this node applied: once it equals `term` on a leader, every
     /// entry of earlier terms is committed and applied here.
     pub applied_term: Option<u64>,
+    /// Whether this node applied every entry its log held when its replica started
+    /// ([`OpenedLog::applied_by`]). A node
+    /// that led before a restart leads again at once in the same term (openraft restores a
+    /// leader whose vote is committed), with no entry of a new term whose apply would prove
+    /// its earlier entries applied: `applied_term` already equals `term` while entries it
+    /// held, committed before the restart, are still to be applied.
+    pub applied_opened_log: bool,
 }
 
 impl LeaderView {
-    /// The leadership of `raft` now.
-    pub fn of(raft: &Raft<TypeConfig>) -> LeaderView {
+    /// The leadership of `raft` now, for a replica whose log was `opened` when it started.
+    pub fn of(raft: &Raft<TypeConfig>, opened: OpenedLog) -> LeaderView {
         let metrics = raft.metrics();
         let metrics = metrics.borrow();
+        let applied = metrics.last_applied.map(|l| l.index);
         LeaderView {
             leader: metrics.current_leader,
             term: metrics.current_term,
             applied_term: metrics.last_applied.map(|l| l.leader_id.term),
+            applied_opened_log: opened.applied_by(metrics.current_term, applied),
         }
+    }
+}
+
+/// What a replica's log held when it started: the term of its saved vote and its last entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenedLog {
+    /// The term of the vote saved before the start (0 on a fresh log).
+    pub term: u64,
+    /// The index of the log's last entry.
+    pub last: Option<u64>,
+}
+
+impl OpenedLog {
+    /// Whether a leadership in `term` that applied up to `applied` applied every entry the log
+    /// held at start. One won after the start did, once it applied an entry of its term (its
+    /// blank entry follows them all); one of the start's own term (restored at start) must
+    /// apply up to the last entry itself. Never required of a later term, whose leader may
+    /// have cut entries this log held uncommitted, so `last` may never come back.
+    pub fn applied_by(&self, term: u64, applied: Option<u64>) -> bool {
+        term > self.term || applied >= self.last
     }
 }
 
@@ -91,5 +120,32 @@ impl GroupStatus {
         let matched = self.matched.as_ref()?.get(&node).copied().flatten();
         let last = self.last_index?;
         Some(last.saturating_sub(matched.unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OpenedLog;
+
+    #[test]
+    fn a_leadership_restored_at_start_waits_for_the_entries_the_log_held() {
+        let opened = OpenedLog {
+            term: 2,
+            last: Some(116),
+        };
+        // Restored as leader of term 2: the table must not go live at applied 93.
+        assert!(!opened.applied_by(2, Some(93)));
+        assert!(!opened.applied_by(2, None));
+        assert!(opened.applied_by(2, Some(116)));
+        assert!(opened.applied_by(2, Some(120)));
+        // Won in a later term: its own first entry proves the rest, even below `last`.
+        assert!(opened.applied_by(3, Some(40)));
+    }
+
+    #[test]
+    fn a_fresh_log_asks_nothing() {
+        let fresh = OpenedLog::default();
+        assert!(fresh.applied_by(0, None));
+        assert!(fresh.applied_by(1, Some(1)));
     }
 }
