@@ -7,12 +7,20 @@
 //!   fields; [`AlertRule::validate`] freezes it into a [`ValidRule`].
 //! - [`webhook_policy`]: [`WebhookPolicy`], where webhooks may go (`http(s)` only, no user
 //!   name, the operator's allow-list of [`HostPattern`]s).
+//! - [`evaluation`]: [`RuleEvaluator`], the `ok → pending → firing → ok` state machine of one
+//!   rule over [`Sample`]s, emitting each [`AlertEvent`] once.
+//! - [`per_minute`]: [`PerMinuteRate`], a cumulative counter into its count of the last
+//!   minute (the value of `dead_letters` and `produce_errors`).
 //! - [`error`]: [`AlertError`], the module's one error.
 
 pub mod error;
+pub mod evaluation;
+pub mod per_minute;
 pub mod rule;
 pub mod webhook_policy;
 
 pub use error::AlertError;
+pub use evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
+pub use per_minute::PerMinuteRate;
 pub use rule::{AlertKind, AlertRule, ValidRule};
 pub use webhook_policy::{HostPattern, WebhookPolicy};
