@@ -11,16 +11,22 @@
 //!   rule over [`Sample`]s, emitting each [`AlertEvent`] once.
 //! - [`per_minute`]: [`PerMinuteRate`], a cumulative counter into its count of the last
 //!   minute (the value of `dead_letters` and `produce_errors`).
+//! - [`event_body`]: [`AlertEventBody`], the JSON a webhook receives.
+//! - [`signature`]: [`WebhookSigner`], the `Wharf-Signature` header (Stripe's scheme).
 //! - [`error`]: [`AlertError`], the module's one error.
 
 pub mod error;
 pub mod evaluation;
+pub mod event_body;
 pub mod per_minute;
 pub mod rule;
+pub mod signature;
 pub mod webhook_policy;
 
 pub use error::AlertError;
 pub use evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
+pub use event_body::{AlertEventBody, EventState};
 pub use per_minute::PerMinuteRate;
 pub use rule::{AlertKind, AlertRule, ValidRule};
+pub use signature::WebhookSigner;
 pub use webhook_policy::{HostPattern, WebhookPolicy};
