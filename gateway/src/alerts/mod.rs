@@ -13,8 +13,12 @@
 //!   minute (the value of `dead_letters` and `produce_errors`).
 //! - [`event_body`]: [`AlertEventBody`], the JSON a webhook receives.
 //! - [`signature`]: [`WebhookSigner`], the `Wharf-Signature` header (Stripe's scheme).
+//! - [`delivery_schedule`]: [`RetrySchedule`], when a failed post is retried or dropped.
+//! - [`delivery_queue`]: [`DeliveryQueue`], the bounded queue in front of the sender.
 //! - [`error`]: [`AlertError`], the module's one error.
 
+pub mod delivery_queue;
+pub mod delivery_schedule;
 pub mod error;
 pub mod evaluation;
 pub mod event_body;
@@ -23,6 +27,8 @@ pub mod rule;
 pub mod signature;
 pub mod webhook_policy;
 
+pub use delivery_queue::DeliveryQueue;
+pub use delivery_schedule::{NextAttempt, RetrySchedule};
 pub use error::AlertError;
 pub use evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
 pub use event_body::{AlertEventBody, EventState};
