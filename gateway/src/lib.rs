@@ -43,12 +43,16 @@
 //!   edge's 401/403/429/503 on every operation.
 //! - [`cluster`]: the cluster port (Raft RPCs between nodes, checked against the cluster
 //!   secret) and [`cluster::PeerClient`], the broker's transport to other nodes.
+//! - [`alerts`]: the pure core of alerts: rules and their validation, the webhook target
+//!   policy, the evaluation state machine, signed event bodies, the delivery schedule and
+//!   queue (no routes or I/O yet).
 //! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
 //!   `read`, `stats`): an HTTP client of a running node.
 //!
 //! The gateway knows HTTP, not files: every domain rule is the broker's.
 
 pub mod accept;
+pub mod alerts;
 pub mod app;
 pub mod ask_leader;
 pub mod auth;
