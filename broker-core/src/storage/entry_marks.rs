@@ -25,6 +25,9 @@ struct Mark {
 #[derive(Debug, Default)]
 pub(crate) struct EntryMarks {
     marks: Vec<Mark>,
+    /// Cuts so far: a scan notes what it found only if no cut came since it began, as a scan
+    /// racing a cut may have read frames the cut removed, and a mark of one would outlive it.
+    cuts: u64,
 }
 
 impl EntryMarks {
@@ -35,10 +38,19 @@ impl EntryMarks {
         after.checked_sub(1).map_or(0, |i| self.marks[i].position)
     }
 
-    /// Notes that entry `index`'s frame starts at `position`, found by a scan: kept when it
-    /// lies at least [`MARK_EVERY_BYTES`] past the last mark (or is the first), so marks stay
-    /// sparse and ordered. A note behind the last mark is already covered.
-    pub(crate) fn note(&mut self, index: u64, position: u64) {
+    /// The cuts so far: what a scan reads before it reads the file, to note its finds with.
+    pub(crate) fn cuts(&self) -> u64 {
+        self.cuts
+    }
+
+    /// Notes that entry `index`'s frame starts at `position`, found by a scan that began when
+    /// [`EntryMarks::cuts`] was `cuts`: ignored when a cut came since; kept when it lies at
+    /// least [`MARK_EVERY_BYTES`] past the last mark (or is the first), so marks stay sparse
+    /// and ordered. A note behind the last mark is already covered.
+    pub(crate) fn note(&mut self, index: u64, position: u64, cuts: u64) {
+        if cuts != self.cuts {
+            return;
+        }
         let keep = match self.marks.last() {
             None => true,
             Some(last) => {
@@ -54,6 +66,7 @@ impl EntryMarks {
     pub(crate) fn cut(&mut self, len: u64) {
         let keep = self.marks.partition_point(|m| m.position < len);
         self.marks.truncate(keep);
+        self.cuts += 1;
     }
 
     /// How many marks it holds.
@@ -71,7 +84,7 @@ mod tests {
     fn scanned(first: u64, count: u64, size: u64) -> EntryMarks {
         let mut marks = EntryMarks::default();
         for i in 0..count {
-            marks.note(first + i, i * size);
+            marks.note(first + i, i * size, 0);
         }
         marks
     }
@@ -110,7 +123,7 @@ mod tests {
         let mut marks = scanned(0, 200, 100);
         let before = marks.len();
         for i in 0..200 {
-            marks.note(i, i * 100);
+            marks.note(i, i * 100, 0);
         }
         assert_eq!(marks.len(), before);
     }
@@ -123,7 +136,7 @@ mod tests {
         assert_eq!(marks.scan_start(999), marks.scan_start(499));
         // The tail is written again with other entries (a re-sync), larger ones.
         for i in 0..100 {
-            marks.note(500 + i, 50_000 + i * 1_000);
+            marks.note(500 + i, 50_000 + i * 1_000, marks.cuts());
         }
         let start = marks.scan_start(590);
         let entry_at = 50_000 + 90 * 1_000;
@@ -137,11 +150,25 @@ mod tests {
     }
 
     #[test]
+    fn a_note_from_a_scan_that_began_before_a_cut_is_ignored() {
+        let mut marks = scanned(0, 100, 100);
+        let before = marks.cuts();
+        marks.cut(5_000);
+        // A scan begun before the cut read entry 90 at 9,000, past the cut: a frame the
+        // cut removed, whose position now holds another entry's bytes.
+        marks.note(90, 9_000, before);
+        assert!(marks.scan_start(95) < 5_000, "{}", marks.scan_start(95));
+        // One begun after the cut is kept.
+        marks.note(90, 9_000, marks.cuts());
+        assert_eq!(marks.scan_start(95), 9_000);
+    }
+
+    #[test]
     fn a_large_entry_gets_a_mark_of_its_own() {
         let mut marks = EntryMarks::default();
-        marks.note(1, 0);
-        marks.note(2, 10_000);
-        marks.note(3, 10_100);
+        marks.note(1, 0, 0);
+        marks.note(2, 10_000, 0);
+        marks.note(3, 10_100, 0);
         assert_eq!(marks.scan_start(2), 10_000);
         assert_eq!(marks.scan_start(3), 10_000);
     }

@@ -72,6 +72,7 @@ impl LogView {
         let mut last_intact = None;
         for segment in &segments[start..] {
             let mut position = 0;
+            let cuts = segment.entry_cuts();
             loop {
                 let at = LogPosition {
                     segment_base: segment.base_offset(),
@@ -80,7 +81,7 @@ impl LogView {
                 match segment.scan_at(position)? {
                     ScanStep::Frame { batch, frame_len } => {
                         if let Some(entry) = EntryLocation::of(&batch.header, at, frame_len) {
-                            segment.note_entry(entry.index, position);
+                            segment.note_entry(entry.index, position, cuts);
                             last_intact = Some(entry);
                         }
                         position += frame_len;
@@ -203,7 +204,7 @@ impl LogView {
 /// Scans `segment` for entry `index`, from the nearest entry a scan found before it (the
 /// segment's start the first time), noting the entries it passes.
 fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>> {
-    let mut position = segment.entry_scan_start(index);
+    let (mut position, cuts) = segment.entry_scan_start(index);
     loop {
         let (batch, frame_len) = match segment.scan_at(position)? {
             ScanStep::Frame { batch, frame_len } => (batch, frame_len),
@@ -213,7 +214,7 @@ fn scan_for_entry(segment: &Segment, index: u64) -> Result<Option<EntryLocation>
             }
         };
         if let Some(found) = batch.header.raft_index {
-            segment.note_entry(found, position);
+            segment.note_entry(found, position, cuts);
         }
         match batch.header.raft_index {
             Some(found) if found == index => {

@@ -397,13 +397,21 @@ impl Segment {
 
     /// Where a forward scan for Raft entry `index` should start: at most about
     /// [`super::entry_marks::MARK_EVERY_BYTES`] of frames before it once scans passed it.
-    pub(crate) fn entry_scan_start(&self, index: u64) -> u64 {
-        crate::sync::lock(&self.entry_marks).scan_start(index)
+    /// Also the cuts so far, to note what the scan finds with ([`Segment::note_entry`]).
+    pub(crate) fn entry_scan_start(&self, index: u64) -> (u64, u64) {
+        let marks = crate::sync::lock(&self.entry_marks);
+        (marks.scan_start(index), marks.cuts())
     }
 
-    /// Notes that a scan found Raft entry `index`'s frame at `position`.
-    pub(crate) fn note_entry(&self, index: u64, position: u64) {
-        crate::sync::lock(&self.entry_marks).note(index, position);
+    /// The cuts so far, read before a scan that notes its finds ([`Segment::note_entry`]).
+    pub(crate) fn entry_cuts(&self) -> u64 {
+        crate::sync::lock(&self.entry_marks).cuts()
+    }
+
+    /// Notes that a scan begun at `cuts` ([`Segment::entry_cuts`]) found Raft entry
+    /// `index`'s frame at `position` (ignored when the file was cut since).
+    pub(crate) fn note_entry(&self, index: u64, position: u64, cuts: u64) {
+        crate::sync::lock(&self.entry_marks).note(index, position, cuts);
     }
 
     /// How many frames [`Segment::scan`] looked at so far.
