@@ -22,6 +22,9 @@
 //! - `cluster`: the controller's state ([`cluster::ClusterState`]: nodes, topics and their
 //!   replica placement, subscriptions), the commands that change it, placement and the
 //!   drain and leader-balance planners. Pure: no I/O, no Raft.
+//! - `history`: per-minute history of topics and subscriptions, pure: the
+//!   [`history::MinuteAggregator`] that turns samples into minutes, the bounded
+//!   [`history::MinuteRing`], the records' checksummed byte form and the rankings.
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
@@ -38,6 +41,7 @@ pub mod control;
 pub mod dedup;
 pub mod disk_space;
 pub mod error;
+pub mod history;
 pub mod in_flight;
 pub mod limits;
 pub mod memory;
