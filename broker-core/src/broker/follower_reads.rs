@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::{Broker, Topic};
 use crate::error::{BrokerError, Result};
-use crate::raft::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS};
+use crate::raft::{FOLLOWER_APPLY_WAIT_MS, FOLLOWER_READ_MAX_LAG_MS, LeaderView};
 
 /// Who serves an offset read on this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,9 +49,10 @@ impl Broker {
         let Some(seat) = topic.groups.get(partition as usize) else {
             return Ok(Reader::Leader);
         };
-        let (Some(raft), Some(view)) = (seat.raft(), seat.view()) else {
+        let Some(seated) = seat.seated() else {
             return Ok(Reader::Leader);
         };
+        let view = LeaderView::of(&seated.raft, seated.opened);
         if view.leader == Some(replication.node_id) {
             return Ok(Reader::Leader);
         }
@@ -67,7 +68,9 @@ impl Broker {
         if heard.ago > Duration::from_millis(FOLLOWER_READ_MAX_LAG_MS) {
             return Err(behind());
         }
-        raft.wait(Some(Duration::from_millis(FOLLOWER_APPLY_WAIT_MS)))
+        seated
+            .raft
+            .wait(Some(Duration::from_millis(FOLLOWER_APPLY_WAIT_MS)))
             .applied_index_at_least(heard.commit, "a follower read")
             .await
             .map_err(|_| behind())?;
