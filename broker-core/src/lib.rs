@@ -25,6 +25,8 @@
 //! - `history`: per-minute history of topics and subscriptions, pure: the
 //!   [`history::MinuteAggregator`] that turns samples into minutes, the bounded
 //!   [`history::MinuteRing`], the records' checksummed byte form and the rankings.
+//! - `trace_index`: where a partition's log holds each message by id and key and the events
+//!   about it, pure: [`trace_index::RunBuilder`] and the checksummed runs it seals.
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
 //! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
@@ -56,6 +58,7 @@ pub mod sync;
 pub mod tags;
 pub mod telemetry;
 pub mod topic;
+pub mod trace_index;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, FsyncPolicy, LogConfig};
