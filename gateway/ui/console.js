@@ -369,13 +369,20 @@
           break;
         }
         for (const m of page.body.messages || []) {
-          rows.push(h("tr", null, num(p.partition), num(m.offset), h("td", null, h("code", null, m.id)),
-            h("td", null, m.key ?? "—"), h("td", null, time(m.publish_time_ms)),
-            h("td", { class: "mono" }, Object.entries(m.headers || {}).map(([k, v]) => `${k}: ${v}`).join("\n"))));
+          // A dead letter names its original in `wharf-dlq-*` headers; its trace is the original's.
+          const hd = m.headers || {};
+          const original = hd["wharf-dlq-id"];
+          const from = hd["wharf-dlq-topic"] || topic;
+          rows.push(h("tr", { "data-dead-letter": m.id }, num(p.partition), num(m.offset),
+            h("td", null, original ? link(original, `#/message?${new URLSearchParams({ topic: from, id: original })}`) : h("code", null, m.id)),
+            h("td", null, m.key ?? "—"), h("td", null, hd["wharf-dlq-subscription"] ?? "—"),
+            num(hd["wharf-dlq-attempts"] === undefined ? null : Number(hd["wharf-dlq-attempts"])),
+            h("td", null, hd["wharf-dlq-error"] ?? "—"), h("td", null, time(m.publish_time_ms))));
         }
       }
       if (rows.length) {
-        box.append(table([{ label: "partition", num: true }, { label: "offset", num: true }, "id", "key", "dead-lettered", "headers"], rows));
+        box.append(table([{ label: "partition", num: true }, { label: "offset", num: true }, "original message (trace)", "key",
+          "subscription", { label: "attempts", num: true }, "last error", "dead-lettered"], rows));
       }
     }
     const result = h("div", { class: "result", id: "redrive-result" });
@@ -489,7 +496,8 @@
       ["id", m.id], ["key", m.key], ["partition", body.produced && body.produced.partition],
       ["offset", body.produced && body.produced.offset], ["tags", (m.tags || []).join(", ")],
       ["headers", Object.entries(m.headers || {}).map(([k, v]) => `${k}: ${v}`).join("\n")],
-      ["traceparent", m.traceparent], ["value", m.value ?? (m.value_base64 ? `(binary, base64) ${m.value_base64}` : null)],
+      ["traceparent", m.traceparent ?? (body.produced && body.produced.traceparent)],
+      ["tracestate", m.tracestate ?? (body.produced && body.produced.tracestate)], ["value", m.value ?? (m.value_base64 ? `(binary, base64) ${m.value_base64}` : null)],
     ].filter(([, v]) => v !== undefined && v !== null && v !== "").map(([k, v]) =>
       h("tr", null, h("th", null, k), h("td", { class: "mono" }, String(v))))));
     const subs = body.subscriptions || [];

@@ -170,6 +170,9 @@ test("the console renders the topic list, a subscription's figures, and a redriv
   assert.equal(await figure("acked"), String(ACKED));
   const deadRows = await page.locator("#dead-letters table tbody tr").count();
   assert.equal(deadRows, NACKED, "the dead letters are listed");
+  const originals = await page.locator("#dead-letters tbody tr td:nth-child(3) a").allInnerTexts();
+  assert.deepEqual([...originals].sort(), [...deadIds].sort(), "each dead letter links to its original's trace");
+  assert.match(await page.locator("#dead-letters tbody").innerText(), /cannot parse order/);
   await page.screenshot({ path: join(SHOTS, "subscription-before-redrive.png"), fullPage: true });
 
   await page.click("#redrive");
