@@ -186,6 +186,22 @@ test("the console renders the topic list, a subscription's figures, and a redriv
   await show(page, `#/sub/${topic}/${sub}`);
   assert.equal(await figure("backlog"), String(afterStats.backlog), "the page shows the new backlog");
   await page.screenshot({ path: join(SHOTS, "subscription-after-redrive.png"), fullPage: true });
+
+  // Seek to the end: the backlog goes.
+  await page.selectOption("#seek-form select", "latest");
+  await page.click("#seek-form button[type=submit]");
+  await page.waitForSelector("#seek-result .ok");
+  const sought = await subStats();
+  assert.ok(sought.backlog < afterStats.backlog, `backlog after seeking to latest: ${sought.backlog}`);
+  assert.equal(await figure("backlog"), String(sought.backlog), "the page shows the backlog after the seek");
+
+  // Single node: no cluster tab. Alert routes not on this server yet: said so, not an error.
+  assert.equal(await page.locator("#nav-cluster").isHidden(), true);
+  await show(page, "#/alerts");
+  const alerts = await page.locator("#view").innerText();
+  const alertRoute = await routeExists("/v1/alerts");
+  if (!alertRoute.exists) assert.match(alerts, /alerts not available on this server/);
+  assert.equal(await page.locator("#view .error").count(), 0, alerts);
   assert.deepEqual(problems(), [], log.join("\n"));
   await page.close();
 });
@@ -316,4 +332,23 @@ test("with the history and trace routes stubbed to their contract, the charts an
   await page.screenshot({ path: join(SHOTS, "stubbed-message-trace.png"), fullPage: true });
   assert.deepEqual(problems(), [], log.join("\n"));
   await page.close();
+});
+
+test("with auth off the console works without a token", async () => {
+  const open = await startWharf();
+  try {
+    const t = name("open");
+    const r = await fetch(`${open.url}/v1/topics`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: t }),
+    });
+    assert.equal(r.status, 201, await r.text());
+    const page = await context.newPage();
+    page.setDefaultTimeout(UI_TIMEOUT_MS);
+    await page.goto(`${open.url}/ui#/topics`);
+    await page.locator(`#topic-list tr[data-topic="${t}"]`).waitFor();
+    assert.equal(await page.locator("#banner").isHidden(), true, "no sign-in banner");
+    await page.close();
+  } finally {
+    await open.stop();
+  }
 });
