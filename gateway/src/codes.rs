@@ -58,6 +58,8 @@ pub const SHUTTING_DOWN: Code = Code::new("shutting_down", "Shutting down");
 pub const STORAGE_FULL: Code = Code::new("storage_full", "Storage full");
 /// No route matches the request path.
 pub const ROUTE_NOT_FOUND: Code = Code::new("route_not_found", "Route not found");
+/// The web console has no file of the name in the path (`GET /ui/{asset}`).
+pub const ASSET_NOT_FOUND: Code = Code::new("asset_not_found", "Console file not found");
 /// The path exists but does not accept the request's method.
 pub const METHOD_NOT_ALLOWED: Code = Code::new("method_not_allowed", "Method not allowed");
 /// No bearer token, or one that fails verification (signature, expiry, key, issuer,
@@ -115,6 +117,7 @@ pub const ALL: &[Code] = &[
     SHUTTING_DOWN,
     STORAGE_FULL,
     ROUTE_NOT_FOUND,
+    ASSET_NOT_FOUND,
     METHOD_NOT_ALLOWED,
     INTERNAL_ERROR,
     UNAUTHORIZED,

@@ -46,6 +46,8 @@
 //! - [`alerts`]: the pure core of alerts: rules and their validation, the webhook target
 //!   policy, the evaluation state machine, signed event bodies, the delivery schedule and
 //!   queue (no routes or I/O yet).
+//! - [`console`]: the web console's files (served at `/ui` by [`routes::console`]), built
+//!   into the binary.
 //! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
 //!   `read`, `stats`): an HTTP client of a running node.
 //!
@@ -62,6 +64,7 @@ pub mod client_addr;
 pub mod cluster;
 pub mod codes;
 pub mod config;
+pub mod console;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;

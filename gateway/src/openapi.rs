@@ -13,8 +13,8 @@ use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
-    cluster, cluster_admin, consume, dead_letters, delays, docs, health, metrics, partitions,
-    produce, seek, stream, subscriptions, topics,
+    cluster, cluster_admin, console, consume, dead_letters, delays, docs, health, metrics,
+    partitions, produce, seek, stream, subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -42,6 +42,7 @@ use crate::routes::{
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
         (name = "metrics", description = "Prometheus metrics of the node."),
+        (name = "console", description = "The web console: a page and its files."),
     ),
     components(schemas(Problem))
 )]
@@ -84,6 +85,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(docs::openapi_json))
         .routes(routes!(docs::docs_page))
         .routes(routes!(metrics::metrics))
+        .routes(routes!(console::console_page))
+        .routes(routes!(console::console_asset))
 }
 
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {

@@ -59,6 +59,12 @@ pub enum ApiError {
         /// The request path.
         path: String,
     },
+    /// The web console has no file of this name.
+    #[error("the console has no file {name:?}")]
+    AssetNotFound {
+        /// The name asked for.
+        name: String,
+    },
     /// The path exists but not with this method.
     #[error("{method} is not allowed on {path}")]
     MethodNotAllowed {
@@ -153,6 +159,7 @@ impl ApiError {
                 codes::UNSUPPORTED_MEDIA_TYPE,
             ),
             ApiError::RouteNotFound { .. } => (StatusCode::NOT_FOUND, codes::ROUTE_NOT_FOUND),
+            ApiError::AssetNotFound { .. } => (StatusCode::NOT_FOUND, codes::ASSET_NOT_FOUND),
             ApiError::MethodNotAllowed { .. } => {
                 (StatusCode::METHOD_NOT_ALLOWED, codes::METHOD_NOT_ALLOWED)
             }

@@ -6,6 +6,7 @@
 //! | route | needs |
 //! |---|---|
 //! | `GET /healthz`, `GET /readyz` | nothing, ever |
+//! | `GET /ui`, `GET /ui/{asset}` (the console's page and files; its API calls carry the token) | nothing, ever |
 //! | `GET /docs`, `GET /openapi.json` | a valid token, unless `docs_public` |
 //! | `GET /metrics` | a valid token, unless `metrics_public` |
 //! | `POST /v1/topics` | `admin` on the body's `name` |
@@ -30,7 +31,7 @@ use super::scope::Action;
 /// What a route demands of the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// Open to everyone, even with auth on: the probes.
+    /// Open to everyone, even with auth on: the probes, and the console's page and files.
     Public,
     /// The API documents: open when `docs_public`, else like [`Rule::Authenticated`].
     Docs,
@@ -101,6 +102,8 @@ const SUB: &str = "/v1/topics/{topic}/subscriptions/{sub}";
 pub const ROUTES: &[RouteRule] = &[
     row("GET", "/healthz", Rule::Public, PLAIN),
     row("GET", "/readyz", Rule::Public, PLAIN),
+    row("GET", "/ui", Rule::Public, PLAIN),
+    row("GET", "/ui/{asset}", Rule::Public, PLAIN),
     row("GET", "/docs", Rule::Docs, PLAIN),
     row("GET", "/openapi.json", Rule::Docs, PLAIN),
     row("GET", "/metrics", Rule::Metrics, PLAIN),

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod cluster_admin;
+pub mod console;
 pub mod consume;
 pub mod dead_letters;
 pub mod delays;
