@@ -391,3 +391,60 @@ async fn rules_survive_a_restart_and_a_deleted_one_stays_deleted() {
     assert!(kept.get("secret").is_none(), "never shown: {kept}");
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn dead_letters_produce_errors_and_disk_rules_fire_on_their_figures() {
+    let receiver = Receiver::start().await;
+    let harness = Harness::start_with(settings(None)).await;
+    harness.create_topic(json!({ "name": "mail" })).await;
+    harness
+        .create_subscription("mail", json!({ "name": "senders", "max_deliveries": 1 }))
+        .await;
+    let rules = [
+        json!({"name": "mail-dlq", "kind": "dead_letters", "topic": "mail",
+               "subscription": "senders", "threshold": 0, "webhook_url": receiver.url}),
+        json!({"name": "mail-errors", "kind": "produce_errors", "topic": "mail",
+               "threshold": 0, "webhook_url": receiver.url}),
+        json!({"name": "disk-used", "kind": "disk", "threshold": 0, "webhook_url": receiver.url}),
+    ];
+    for rule in &rules {
+        create_rule(&harness, rule).await;
+    }
+    let disk = receiver.next_verified(SERVER_SECRET).await;
+    assert_eq!(
+        (disk["rule"].as_str(), disk["state"].as_str()),
+        (Some("disk-used"), Some("firing"))
+    );
+    let share = disk["value"].as_f64().expect("share");
+    assert!(share > 0.0 && share <= 1.0, "{disk}");
+
+    let refused = harness
+        .client
+        .post(harness.url("/v1/topics/mail/messages"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .expect("produce");
+    assert_eq!(refused.status().as_u16(), 400);
+    let errors = receiver.next_verified(SERVER_SECRET).await;
+    assert_eq!(errors["rule"], "mail-errors", "{errors}");
+    assert_eq!(errors["state"], "firing");
+    assert_eq!(errors["value"], 1.0);
+
+    harness
+        .produce("mail", vec![json!({"value": "bounce"})])
+        .await;
+    let messages = harness
+        .receive("mail", "senders", json!({"max_messages": 1, "wait_ms": 0}))
+        .await;
+    let nack = json!({"receipts": receipts(&messages), "error": "smtp down"});
+    harness
+        .post_ok("/v1/topics/mail/subscriptions/senders/nack", &nack, 200)
+        .await;
+    let dead = receiver.next_verified(SERVER_SECRET).await;
+    assert_eq!(dead["rule"], "mail-dlq", "{dead}");
+    assert_eq!(dead["state"], "firing");
+    assert_eq!(dead["value"], 1.0);
+    harness.stop().await;
+}

@@ -159,9 +159,15 @@ pub struct AlertRule {
     pub webhook_url: String,
     /// The key of this rule's `Wharf-Signature` HMAC, 16 to 256 bytes (absent: the server's
     /// secret). Write-only: stored, never shown in an answer.
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "never_shown")]
     #[schema(write_only, min_length = 16, max_length = 256)]
     pub secret: Option<String>,
+}
+
+/// `secret` is never serialized. Said through `skip_serializing_if` rather than
+/// `skip_serializing`, which would also drop the field from the request's schema.
+fn never_shown(_: &Option<String>) -> bool {
+    true
 }
 
 impl AlertRule {
