@@ -3,6 +3,7 @@
 //! rules refused, and rules kept across a restart.
 
 mod common;
+mod edge_common;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -13,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use common::{Harness, expect_problem, json_of, receipts};
 use gateway::alerts::WebhookSigner;
-use gateway::config::{AlertRaw, RawSettings};
+use gateway::config::{AlertRaw, EdgeRaw, RawSettings};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc};
@@ -446,5 +447,53 @@ async fn dead_letters_produce_errors_and_disk_rules_fire_on_their_figures() {
     assert_eq!(dead["rule"], "mail-dlq", "{dead}");
     assert_eq!(dead["state"], "firing");
     assert_eq!(dead["value"], 1.0);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn alert_routes_need_admin_on_every_topic() {
+    let raw = RawSettings {
+        alerts: settings(None).alerts,
+        ..edge_common::with_secret(EdgeRaw::default())
+    };
+    let harness = Harness::start_with(raw).await;
+    let admin_all = edge_common::token("ops", "admin:*");
+    let admin_orders = edge_common::token("team", "admin:orders consume:*");
+    let created = harness
+        .client
+        .post(harness.url("/v1/topics"))
+        .bearer_auth(&admin_all)
+        .json(&json!({"name": "orders"}))
+        .send()
+        .await
+        .expect("topic");
+    assert_eq!(created.status().as_u16(), 201);
+    let rule = json!({"name": "disk", "kind": "disk", "threshold": 0.9,
+                      "webhook_url": "http://127.0.0.1:9/hook"});
+    let send = |token: &str, method: reqwest::Method, path: &str| {
+        let request = harness
+            .client
+            .request(method, harness.url(path))
+            .bearer_auth(token);
+        request.json(&rule).send()
+    };
+    for (method, path) in [
+        (reqwest::Method::POST, "/v1/alerts/rules"),
+        (reqwest::Method::GET, "/v1/alerts/rules"),
+        (reqwest::Method::GET, "/v1/alerts/rules/disk"),
+        (reqwest::Method::DELETE, "/v1/alerts/rules/disk"),
+        (reqwest::Method::GET, "/v1/alerts"),
+    ] {
+        let refused = send(&admin_orders, method, path).await.expect("request");
+        expect_problem(refused, 403, "forbidden").await;
+    }
+    let answered = send(&admin_all, reqwest::Method::POST, "/v1/alerts/rules")
+        .await
+        .expect("request");
+    json_of(answered, 201).await;
+    let listed = send(&admin_all, reqwest::Method::GET, "/v1/alerts/rules")
+        .await
+        .expect("request");
+    assert_eq!(json_of(listed, 200).await["rules"][0]["name"], "disk");
     harness.stop().await;
 }
