@@ -192,6 +192,25 @@ async fn a_backlog_rule_posts_a_signed_firing_event_then_a_resolved_one() {
     assert_eq!(resolved["fired_at_ms"], firing["at_ms"]);
     wait_active(&harness, "orders-backlog", false).await;
 
+    harness
+        .produce("orders", vec![json!({"value": "d"}); 3])
+        .await;
+    let again = receiver.next_verified(secret).await;
+    assert_eq!(again["state"], "firing", "{again}");
+    let deleted = harness
+        .client
+        .delete(harness.url("/v1/topics/orders"))
+        .send()
+        .await
+        .expect("delete topic");
+    assert_eq!(deleted.status().as_u16(), 204);
+    let gone = receiver.next_verified(secret).await;
+    assert_eq!(
+        gone["state"], "resolved",
+        "a rule whose topic is gone resolves: {gone}"
+    );
+    wait_active(&harness, "orders-backlog", false).await;
+
     let metrics = harness.get("/metrics").await.text().await.expect("metrics");
     assert!(
         metrics.contains("wharf_alert_deliveries_total{outcome=\"delivered\"}"),

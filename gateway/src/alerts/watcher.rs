@@ -118,6 +118,11 @@ async fn tick(alerts: &Alerts, broker: &Broker, watched: &mut BTreeMap<String, W
         let sample = match sample(alerts, broker, &rule, &mut entry.rate, now).await {
             Ok(Some(sample)) => sample,
             Ok(None) => continue,
+            // What the rule watches is gone: its condition no longer holds, so a firing
+            // alert resolves rather than staying active forever.
+            Err(BrokerError::TopicNotFound { .. } | BrokerError::SubscriptionNotFound { .. }) => {
+                gone_sample(rule.kind())
+            }
             Err(error) => {
                 tracing::debug!(rule = rule.name(), %error, "an alert rule could not be sampled");
                 continue;
@@ -187,6 +192,17 @@ async fn sample(
         _ => return Ok(None),
     };
     Ok(Some(sample))
+}
+
+/// The sample of a rule whose topic or subscription no longer exists: nothing waits.
+fn gone_sample(kind: AlertKind) -> Sample {
+    match kind {
+        AlertKind::ConsumerOffline => Sample::Consumers {
+            backlog: 0,
+            last_activity_ms: None,
+        },
+        _ => Sample::Value(0.0),
+    }
 }
 
 /// Queues `event` of `rule` for its webhook, signed with the rule's secret or the server's.
