@@ -67,6 +67,15 @@ impl DiskSpace {
     }
 }
 
+/// The share of the file system holding `path` that an unprivileged writer can no longer
+/// use, 0 to 1 (the `disk` alert's measure); `None` if the file system cannot be asked or
+/// reports no size.
+pub fn used_share(path: &Path) -> Option<f64> {
+    let total = fs2::total_space(path).ok().filter(|total| *total > 0)?;
+    let available = available(path)?.min(total);
+    Some(1.0 - available as f64 / total as f64)
+}
+
 /// Bytes an unprivileged writer may still use on the file system holding `path`.
 fn available(path: &Path) -> Option<u64> {
     fs2::available_space(path).ok()

@@ -3,6 +3,7 @@
 //! for dashboards and alerts: keep them stable.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
 
@@ -137,6 +138,8 @@ pub(crate) struct SubscriptionCounters {
     acked: OnceLock<Counter>,
     nacked: OnceLock<Counter>,
     extended: OnceLock<Counter>,
+    /// Steady ms of the last receive plus one (0: none since the node started).
+    last_receive: AtomicU64,
 }
 
 /// What a settle did, for [`SETTLED_MESSAGES`]'s `action` label.
@@ -151,6 +154,19 @@ pub(crate) enum SettleAction {
 }
 
 impl SubscriptionCounters {
+    /// Notes that a receive reached the subscription at steady `now_ms`.
+    pub(crate) fn received_at(&self, now_ms: u64) {
+        self.last_receive
+            .fetch_max(now_ms.saturating_add(1), AtomicOrdering::Relaxed);
+    }
+
+    /// Steady ms of the last receive, `None` if none since the node started.
+    pub(crate) fn last_receive_ms(&self) -> Option<u64> {
+        self.last_receive
+            .load(AtomicOrdering::Relaxed)
+            .checked_sub(1)
+    }
+
     /// Counts a receive's deliveries (`redelivered` of them not for the first time).
     pub(crate) fn delivered(
         &self,

@@ -16,6 +16,8 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
+use crate::alerts::{Alerts, RuleBook};
+use crate::config::AlertSettings;
 use crate::edge::{self, Edge};
 use crate::problem::ApiError;
 use crate::{metrics, openapi};
@@ -38,6 +40,9 @@ pub struct Shared {
     pub cluster: Option<Arc<ClusterNode>>,
     /// In a cluster: when each other node was last heard from.
     pub liveness: Option<crate::cluster::Liveness>,
+    /// Alert rules, active alerts and the webhook outbox (single node; see
+    /// [`crate::routes::alerts`]).
+    pub alerts: Arc<Alerts>,
     draining: AtomicBool,
 }
 
@@ -58,6 +63,13 @@ impl AppState {
     /// State around an open broker with this edge. Installs the metrics recorder if no
     /// server did yet, so `/metrics` works for an app built without [`crate::serve`].
     pub fn with_edge(broker: Arc<Broker>, edge: Edge) -> Self {
+        let alerts = Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default()));
+        AppState::with_alerts(broker, edge, alerts)
+    }
+
+    /// State around an open broker with this edge and these alerts (whose tasks the caller
+    /// runs, see [`Alerts::start`]).
+    pub fn with_alerts(broker: Arc<Broker>, edge: Edge, alerts: Arc<Alerts>) -> Self {
         broker.set_memory_budget(edge.memory.clone());
         metrics::install();
         AppState(Arc::new(Shared {
@@ -66,6 +78,7 @@ impl AppState {
             edge: Arc::new(edge),
             cluster: None,
             liveness: None,
+            alerts,
             draining: AtomicBool::new(false),
         }))
     }
@@ -85,6 +98,7 @@ impl AppState {
             edge: Arc::new(edge),
             cluster: Some(cluster),
             liveness: Some(liveness),
+            alerts: Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
             draining: AtomicBool::new(false),
         }))
     }

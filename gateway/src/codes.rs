@@ -95,6 +95,13 @@ pub const NODE_HOLDS_REPLICAS: Code = Code::new("node_holds_replicas", "Node hol
 pub const NOT_CLUSTERED: Code = Code::new("not_clustered", "Not clustered");
 /// The cluster metadata refuses the change for another reason given in `detail`.
 pub const CLUSTER_CONFLICT: Code = Code::new("cluster_conflict", "Cluster conflict");
+/// No alert rule of that name exists.
+pub const ALERT_RULE_NOT_FOUND: Code = Code::new("alert_rule_not_found", "Alert rule not found");
+/// An alert rule of that name exists (delete it first to change it).
+pub const ALERT_RULE_EXISTS: Code = Code::new("alert_rule_exists", "Alert rule already exists");
+/// The route is not available on a cluster node yet (alert rules are single-node only).
+pub const NOT_SUPPORTED_IN_CLUSTER: Code =
+    Code::new("not_supported_in_cluster", "Not supported in a cluster");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.
 pub const INTERNAL_ERROR: Code = Code::new("internal_error", "Internal error");
 
@@ -133,6 +140,9 @@ pub const ALL: &[Code] = &[
     NODE_HOLDS_REPLICAS,
     CLUSTER_CONFLICT,
     NOT_CLUSTERED,
+    ALERT_RULE_NOT_FOUND,
+    ALERT_RULE_EXISTS,
+    NOT_SUPPORTED_IN_CLUSTER,
 ];
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ use axum::middleware::Next;
 use axum::response::Response;
 use broker_core::sync::{read, write};
 use broker_core::telemetry;
-use metrics::{Counter, Histogram, Unit, counter, describe_counter, describe_histogram, histogram};
+use metrics::{
+    Counter, Histogram, Unit, counter, describe_counter, describe_gauge, describe_histogram,
+    histogram,
+};
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// Requests answered, per `method`, `route` (template) and `status`.
@@ -41,6 +44,12 @@ pub const WRITE_TIMEOUTS: &str = "wharf_write_timeouts_total";
 /// In a cluster, time of one Raft RPC to another node, answered or not, per `rpc` (append,
 /// vote, snapshot, ...): the network and the peer's share of a commit.
 pub const PEER_RPC_SECONDS: &str = "wharf_peer_rpc_seconds";
+
+/// Alerts firing on this node, per `kind` (`backlog`, `disk`, …), as of the last evaluation.
+pub const ALERTS_ACTIVE: &str = "wharf_alerts_active";
+/// Alert webhook posts, per `outcome`: `delivered` (2xx), `failed` (an attempt that will be
+/// retried or given up), `gave_up` (retries spent or too old), `dropped` (a full queue).
+pub const ALERT_DELIVERIES: &str = "wharf_alert_deliveries_total";
 
 /// The `route` label of requests no route matched (404s and the like): one value, so probing
 /// random paths cannot grow the label set.
@@ -156,6 +165,16 @@ fn describe() {
         WRITE_TIMEOUTS,
         Unit::Count,
         "Connections closed because the client read nothing of a response for write_timeout_ms."
+    );
+    describe_gauge!(
+        ALERTS_ACTIVE,
+        Unit::Count,
+        "Alerts firing on this node, by kind."
+    );
+    describe_counter!(
+        ALERT_DELIVERIES,
+        Unit::Count,
+        "Alert webhook posts, by outcome (delivered, failed, gave_up, dropped)."
     );
 }
 

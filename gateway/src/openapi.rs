@@ -13,7 +13,7 @@ use crate::app::AppState;
 use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
-    cluster, cluster_admin, console, consume, dead_letters, delays, docs, health, metrics,
+    alerts, cluster, cluster_admin, console, consume, dead_letters, delays, docs, health, metrics,
     partitions, produce, seek, stream, subscriptions, topics,
 };
 
@@ -39,6 +39,9 @@ use crate::routes::{
         (name = "cluster",
             description = "The cluster: nodes and zones, the controller, partition leaders and \
                 replicas."),
+        (name = "alerts",
+            description = "Alert rules whose firing and resolved events are posted, signed, \
+                to a webhook; the alerts firing now."),
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
         (name = "metrics", description = "Prometheus metrics of the node."),
@@ -80,6 +83,9 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(cluster_admin::rebalance))
         .routes(routes!(cluster_admin::drain_node))
         .routes(routes!(cluster_admin::remove_node))
+        .routes(routes!(alerts::create_rule, alerts::list_rules))
+        .routes(routes!(alerts::get_rule, alerts::delete_rule))
+        .routes(routes!(alerts::active_alerts))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .routes(routes!(docs::openapi_json))

@@ -118,6 +118,24 @@ pub enum ApiError {
     /// A cluster administration route on a node that runs alone.
     #[error("this node is not part of a cluster (it runs without cluster settings)")]
     NotClustered,
+    /// No alert rule of that name.
+    #[error("no alert rule named '{name}'")]
+    AlertRuleNotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// An alert rule of that name exists.
+    #[error("an alert rule named '{name}' exists; delete it first to change it")]
+    AlertRuleExists {
+        /// The name given.
+        name: String,
+    },
+    /// A route this node cannot serve in a cluster yet.
+    #[error("{what} is not supported on a cluster node yet")]
+    NotSupportedInCluster {
+        /// What was asked for.
+        what: &'static str,
+    },
     /// The request or its body took longer than `limit_ms`.
     #[error("the request took longer than the server's {limit_ms} ms limit")]
     RequestTimeout {
@@ -174,6 +192,13 @@ impl ApiError {
                 (StatusCode::REQUEST_TIMEOUT, codes::REQUEST_TIMEOUT)
             }
             ApiError::NotClustered => (StatusCode::CONFLICT, codes::NOT_CLUSTERED),
+            ApiError::AlertRuleNotFound { .. } => {
+                (StatusCode::NOT_FOUND, codes::ALERT_RULE_NOT_FOUND)
+            }
+            ApiError::AlertRuleExists { .. } => (StatusCode::CONFLICT, codes::ALERT_RULE_EXISTS),
+            ApiError::NotSupportedInCluster { .. } => {
+                (StatusCode::NOT_IMPLEMENTED, codes::NOT_SUPPORTED_IN_CLUSTER)
+            }
             ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR),
         }
     }

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::accept::serve_connections;
+use crate::alerts::Alerts;
 use crate::app::{AppState, app};
 use crate::config::Settings;
 use crate::edge::Edge;
@@ -32,6 +33,9 @@ pub enum ServeError {
     /// The cluster port could not be bound or the cluster node could not start.
     #[error("cannot start the cluster node: {0}")]
     Cluster(String),
+    /// The alert rules could not be loaded or the webhook client could not be made.
+    #[error("cannot start alerts: {0}")]
+    Alerts(String),
     /// The background server task panicked or was cancelled.
     #[error("the server task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -80,8 +84,15 @@ pub async fn serve(
         settings.max_body_bytes(),
     );
     let Some(port) = cluster_port else {
-        let state = AppState::with_edge(broker.clone(), edge);
+        let alerts = Alerts::load(settings.alerts(), &broker)
+            .map_err(|error| ServeError::Alerts(error.to_string()))?;
+        let alerts = std::sync::Arc::new(alerts);
+        let tasks = alerts
+            .start(broker.clone())
+            .map_err(|error| ServeError::Alerts(error.to_string()))?;
+        let state = AppState::with_alerts(broker.clone(), edge, alerts);
         serve_app(listener, state, shutdown).await;
+        tasks.stop().await;
         broker.shutdown().await;
         return Ok(());
     };

@@ -54,6 +54,9 @@ impl Broker {
         check_range("wait_ms", request.wait_ms, 0, MAX_WAIT_MS)?;
         let open = self.topic(topic)?;
         let sub = self.subscription_in(&open, subscription)?;
+        // A waiting receive is a consumer present for all of its wait: noted as it starts
+        // and as it returns (the `consumer_offline` alert's activity).
+        sub.counters.received_at(steady_ms());
         let lease_ms = match request.ack_timeout_ms {
             Some(ms) => validate_ack_timeout("ack_timeout_ms", ms)?,
             None => sub.config.ack_timeout_ms,
@@ -107,6 +110,7 @@ impl Broker {
                 memory.release();
             }
             if !deliveries.is_empty() {
+                sub.counters.received_at(steady_ms());
                 if let Some(id) = &request.attempt_id {
                     sub.remember_attempt(id.clone(), deliveries.iter().map(remembered).collect());
                 }
@@ -123,6 +127,7 @@ impl Broker {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline || self.shutting_down.load(Ordering::SeqCst) {
+                sub.counters.received_at(steady_ms());
                 return Ok(Vec::new());
             }
             let mut wake = next_wake(&sub).map_or(deadline, |at_ms| {

@@ -10,6 +10,7 @@
 //!   tree "delay/<topic uid>":             the delay schedule, derived from the logs
 //!   tree "ids/<topic uid>":               the dedup index, derived from the logs
 //!   tree "controller":                    the controller log's index (in a cluster)
+//!   tree "alert_rules":   <rule name> → the gateway's alert rule (opaque bytes, single node)
 //! <data_dir>/topics/<name>-<uid>/<partition>/<base offset>.log   segment files
 //! ```
 
@@ -50,6 +51,7 @@ pub(super) struct Metadata {
     meta: sled::Tree,
     topics: sled::Tree,
     subscriptions: sled::Tree,
+    alert_rules: sled::Tree,
     node_id: String,
     data_dir: PathBuf,
     /// Flushes asked for so far, and the count covered by the last finished flush.
@@ -173,6 +175,28 @@ impl Metadata {
         Ok(())
     }
 
+    /// Every stored alert rule, `(name, bytes)` in name order.
+    pub(super) fn alert_rules(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut rules = Vec::new();
+        for item in self.alert_rules.iter() {
+            let (key, value) = item?;
+            rules.push((String::from_utf8_lossy(&key).into_owned(), value.to_vec()));
+        }
+        Ok(rules)
+    }
+
+    /// Stores (or replaces) an alert rule's bytes under its name; durable after
+    /// [`Metadata::flush`].
+    pub(super) fn save_alert_rule(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.alert_rules.insert(name.as_bytes(), bytes)?;
+        Ok(())
+    }
+
+    /// Forgets an alert rule; whether it was stored.
+    pub(super) fn remove_alert_rule(&self, name: &str) -> Result<bool> {
+        Ok(self.alert_rules.remove(name.as_bytes())?.is_some())
+    }
+
     pub(super) fn remove_subscription(&self, config: &SubscriptionConfig) -> Result<()> {
         self.subscriptions
             .remove(subscription_key(&config.topic, &config.name))?;
@@ -219,6 +243,7 @@ pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, 
         meta: db.open_tree("meta")?,
         topics: db.open_tree("topics")?,
         subscriptions: db.open_tree("subscriptions")?,
+        alert_rules: db.open_tree("alert_rules")?,
         node_id: String::new(),
         data_dir: config.data_dir.clone(),
         flush_requests: AtomicU64::new(0),

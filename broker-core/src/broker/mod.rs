@@ -15,6 +15,7 @@
 //! - `cluster_redrive`: redrive in a cluster (each dead-letter partition by its leader, the
 //!   redriven records appended at the source partitions' leaders, the cursor in the
 //!   dead-letter partition's own log).
+//! - `alert_rules`: the gateway's alert rules (opaque) and the figures they sample.
 //! - `zones`: keeping traffic in a node's zone; `follower_reads`: offset reads an in-sync
 //!   follower serves.
 //!
@@ -22,6 +23,7 @@
 //! list) change only by single inserts, removes and assignments, so they are taken through
 //! [`crate::sync`] and stay usable after a holder panicked.
 
+mod alert_rules;
 mod carried;
 mod checkpoint;
 mod cluster;

@@ -97,6 +97,16 @@ pub enum AlertError {
         /// The URL's port (the scheme's default when the URL gives none).
         port: u16,
     },
+    /// A per-rule `secret` is shorter or longer than accepted.
+    #[error("secret: must be {min} to {max} bytes, got {len}")]
+    SecretLength {
+        /// Its length in bytes.
+        len: usize,
+        /// The shortest accepted.
+        min: usize,
+        /// The longest accepted.
+        max: usize,
+    },
     /// An allow-list entry is not a host pattern.
     #[error("webhook allow-list entry {pattern:?}: {reason}")]
     InvalidHostPattern {
@@ -168,6 +178,7 @@ impl AlertError {
             | AlertError::WebhookUserinfo
             | AlertError::WebhookNoHost
             | AlertError::WebhookHostNotAllowed { .. } => Some("webhook_url"),
+            AlertError::SecretLength { .. } => Some("secret"),
             AlertError::InvalidHostPattern { .. }
             | AlertError::SampleKindMismatch { .. }
             | AlertError::SampleNotFinite { .. }

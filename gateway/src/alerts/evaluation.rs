@@ -139,6 +139,11 @@ impl RuleEvaluator {
         self.state
     }
 
+    /// The value of the last sample (0 before the first).
+    pub fn last_value(&self) -> f64 {
+        self.last_value
+    }
+
     /// Takes the sample taken at steady `now_ms`, and returns the event of the transition it
     /// caused, if any. A sample of the wrong shape for the kind, a value that is not finite or
     /// a time before the previous sample's is refused and changes nothing.

@@ -111,6 +111,7 @@ mod tests {
             threshold: Some(1000.0),
             for_ms: 60_000,
             webhook_url: "https://hooks.example.com/".to_owned(),
+            secret: None,
         }
         .validate(&WebhookPolicy::allow_any())
         .expect("valid")

@@ -1,6 +1,7 @@
 //! Alerts (issue 12): rules an operator creates over the API, evaluated on the node, whose
-//! firing and resolved events are posted, signed, to a webhook. This module is the pure core:
-//! no routes, no storage, no clock and no I/O; the server wires it.
+//! firing and resolved events are posted, signed, to a webhook. Most of this module is the
+//! pure core (no storage, no clock, no I/O); [`runtime`], [`book`], [`watcher`] and
+//! [`outbox`] wire it to the broker and the network, and `routes::alerts` serves it.
 //!
 //! # Layout
 //! - [`rule`]: [`AlertRule`] as the API takes it, its [`AlertKind`]s and every bound on its
@@ -16,23 +17,40 @@
 //! - [`delivery_schedule`]: [`RetrySchedule`], when a failed post is retried or dropped.
 //! - [`delivery_queue`]: [`DeliveryQueue`], the bounded queue in front of the sender.
 //! - [`error`]: [`AlertError`], the module's one error.
+//! - [`runtime`]: [`Alerts`], what a node's routes, evaluator and sender share, and the two
+//!   tasks' start and stop.
+//! - [`book`]: [`RuleBook`], the rules, written through to the broker's metadata store.
+//! - [`watcher`]: the evaluation task: samples every rule each tick, publishes
+//!   [`ActiveAlert`]s.
+//! - [`outbox`]: the sender task behind the bounded [`Outbox`].
+//! - [`produce_errors`]: [`ProduceErrors`], failed produce requests counted per topic.
 
+pub mod book;
 pub mod delivery_queue;
 pub mod delivery_schedule;
 pub mod error;
 pub mod evaluation;
 pub mod event_body;
+pub mod outbox;
 pub mod per_minute;
+pub mod produce_errors;
 pub mod rule;
+pub mod runtime;
 pub mod signature;
+pub mod watcher;
 pub mod webhook_policy;
 
+pub use book::RuleBook;
 pub use delivery_queue::DeliveryQueue;
 pub use delivery_schedule::{NextAttempt, RetrySchedule};
 pub use error::AlertError;
 pub use evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
 pub use event_body::{AlertEventBody, EventState};
+pub use outbox::Outbox;
 pub use per_minute::PerMinuteRate;
+pub use produce_errors::ProduceErrors;
 pub use rule::{AlertKind, AlertRule, ValidRule};
+pub use runtime::{AlertTasks, Alerts};
 pub use signature::WebhookSigner;
+pub use watcher::ActiveAlert;
 pub use webhook_policy::{HostPattern, WebhookPolicy};

@@ -27,6 +27,12 @@ pub const MAX_DISK_THRESHOLD: f64 = 0.999;
 /// Longest `for_ms`: a day. A condition that must hold longer before anyone hears of it is a
 /// report, not an alert; the bound also refuses unit mistakes.
 pub const MAX_FOR_MS: u64 = 24 * 3600 * 1000;
+/// Shortest per-rule `secret`, in bytes: 16 bytes of a random text are past any guessing of
+/// an HMAC key, and shorter secrets are typing mistakes or placeholders.
+pub const MIN_SECRET_BYTES: usize = 16;
+/// Longest per-rule `secret`, in bytes: HMAC-SHA256 hashes a key longer than its 64-byte
+/// block first, so more adds nothing; 256 leaves room for encoded secrets.
+pub const MAX_SECRET_BYTES: usize = 256;
 /// Shortest `for_ms` of `consumer_offline`: a healthy consumer pauses between two receives
 /// while it handles a batch; under 5 s such a pause would already count as offline.
 pub const MIN_CONSUMER_OFFLINE_FOR_MS: u64 = 5_000;
@@ -151,6 +157,17 @@ pub struct AlertRule {
     /// name or password, at most 2048 bytes, allowed by the server's webhook allow-list.
     #[schema(max_length = 2048)]
     pub webhook_url: String,
+    /// The key of this rule's `Wharf-Signature` HMAC, 16 to 256 bytes (absent: the server's
+    /// secret). Write-only: stored, never shown in an answer.
+    #[serde(default, skip_serializing_if = "never_shown")]
+    #[schema(write_only, min_length = 16, max_length = 256)]
+    pub secret: Option<String>,
+}
+
+/// `secret` is never serialized. Said through `skip_serializing_if` rather than
+/// `skip_serializing`, which would also drop the field from the request's schema.
+fn never_shown(_: &Option<String>) -> bool {
+    true
 }
 
 impl AlertRule {
@@ -178,6 +195,15 @@ impl AlertRule {
             });
         }
         let webhook_url = policy.check_text(&self.webhook_url)?;
+        if let Some(secret) = &self.secret
+            && !(MIN_SECRET_BYTES..=MAX_SECRET_BYTES).contains(&secret.len())
+        {
+            return Err(AlertError::SecretLength {
+                len: secret.len(),
+                min: MIN_SECRET_BYTES,
+                max: MAX_SECRET_BYTES,
+            });
+        }
         Ok(ValidRule {
             rule: self.clone(),
             threshold,
@@ -274,6 +300,11 @@ impl ValidRule {
     /// The webhook target, parsed and allowed by the policy it was validated against.
     pub fn webhook_url(&self) -> &Url {
         &self.webhook_url
+    }
+
+    /// The rule's own signing secret, if it has one.
+    pub fn secret(&self) -> Option<&str> {
+        self.rule.secret.as_deref()
     }
 }
 

@@ -18,6 +18,7 @@
 //! | `GET …/messages`, `GET …/messages/{id}`, `GET …/partitions/{p}/messages` | `consume` on `t` |
 //! | `POST …/{s}/receive`, `ack`, `nack`, `extend`, `seek`; `GET …/{s}/stream` | `consume` on `t` |
 //! | `POST /v1/cluster/partitions/{t}/{p}/leader`, `POST /v1/cluster/rebalance`, `POST /v1/cluster/nodes/{id}/drain`, `DELETE /v1/cluster/nodes/{id}` | `admin:*` (admin on every topic) |
+//! | `POST`/`GET /v1/alerts/rules`, `GET`/`DELETE /v1/alerts/rules/{name}`, `GET /v1/alerts` | `admin:*` (rules post from the server to any allowed host and watch node-wide figures) |
 //! | `GET /v1/cluster`, any other path | a valid token (then the router's 404/405) |
 //!
 //! Dead-letter topics are ordinary topics: reading, subscribing to or redriving one takes
@@ -127,6 +128,16 @@ pub const ROUTES: &[RouteRule] = &[
         Rule::ClusterAdmin,
         PLAIN,
     ),
+    row("POST", "/v1/alerts/rules", Rule::ClusterAdmin, PLAIN),
+    row("GET", "/v1/alerts/rules", Rule::ClusterAdmin, PLAIN),
+    row("GET", "/v1/alerts/rules/{name}", Rule::ClusterAdmin, PLAIN),
+    row(
+        "DELETE",
+        "/v1/alerts/rules/{name}",
+        Rule::ClusterAdmin,
+        PLAIN,
+    ),
+    row("GET", "/v1/alerts", Rule::ClusterAdmin, PLAIN),
     row("POST", "/v1/topics", Rule::AdminOnBody("name"), PLAIN),
     row("GET", "/v1/topics", Rule::Authenticated, PLAIN),
     row("GET", "/v1/topics/{topic}", Rule::AnyOnTopic, PLAIN),

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::alerts::AlertRaw;
 use super::cluster::ClusterArgs;
 use super::edge_args::EdgeArgs;
 use super::error::ConfigError;
@@ -36,6 +37,15 @@ pub struct ServeArgs {
     /// [default: 128 MiB].
     #[arg(long, env = "WHARF_MIN_FREE_BYTES")]
     pub min_free_bytes: Option<String>,
+    /// Comma-separated hosts alert webhooks may target: `hooks.example.com`,
+    /// `*.example.com` (names under it), an IP address, each optionally `:port`
+    /// [default: any http(s) host].
+    #[arg(long, env = "WHARF_ALERT_WEBHOOK_HOSTS")]
+    pub alert_webhook_hosts: Option<String>,
+    /// The secret alert webhooks are signed with when a rule has none, at least 16 bytes
+    /// [default: a random one made at each start].
+    #[arg(long, env = "WHARF_ALERT_SECRET", hide_env_values = true)]
+    pub alert_secret: Option<String>,
     /// Serve without authentication on a non-loopback address (no keys configured).
     #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
     pub allow_anonymous: bool,
@@ -69,6 +79,13 @@ impl ServeArgs {
             auth_keys: file.auth_keys,
             edge,
             cluster,
+            alerts: AlertRaw {
+                webhook_hosts: self
+                    .alert_webhook_hosts
+                    .or(file.alert_webhook_hosts.map(value_text)),
+                secret: self.alert_secret.or(file.alert_secret),
+                tick_ms: None,
+            },
         }
         .freeze()
     }

@@ -20,6 +20,8 @@ pub(super) struct FileSettings {
     pub(super) max_body_bytes: Option<toml::Value>,
     pub(super) min_free_bytes: Option<toml::Value>,
     pub(super) allow_anonymous: Option<bool>,
+    pub(super) alert_webhook_hosts: Option<toml::Value>,
+    pub(super) alert_secret: Option<String>,
     /// `[[auth_keys]]` tables: `kid`, `alg`, and `secret` or `file`.
     #[serde(default)]
     pub(super) auth_keys: Vec<KeySpec>,

@@ -13,11 +13,14 @@
 //! - `cluster`: [`ClusterArgs`] and [`ClusterSettings`]: node id, zone, cluster port, the
 //!   initial voters and the shared secret; none of them means a single node.
 //! - `edge`: [`EdgeSettings`], their defaults and their validation, with the auth keys.
+//! - `alerts`: [`AlertSettings`]: the webhook allow-list, the server's signing secret, the
+//!   evaluation tick.
 //! - `values`: one setting's text into a number, a number within a range, or a boolean.
 //! - `settings`: [`Settings`], the frozen result, and the server's defaults
 //!   ([`DEFAULT_LISTEN`], …).
 //! - `error`: [`ConfigError`].
 
+mod alerts;
 mod args;
 mod cluster;
 mod edge;
@@ -28,6 +31,9 @@ mod raw;
 mod settings;
 mod values;
 
+pub use alerts::{
+    AlertRaw, AlertSettings, DEFAULT_ALERT_TICK_MS, MAX_ALERT_TICK_MS, MIN_ALERT_TICK_MS,
+};
 pub use args::ServeArgs;
 pub use cluster::{
     ClusterArgs, ClusterSecret, ClusterSettings, DEFAULT_ZONE, MAX_PEERS, MAX_ZONE_LEN,

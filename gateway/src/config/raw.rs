@@ -9,6 +9,7 @@ use broker_core::config::{DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 use broker_core::disk_space::DEFAULT_MIN_FREE_BYTES;
 use broker_core::limits::MAX_FRAME_BYTES;
 
+use super::alerts::{AlertRaw, freeze_alerts};
 use super::cluster::{ClusterArgs, freeze_cluster};
 use super::edge::freeze_edge;
 use super::edge_args::EdgeRaw;
@@ -43,6 +44,8 @@ pub struct RawSettings {
     pub edge: EdgeRaw,
     /// Cluster membership, as text.
     pub cluster: ClusterArgs,
+    /// Alert webhooks and evaluation, as text.
+    pub alerts: AlertRaw,
 }
 
 impl RawSettings {
@@ -104,7 +107,9 @@ impl RawSettings {
         }
         edge.check_host = listen.ip().is_loopback() || !edge.allowed_hosts.is_empty();
         let cluster = freeze_cluster(self.cluster, listen)?;
+        let alerts = freeze_alerts(self.alerts)?;
         Ok(Settings {
+            alerts,
             listen,
             data_dir,
             fsync,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use broker_core::{BrokerConfig, FsyncPolicy};
 
+use super::alerts::AlertSettings;
 use super::cluster::ClusterSettings;
 use super::edge::EdgeSettings;
 use super::error::ConfigError;
@@ -35,6 +36,7 @@ pub struct Settings {
     pub(super) auth: Authenticator,
     pub(super) edge: EdgeSettings,
     pub(super) cluster: Option<ClusterSettings>,
+    pub(super) alerts: AlertSettings,
 }
 
 impl Settings {
@@ -46,6 +48,11 @@ impl Settings {
     /// Cluster membership; `None` on a single node.
     pub fn cluster(&self) -> Option<&ClusterSettings> {
         self.cluster.as_ref()
+    }
+
+    /// Alert webhooks and evaluation.
+    pub fn alerts(&self) -> &AlertSettings {
+        &self.alerts
     }
 
     /// The edge's limits, timeouts and switches.

@@ -1,5 +1,6 @@
 //! HTTP handlers, one file per resource, and the path parameters they share.
 
+pub mod alerts;
 pub mod cluster;
 pub mod cluster_admin;
 pub mod console;

@@ -220,16 +220,34 @@ pub async fn produce(
     charge: Option<Extension<BodyCharge>>,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
+    let topic = path.topic.clone();
+    let produced = produce_body(&state, path, query, &uri, &headers, charge, body).await;
+    if produced.is_err() {
+        state.alerts.produce_errors().count(&topic);
+    }
+    produced
+}
+
+/// [`produce`] but the count of its failures (the `produce_errors` alerts' figure).
+async fn produce_body(
+    state: &AppState,
+    path: TopicPath,
+    query: ProduceQuery,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    charge: Option<Extension<BodyCharge>>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
     let ack = query.ack.unwrap_or_default();
-    let messages = if is_json_content_type(&headers) {
-        let (messages, held) = json_messages(&query, &headers, &body)?;
-        if let Some(leaders) = leaders_to_gather(&state, &headers, &path.topic)? {
-            crate::edge::admit_topic_rate(&state, &path.topic, &messages)?;
+    let messages = if is_json_content_type(headers) {
+        let (messages, held) = json_messages(&query, headers, &body)?;
+        if let Some(leaders) = leaders_to_gather(state, headers, &path.topic)? {
+            crate::edge::admit_topic_rate(state, &path.topic, &messages)?;
             let scatter = Scatter {
-                state: &state,
+                state,
                 topic: &path.topic,
                 query: uri.query(),
-                headers: &headers,
+                headers,
                 ack: ack.into(),
                 leaders,
             };
@@ -250,9 +268,9 @@ pub async fn produce(
         }
         messages
     } else {
-        vec![raw_message(query, &headers, body)?]
+        vec![raw_message(query, headers, body)?]
     };
-    crate::edge::admit_topic_rate(&state, &path.topic, &messages)?;
+    crate::edge::admit_topic_rate(state, &path.topic, &messages)?;
     let outcome = state
         .broker
         .produce(&path.topic, messages, ack.into())

@@ -16,6 +16,7 @@ fn rule(kind: AlertKind, threshold: f64, for_ms: u64) -> ValidRule {
         threshold: kind.has_threshold().then_some(threshold),
         for_ms,
         webhook_url: "http://127.0.0.1:9/hook".to_owned(),
+        secret: None,
     }
     .validate(&WebhookPolicy::allow_any())
     .expect("a valid rule")

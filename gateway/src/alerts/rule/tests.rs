@@ -15,6 +15,7 @@ fn rule(kind: AlertKind) -> AlertRule {
         threshold: kind.has_threshold().then_some(0.5),
         for_ms: kind.for_ms_range().0,
         webhook_url: "https://hooks.example.com/wharf".to_owned(),
+        secret: None,
     }
 }
 

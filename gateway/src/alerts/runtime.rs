@@ -1,0 +1,156 @@
+//! [`Alerts`]: what the routes, the evaluator and the sender share on one node (the rule
+//! book, the active alerts, the outbox, the produce error counts, the settings), and
+//! [`Alerts::start`], which runs the evaluator and the sender until [`AlertTasks::stop`].
+
+use std::sync::{Arc, RwLock};
+
+use broker_core::Broker;
+use broker_core::clock::steady_ms;
+use broker_core::sync::{read, write};
+use rand::RngCore;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::book::RuleBook;
+use super::delivery_schedule::RetrySchedule;
+use super::outbox::{Outbox, send_loop, webhook_client};
+use super::produce_errors::ProduceErrors;
+use super::signature::WebhookSigner;
+use super::watcher::{ActiveAlert, evaluate_loop};
+use super::webhook_policy::WebhookPolicy;
+use crate::config::AlertSettings;
+use crate::problem::ApiError;
+
+/// Bytes of the server secret made at start when none is configured.
+const GENERATED_SECRET_BYTES: usize = 32;
+
+/// The alerts of one node.
+#[derive(Debug)]
+pub struct Alerts {
+    book: RuleBook,
+    active: RwLock<Vec<ActiveAlert>>,
+    outbox: Arc<Outbox>,
+    produce_errors: ProduceErrors,
+    policy: WebhookPolicy,
+    server_signer: WebhookSigner,
+    tick_ms: u64,
+    started_ms: u64,
+}
+
+impl Alerts {
+    /// The alerts of a node with `settings`, its rules `book`. Without a configured secret
+    /// one is made now and a warning says that receivers cannot verify events across a
+    /// restart.
+    pub fn new(settings: &AlertSettings, book: RuleBook) -> Alerts {
+        let secret = match settings.secret() {
+            Some(secret) => secret.to_vec(),
+            None => {
+                let mut secret = vec![0; GENERATED_SECRET_BYTES];
+                rand::rngs::OsRng.fill_bytes(&mut secret);
+                secret
+            }
+        };
+        Alerts {
+            book,
+            active: RwLock::new(Vec::new()),
+            outbox: Arc::new(Outbox::default()),
+            produce_errors: ProduceErrors::default(),
+            policy: settings.policy().clone(),
+            server_signer: WebhookSigner::new(&secret),
+            tick_ms: settings.tick_ms(),
+            started_ms: steady_ms(),
+        }
+    }
+
+    /// The alerts of a node whose rules are stored in `broker`.
+    pub fn load(settings: &AlertSettings, broker: &Broker) -> Result<Alerts, ApiError> {
+        let book = RuleBook::load(broker, settings.policy())?;
+        if settings.secret().is_none() {
+            tracing::warn!(
+                "no alert_secret configured: alert webhooks of rules without their own secret \
+                 are signed with a random secret made at this start, which receivers cannot \
+                 know (set alert_secret or give rules a secret)"
+            );
+        }
+        Ok(Alerts::new(settings, book))
+    }
+
+    /// The rules.
+    pub fn book(&self) -> &RuleBook {
+        &self.book
+    }
+
+    /// Where webhooks may go.
+    pub fn policy(&self) -> &WebhookPolicy {
+        &self.policy
+    }
+
+    /// The alerts firing as of the last evaluation.
+    pub fn active(&self) -> Vec<ActiveAlert> {
+        read(&self.active).clone()
+    }
+
+    pub(super) fn set_active(&self, active: Vec<ActiveAlert>) {
+        *write(&self.active) = active;
+    }
+
+    /// The queue in front of the sender.
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Failed produce requests, counted by the produce route.
+    pub fn produce_errors(&self) -> &ProduceErrors {
+        &self.produce_errors
+    }
+
+    /// The signer of rules without their own secret.
+    pub fn server_signer(&self) -> &WebhookSigner {
+        &self.server_signer
+    }
+
+    /// How often rules are evaluated, in ms.
+    pub fn tick_ms(&self) -> u64 {
+        self.tick_ms
+    }
+
+    /// Steady ms at which this node's alerts started: a subscription nobody received from
+    /// since counts as quiet from then.
+    pub fn started_ms(&self) -> u64 {
+        self.started_ms
+    }
+
+    /// Starts the evaluator and the sender.
+    pub fn start(self: &Arc<Self>, broker: Arc<Broker>) -> reqwest::Result<AlertTasks> {
+        let client = webhook_client()?;
+        let (stop, stopped) = watch::channel(false);
+        let evaluator = tokio::spawn(evaluate_loop(Arc::clone(self), broker, stopped.clone()));
+        let sender = tokio::spawn(send_loop(
+            Arc::clone(&self.outbox),
+            client,
+            RetrySchedule::default(),
+            stopped,
+        ));
+        Ok(AlertTasks {
+            stop,
+            tasks: vec![evaluator, sender],
+        })
+    }
+}
+
+/// The running evaluator and sender.
+#[derive(Debug)]
+pub struct AlertTasks {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl AlertTasks {
+    /// Stops both tasks and waits for them; events still queued are dropped.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
