@@ -156,6 +156,8 @@ mod tests {
                     client_id: true,
                     headers: vec![("h".into(), "v".into())],
                     tags: vec!["t".into()],
+                    trace: None,
+                    origin: None,
                 },
             },
             ScheduleEvent::Cancelled {
