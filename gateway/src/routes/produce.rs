@@ -2,10 +2,9 @@
 //! `X-Wharf-Header-*` headers.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 
 use axum::Json;
-use axum::extract::{ConnectInfo, Extension, OriginalUri, State};
+use axum::extract::{Extension, OriginalUri, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use broker_core::TraceContext;
@@ -15,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::auth::Principal;
 use crate::extract::{
     PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
@@ -24,7 +22,7 @@ use crate::integral_floats;
 use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
-use crate::produce_origin::produce_origin;
+use crate::produce_origin::ProducedBy;
 use crate::routes::TopicPath;
 use crate::scatter::Scatter;
 
@@ -244,6 +242,10 @@ pub struct ProduceResponse {
         (status = 507, description = "The disk is full (`storage_full`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "an axum handler takes one extractor per part of the request it reads"
+)]
 pub async fn produce(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
@@ -251,8 +253,7 @@ pub async fn produce(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     charge: Option<Extension<BodyCharge>>,
-    principal: Option<Extension<Principal>>,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ProducedBy(origin): ProducedBy,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let ack = query.ack.unwrap_or_default();
@@ -288,12 +289,6 @@ pub async fn produce(
         vec![raw_message(query, &headers, body)?]
     };
     crate::edge::admit_topic_rate(&state, &path.topic, &messages)?;
-    let origin = produce_origin(
-        &state,
-        principal.as_ref().map(|Extension(p)| p),
-        peer.map(|Extension(ConnectInfo(addr))| addr.ip()),
-        &headers,
-    );
     let outcome = state
         .broker
         .produce_from(&path.topic, messages, ack.into(), Some(origin))
