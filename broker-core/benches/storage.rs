@@ -60,6 +60,8 @@ fn batch(records: usize) -> Vec<Record> {
             client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
+            trace: None,
+            origin: None,
         })
         .collect()
 }

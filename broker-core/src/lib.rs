@@ -29,6 +29,7 @@
 //!   about it, pure: [`trace_index::RunBuilder`] and the checksummed runs it seals.
 //! - `telemetry`: the metrics the broker records (names are API for dashboards).
 //! - `memory`: the budget of bytes held for requests and answers ([`memory::MemoryBudget`]).
+//! - `trace_context`: the W3C trace context a message carries ([`TraceContext`]).
 //! - `names`, `tags`, `limits`, `config`, `message`, `error`, `clock`: the vocabulary shared
 //!   by all; `sync`: locks that stay usable after a holder panicked ([`sync::lock`]).
 //!
@@ -58,9 +59,11 @@ pub mod sync;
 pub mod tags;
 pub mod telemetry;
 pub mod topic;
+pub mod trace_context;
 pub mod trace_index;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, FsyncPolicy, LogConfig};
 pub use error::{BrokerError, Result};
-pub use message::{Record, StoredRecord};
+pub use message::{Origin, Record, StoredRecord};
+pub use trace_context::TraceContext;

@@ -1,6 +1,11 @@
 //! Messages as producers hand them in and as the log stores and returns them.
 
+use std::net::IpAddr;
+use std::sync::Arc;
+
 use bytes::Bytes;
+
+use crate::trace_context::TraceContext;
 
 /// One message as stored in the log. The broker assigns `id` (unless the producer chose one)
 /// and `timestamp_ms`; the log assigns the offset.
@@ -29,6 +34,24 @@ pub struct Record {
     pub headers: Vec<(String, String)>,
     /// Tags for subscription filters.
     pub tags: Vec<String>,
+    /// The producer's W3C trace context, handed back on every delivery.
+    pub trace: Option<TraceContext>,
+    /// Who produced it, for the message trace and admins only (never shown to consumers).
+    /// Shared by the records of one produce: the log stores it once per run of records
+    /// with the same origin.
+    pub origin: Option<Arc<Origin>>,
+}
+
+/// Who produced a message, from where, through which node. Its time is the record's
+/// `timestamp_ms`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The token's `sub`; none on a server without auth.
+    pub principal: Option<String>,
+    /// The client's address (behind a trusted proxy, the one it forwarded for).
+    pub address: Option<IpAddr>,
+    /// The node that took the produce from the client; none on a single node.
+    pub node: Option<u64>,
 }
 
 impl Record {
@@ -36,7 +59,13 @@ impl Record {
     pub fn approx_size(&self) -> usize {
         let headers: usize = self.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
         let tags: usize = self.tags.iter().map(String::len).sum();
-        self.id.len() + self.key.as_ref().map_or(0, String::len) + self.value.len() + headers + tags
+        let trace = self.trace.as_ref().map_or(0, TraceContext::len);
+        self.id.len()
+            + self.key.as_ref().map_or(0, String::len)
+            + self.value.len()
+            + headers
+            + tags
+            + trace
     }
 }
 

@@ -66,6 +66,7 @@ fn message(value: &str, key: Option<&str>) -> NewMessage {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     }
 }
 

@@ -104,6 +104,7 @@ async fn a_topic_created_at_the_controller_leader_is_served_by_every_node() {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     };
     let produced = writer
         .broker()
@@ -286,6 +287,7 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     };
     leader
         .broker()
@@ -427,6 +429,7 @@ async fn a_partition_leader_cut_off_from_the_others_hands_out_no_message() {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     };
     old.broker()
         .produce("jobs", vec![message("a"), message("b")], AckMode::All)

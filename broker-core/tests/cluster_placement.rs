@@ -53,6 +53,7 @@ fn message(key: &str) -> NewMessage {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     }
 }
 

@@ -77,6 +77,8 @@ fn redriven(id: &str) -> Record {
         client_id: false,
         headers: vec![("wharf-redrive-subscription".into(), "billing".into())],
         tags: Vec::new(),
+        trace: None,
+        origin: None,
     }
 }
 
@@ -133,6 +135,7 @@ async fn records_written_at_the_leader_from_another_node_keep_their_ids_on_every
         tags: Vec::new(),
         id: Some("original-1".into()),
         delay: None,
+        trace: None,
     };
     let outcome = brokers[(leader - 1) as usize]
         .produce("orders", vec![message], AckMode::All)

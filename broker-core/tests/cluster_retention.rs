@@ -63,6 +63,7 @@ fn message(n: u64) -> NewMessage {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     }
 }
 

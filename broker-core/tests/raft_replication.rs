@@ -112,6 +112,8 @@ fn record(n: u64) -> Record {
         client_id: false,
         headers: Vec::new(),
         tags: Vec::new(),
+        trace: None,
+        origin: None,
     }
 }
 
@@ -292,6 +294,46 @@ async fn a_cut_off_leader_acknowledges_nothing_and_its_tail_gives_way() {
         replaced.term > tail.term,
         "the stranded entry was replaced by the new leader's"
     );
+    for n in &nodes {
+        n.replica.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_holds_each_records_trace_context_and_origin() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = three_nodes(root.path(), &net).await;
+    let leader = node(&nodes, leader(&nodes).await);
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traced = |n: u64, principal: &str| Record {
+        trace: broker_core::TraceContext::parse(traceparent, Some("k=v")).ok(),
+        origin: Some(Arc::new(broker_core::Origin {
+            principal: Some(principal.to_owned()),
+            address: "192.0.2.1".parse().ok(),
+            node: Some(leader.id),
+        })),
+        ..record(n)
+    };
+    let records: Vec<Record> = [traced(0, "a"), traced(1, "a"), traced(2, "b"), record(3)].into();
+    leader
+        .replica
+        .log
+        .append(records.clone())
+        .await
+        .expect("committed");
+    converged(&nodes, &ids(0..4)).await;
+    for n in &nodes {
+        let read: Vec<Record> = n
+            .replica
+            .log
+            .read(0, 10, usize::MAX)
+            .expect("reads")
+            .into_iter()
+            .map(|r| r.record)
+            .collect();
+        assert_eq!(read, records, "node {}", n.id);
+    }
     for n in &nodes {
         n.replica.shutdown().await;
     }

@@ -34,6 +34,8 @@
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
+//! - [`produce_origin`]: who produced a batch (principal, client address, node), stored with
+//!   its messages for the message trace.
 //! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
 //!   a word-at-a-time escape scan.
 //! - [`message_json`]: the receive reply, SSE message and offset-read page written straight
@@ -86,6 +88,7 @@ pub mod openapi_rules;
 pub mod payload;
 pub mod peer;
 pub mod problem;
+pub mod produce_origin;
 pub mod rate_limit;
 pub mod routes;
 pub mod scatter;

@@ -31,6 +31,9 @@ const MESSAGE_OVERHEAD_BYTES: usize = 200;
 const HEADER_OVERHEAD_BYTES: usize = 6;
 /// Bytes a tag adds besides its text: `""` and a comma.
 const TAG_OVERHEAD_BYTES: usize = 3;
+/// Bytes a trace context adds besides its two strings: `,"traceparent":""` (17) and
+/// `,"tracestate":""` (16).
+const TRACE_OVERHEAD_BYTES: usize = 33;
 /// Bytes of a reply's frame around its messages: `{"messages":[`, `]}` and, for a page, the
 /// three widest offsets with their names (120 in all).
 const FRAME_OVERHEAD_BYTES: usize = 128;
@@ -173,6 +176,14 @@ fn write_record_fields<'a>(
     }
     out.extend_from_slice(b"],\"publish_time_ms\":");
     write_u64(out, record.timestamp_ms);
+    if let Some(trace) = &record.trace {
+        out.extend_from_slice(b",\"traceparent\":");
+        write_str(out, trace.traceparent());
+        if let Some(state) = trace.tracestate() {
+            out.extend_from_slice(b",\"tracestate\":");
+            write_str(out, state);
+        }
+    }
 }
 
 /// Appends `value` in standard base64 (no character of which JSON escapes).
@@ -244,7 +255,11 @@ fn record_estimate(stored: &StoredRecord) -> usize {
         .map(|tag| TAG_OVERHEAD_BYTES + tag.len())
         .sum();
     let key = record.key.as_ref().map_or(0, String::len);
-    MESSAGE_OVERHEAD_BYTES + record.id.len() + key + value + headers + tags
+    let trace = record
+        .trace
+        .as_ref()
+        .map_or(0, |t| TRACE_OVERHEAD_BYTES + t.len());
+    MESSAGE_OVERHEAD_BYTES + record.id.len() + key + value + headers + tags + trace
 }
 
 /// The length of `len` bytes in padded base64.

@@ -177,6 +177,8 @@ mod tests {
             client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
+            trace: None,
+            origin: None,
         }
     }
 

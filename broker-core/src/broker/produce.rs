@@ -6,6 +6,7 @@
 //! waits for a sled write or flush.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
@@ -18,7 +19,7 @@ use crate::in_flight::Claims;
 use crate::limits::{
     MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES,
 };
-use crate::message::Record;
+use crate::message::{Origin, Record};
 use crate::schedule::Scheduled;
 use crate::storage::AppendResult;
 use crate::tags;
@@ -51,6 +52,18 @@ impl Broker {
         topic: &str,
         messages: Vec<NewMessage>,
         ack: AckMode,
+    ) -> Result<ProduceOutcome> {
+        self.produce_from(topic, messages, ack, None).await
+    }
+
+    /// [`Broker::produce`], recording who produced the batch: every record it stores shares
+    /// `origin` (the log keeps it once per run of records, see [`Record::origin`]).
+    pub async fn produce_from(
+        &self,
+        topic: &str,
+        messages: Vec<NewMessage>,
+        ack: AckMode,
+        origin: Option<Arc<Origin>>,
     ) -> Result<ProduceOutcome> {
         self.check_running()?;
         self.disk.check()?;
@@ -118,6 +131,8 @@ impl Broker {
                 client_id: client_id_kept,
                 headers: message.headers,
                 tags: message.tags,
+                trace: message.trace,
+                origin: origin.clone(),
             };
             ids.push(record.id.clone());
             match due_ms {

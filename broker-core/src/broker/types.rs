@@ -22,6 +22,8 @@ pub struct NewMessage {
     pub id: Option<String>,
     /// Deliver later instead of now.
     pub delay: Option<Delay>,
+    /// The producer's W3C trace context (checked by [`crate::TraceContext::parse`]).
+    pub trace: Option<crate::TraceContext>,
 }
 
 /// When a delayed message becomes deliverable.

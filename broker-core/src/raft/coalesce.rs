@@ -242,6 +242,8 @@ mod tests {
                 client_id: false,
                 headers: Vec::new(),
                 tags: Vec::new(),
+                trace: None,
+                origin: None,
             })
             .collect();
         EntryBody::messages(&records).expect("messages")

@@ -194,6 +194,8 @@ mod tests {
             client_id: false,
             headers: vec![("h".into(), "v".into())],
             tags: vec!["t".into()],
+            trace: None,
+            origin: None,
         };
         let members = BTreeSet::from([1, 2, 3]);
         AppendEntriesRequest {

@@ -156,6 +156,16 @@ mod tests {
                     client_id: true,
                     headers: vec![("h".into(), "v".into())],
                     tags: vec!["t".into()],
+                    trace: crate::TraceContext::parse(
+                        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                        Some("k=v"),
+                    )
+                    .ok(),
+                    origin: Some(std::sync::Arc::new(crate::Origin {
+                        principal: Some("alice".into()),
+                        address: "192.0.2.1".parse().ok(),
+                        node: Some(3),
+                    })),
                 },
             },
             ScheduleEvent::Cancelled {

@@ -562,6 +562,8 @@ pub(crate) fn test_message(
             client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
+            trace: None,
+            origin: None,
         },
     }
 }

@@ -15,6 +15,8 @@ fn message(id: &str, due_ms: u64, seq: u64) -> Scheduled {
             client_id: false,
             headers: vec![("h".into(), "v".into())],
             tags: vec!["t".into()],
+            trace: None,
+            origin: None,
         },
     }
 }

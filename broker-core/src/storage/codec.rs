@@ -8,12 +8,15 @@
 //!   1 (messages): record{record_count}
 //!   2 (control):  entry{record_count}, entry = u32 len, bytes
 //!   3, 4, 5 (a Raft entry: messages, control, Raft's own): raft_index u64, then as 1, 2, 2
-//! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled, bit 2: client id)
+//! record = timestamp_ms u64 | flags u8 (bit 0: binary, bit 1: scheduled, bit 2: client id,
+//!            bit 3: trace context, bit 4: origin, bit 5: origin as the record before)
 //!          | id: u16 len, bytes
 //!          | key: u8 present, [u32 len, bytes] | value: u32 len, bytes
 //!          | headers: u16 count, {u16 len, bytes, u32 len, bytes}
 //!          | tags: u16 count, {u16 len, bytes}
+//!          | [trace context] | [origin]   (by flags, see `codec::extras`)
 //! ```
+//! A record without trace context or origin is byte for byte what it was before those bits.
 //! A control batch carries durable state changes (acks, nacks, seeks…) as opaque entries that
 //! the layer above encodes; it takes no message offsets: its `base_offset` is the offset the
 //! next message batch will get, so users' offsets stay contiguous. Its timestamps are the time
@@ -28,11 +31,13 @@
 //! checks every length against what is left of the body, so a malformed frame is an error and
 //! never a panic or an allocation sized by the disk.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
-use crate::message::Record;
+use crate::message::{Origin, Record};
 
 /// Format version of a message batch.
 pub(crate) const MAGIC: u8 = 1;
@@ -53,6 +58,13 @@ const FLAG_SCHEDULED: u8 = 2;
 /// The producer chose the id and the topic remembers it (see [`Record::client_id`]); records
 /// written before this bit existed simply lack it.
 const FLAG_CLIENT_ID: u8 = 4;
+/// Every flag bit a record may carry.
+const KNOWN_FLAGS: u8 = FLAG_BINARY
+    | FLAG_SCHEDULED
+    | FLAG_CLIENT_ID
+    | extras::FLAG_TRACE
+    | extras::FLAG_ORIGIN
+    | extras::FLAG_ORIGIN_AS_BEFORE;
 
 /// What a batch carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -175,9 +187,7 @@ pub(crate) fn encode_batch(
     let mut frame = Vec::with_capacity(frame_len);
     frame.extend_from_slice(&[0; PREFIX_LEN]);
     put_header(&mut frame, &header);
-    for record in records {
-        put_record(&mut frame, record)?;
-    }
+    put_records(&mut frame, records)?;
     seal(&mut frame)?;
     Ok((header, frame))
 }
@@ -265,7 +275,18 @@ fn encoded_len(record: &Record) -> usize {
         .map(|(k, v)| 6 + k.len() + v.len())
         .sum();
     let tags: usize = record.tags.iter().map(|t| 2 + t.len()).sum();
-    8 + 1 + 2 + record.id.len() + 1 + key + 4 + record.value.len() + 2 + headers + 2 + tags
+    8 + 1
+        + 2
+        + record.id.len()
+        + 1
+        + key
+        + 4
+        + record.value.len()
+        + 2
+        + headers
+        + 2
+        + tags
+        + extras::encoded_len(record)
 }
 
 fn put_header(buf: &mut Vec<u8>, header: &BatchHeader) {
@@ -286,12 +307,23 @@ fn put_header(buf: &mut Vec<u8>, header: &BatchHeader) {
     }
 }
 
-fn put_record(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
+/// Appends `records` in order, each after the one before (whose origin it may repeat).
+fn put_records(buf: &mut Vec<u8>, records: &[Record]) -> Result<()> {
+    let mut previous = None;
+    for record in records {
+        put_record(buf, record, previous)?;
+        previous = Some(record);
+    }
+    Ok(())
+}
+
+fn put_record(buf: &mut Vec<u8>, record: &Record, previous: Option<&Record>) -> Result<()> {
     buf.extend_from_slice(&record.timestamp_ms.to_le_bytes());
     let binary = if record.binary { FLAG_BINARY } else { 0 };
     let scheduled = if record.scheduled { FLAG_SCHEDULED } else { 0 };
     let client_id = if record.client_id { FLAG_CLIENT_ID } else { 0 };
-    buf.push(binary | scheduled | client_id);
+    let extras = extras::flags(record, previous);
+    buf.push(binary | scheduled | client_id | extras);
     put_u16_bytes(buf, record.id.as_bytes(), "id")?;
     match &record.key {
         Some(key) => {
@@ -310,7 +342,7 @@ fn put_record(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
     for tag in &record.tags {
         put_u16_bytes(buf, tag.as_bytes(), "tag")?;
     }
-    Ok(())
+    extras::put(buf, record, extras)
 }
 
 fn put_count(buf: &mut Vec<u8>, count: usize, what: &str) -> Result<()> {
@@ -389,9 +421,11 @@ fn decode_body(body: Bytes) -> Result<Batch, DecodeError> {
             controls,
         });
     }
-    let mut records = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     for _ in 0..header.record_count {
-        records.push(decode_record(&mut cursor)?);
+        let previous = records.last().and_then(|r| r.origin.as_ref());
+        let record = decode_record(&mut cursor, previous)?;
+        records.push(record);
     }
     if cursor.remaining() != 0 {
         return Err(DecodeError::TrailingBytes(cursor.remaining()));
@@ -442,10 +476,13 @@ fn decode_header(cursor: &mut Cursor) -> Result<BatchHeader, DecodeError> {
     Ok(header)
 }
 
-fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
+fn decode_record(
+    cursor: &mut Cursor,
+    previous_origin: Option<&Arc<Origin>>,
+) -> Result<Record, DecodeError> {
     let timestamp_ms = cursor.u64()?;
     let flags = cursor.u8()?;
-    if flags & !(FLAG_BINARY | FLAG_SCHEDULED | FLAG_CLIENT_ID) != 0 {
+    if flags & !KNOWN_FLAGS != 0 {
         return Err(DecodeError::BadFlags(flags));
     }
     let id_len = cursor.u16()?.into();
@@ -471,6 +508,8 @@ fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
         let len = cursor.u16()?.into();
         tags.push(cursor.string(len, "tag")?);
     }
+    let trace = extras::get_trace(cursor, flags)?;
+    let origin = extras::get_origin(cursor, flags, previous_origin)?;
     Ok(Record {
         id,
         timestamp_ms,
@@ -481,6 +520,8 @@ fn decode_record(cursor: &mut Cursor) -> Result<Record, DecodeError> {
         client_id: flags & FLAG_CLIENT_ID != 0,
         headers,
         tags,
+        trace,
+        origin,
     })
 }
 
@@ -555,6 +596,7 @@ impl Cursor {
     }
 }
 
+mod extras;
 pub(crate) mod raft;
 #[cfg(test)]
 mod tests;

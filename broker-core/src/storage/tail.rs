@@ -128,6 +128,8 @@ mod tests {
             client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
+            trace: None,
+            origin: None,
         }
     }
 

@@ -79,6 +79,7 @@ async fn produce(broker: Arc<Broker>, disk: Arc<SimulatedDisk>, seed: u64) -> Ve
                 tags: Vec::new(),
                 id: None,
                 delay: None,
+                trace: None,
             })
             .collect();
         let reply = broker.produce("t", messages, AckMode::Leader).await;

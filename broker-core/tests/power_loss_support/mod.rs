@@ -243,6 +243,8 @@ fn random_record(id: String, ts: u64, rng: &mut StdRng) -> Record {
         client_id: false,
         headers: vec![("h".into(), rng.gen_range(0..1000u32).to_string())],
         tags: Vec::new(),
+        trace: None,
+        origin: None,
     }
 }
 

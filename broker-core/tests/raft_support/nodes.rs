@@ -125,6 +125,7 @@ pub fn text_message(value: String) -> broker_core::broker::NewMessage {
         tags: Vec::new(),
         id: None,
         delay: None,
+        trace: None,
     }
 }
 

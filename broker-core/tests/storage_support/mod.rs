@@ -23,6 +23,8 @@ pub fn record(n: u64, size: usize) -> Record {
         client_id: false,
         headers: vec![("n".into(), n.to_string())],
         tags: vec![format!("tag-{}", n % 5)],
+        trace: None,
+        origin: None,
     }
 }
 

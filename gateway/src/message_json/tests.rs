@@ -1,6 +1,6 @@
 //! The hand-written replies against `serde_json` on the derived DTOs, over arbitrary records.
 
-use broker_core::{Record, StoredRecord};
+use broker_core::{Record, StoredRecord, TraceContext};
 use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -85,6 +85,7 @@ prop_compose! {
         client_id in any::<bool>(),
         headers in vec((header_name(), text()), 0..6),
         tags in vec(text(), 0..4),
+        trace in proptest::option::of(trace()),
     ) -> StoredRecord {
         StoredRecord {
             offset,
@@ -99,9 +100,27 @@ prop_compose! {
                 client_id,
                 headers,
                 tags,
+                trace,
+                origin: None,
             },
         }
     }
+}
+
+/// A valid trace context: random ids and flags, and maybe a tracestate of 1 to 3 members.
+fn trace() -> impl Strategy<Value = TraceContext> {
+    (
+        "[0-9a-f]{31}[1-9a-f]",
+        "[1-9a-f][0-9a-f]{15}",
+        "[0-9a-f]{2}",
+        proptest::option::of(
+            r#"[a-z]{1,8}=[a-zA-Z0-9_*/@"\\-]{1,16}(,[a-z]{1,8}=[a-zA-Z0-9_*/@"\\-]{1,16}){0,2}"#,
+        ),
+    )
+        .prop_map(|(trace_id, parent_id, flags, state)| {
+            let parent = format!("00-{trace_id}-{parent_id}-{flags}");
+            TraceContext::parse(&parent, state.as_deref()).expect("a valid trace context")
+        })
 }
 
 fn delivery() -> impl Strategy<Value = OwnedDelivery> {
@@ -124,6 +143,10 @@ fn no_escapes(delivery: &OwnedDelivery) -> bool {
             .iter()
             .all(|(name, value)| clean(name) && clean(value))
         && record.tags.iter().all(|tag| clean(tag))
+        && record
+            .trace
+            .as_ref()
+            .is_none_or(|t| t.tracestate().is_none_or(clean))
 }
 
 /// The bytes as text, for readable failures; the replies are always UTF-8.
@@ -145,6 +168,8 @@ fn empty_record(offset: u64, timestamp_ms: u64, binary: bool) -> StoredRecord {
             client_id: false,
             headers: Vec::new(),
             tags: Vec::new(),
+            trace: None,
+            origin: None,
         },
     }
 }

@@ -65,6 +65,13 @@ pub struct LogMessage {
     pub tags: Vec<String>,
     /// Publish time, Unix epoch milliseconds.
     pub publish_time_ms: u64,
+    /// The producer's W3C `traceparent`, as given (absent when none was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")]
+    pub traceparent: Option<String>,
+    /// The producer's W3C `tracestate`, as given (absent when none was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// A page of a partition's log.
@@ -93,6 +100,12 @@ impl From<StoredRecord> for LogMessage {
             headers: headers_map(&record.headers),
             tags: record.tags,
             publish_time_ms: record.timestamp_ms,
+            traceparent: record.trace.as_ref().map(|t| t.traceparent().to_owned()),
+            tracestate: record
+                .trace
+                .as_ref()
+                .and_then(|t| t.tracestate())
+                .map(str::to_owned),
         }
     }
 }

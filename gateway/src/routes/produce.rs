@@ -7,6 +7,7 @@ use axum::Json;
 use axum::extract::{Extension, OriginalUri, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use broker_core::TraceContext;
 use broker_core::broker::{AckMode, Delay, NewMessage, ProduceOutcome};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,7 @@ use crate::integral_floats;
 use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
+use crate::produce_origin::ProducedBy;
 use crate::routes::TopicPath;
 use crate::scatter::Scatter;
 
@@ -30,6 +32,10 @@ pub const HEADER_PREFIX: &str = "x-wharf-header-";
 pub const DURABILITY_HEADER: &str = "wharf-durability";
 /// The request header carrying a raw produce's client-chosen message id.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
+/// The W3C Trace Context header of a raw produce (and of a raw delivery's reply).
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+/// The W3C Trace Context vendor state header that goes with [`TRACEPARENT_HEADER`].
+pub const TRACESTATE_HEADER: &str = "tracestate";
 
 /// When the reply is sent.
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]
@@ -119,6 +125,19 @@ pub struct ProduceMessage<'a> {
     pub delay_ms: Option<u64>,
     /// Deliver at this Unix epoch millisecond (up to one year ahead; now or past: at once).
     pub deliver_at_ms: Option<u64>,
+    /// W3C Trace Context `traceparent` of the producer's span (level 1: version `00`, or a
+    /// later version whose first 55 characters parse as `00`'s; not `ff`; ids not all
+    /// zeros). Stored with the message and handed back on every delivery.
+    #[schema(
+        max_length = 255,
+        pattern = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[!-~]*)?$",
+        example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    )]
+    pub traceparent: Option<String>,
+    /// W3C Trace Context `tracestate`: at most 512 printable ASCII characters, at most 32
+    /// comma-separated `key=value` members; only with a `traceparent`.
+    #[schema(max_length = 512, example = "rojo=00f067aa0ba902b7")]
+    pub tracestate: Option<String>,
 }
 
 /// A raw message body: any bytes. Documented as `application/octet-stream`; every Content-Type
@@ -176,6 +195,12 @@ pub struct ProduceResponse {
 /// and the other parts may have been stored (retry with the same message `id`s: the
 /// repeats are answered as duplicates, not stored again).
 ///
+/// Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+/// in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+/// headers are the request's own context and are not copied into its messages). They are
+/// stored with the message and handed back on every delivery (receive, stream, offset read,
+/// dead letter, redrive); a malformed one refuses the whole request with 400.
+///
 /// Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
 /// delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
 /// subscription until due, and can be cancelled until then with
@@ -190,7 +215,13 @@ pub struct ProduceResponse {
     params(TopicPath, ProduceQuery,
         ("Idempotency-Key" = Option<String>, Header,
             description = "Raw bodies only: the message's client-chosen id (see `id` in a JSON batch)",
-            min_length = 1, max_length = 200, pattern = r"^[!-.0-~]+$")),
+            min_length = 1, max_length = 200, pattern = r"^[!-.0-~]+$"),
+        ("traceparent" = Option<String>, Header,
+            description = "Raw bodies only: the W3C Trace Context `traceparent` stored with the message (see `traceparent` in a JSON batch)",
+            max_length = 255, pattern = r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[!-~]*)?$"),
+        ("tracestate" = Option<String>, Header,
+            description = "Raw bodies only: the W3C Trace Context `tracestate`, with a `traceparent`",
+            max_length = 512)),
     request_body(description = "A JSON batch; or, with any other Content-Type, the raw body \
         as one message (text for `text/*`, binary for `application/octet-stream`)",
         content((ProduceRequest = "application/json"), (RawMessage = "application/octet-stream"))),
@@ -200,7 +231,7 @@ pub struct ProduceResponse {
         (status = 202, description = "Accepted (`ack=none`): queued, not yet written",
             body = ProduceResponse,
             headers(("Wharf-Durability" = String, description = "`none`"))),
-        (status = 400, description = "Malformed batch, bad value fields, bad query, a bad `id`, tag or delay, or both delay fields (`invalid_request`)",
+        (status = 400, description = "Malformed batch, bad value fields, bad query, a bad `id`, tag, delay or trace context, or both delay fields (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
@@ -211,6 +242,10 @@ pub struct ProduceResponse {
         (status = 507, description = "The disk is full (`storage_full`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "an axum handler takes one extractor per part of the request it reads"
+)]
 pub async fn produce(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
@@ -218,6 +253,7 @@ pub async fn produce(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
     charge: Option<Extension<BodyCharge>>,
+    ProducedBy(origin): ProducedBy,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let topic = path.topic.clone();
@@ -273,7 +309,7 @@ async fn produce_body(
     crate::edge::admit_topic_rate(state, &path.topic, &messages)?;
     let outcome = state
         .broker
-        .produce(&path.topic, messages, ack.into())
+        .produce_from(&path.topic, messages, ack.into(), Some(origin))
         .await?;
     Ok(reply(ack, outcome))
 }
@@ -331,6 +367,11 @@ pub fn json_messages(
         .map(|(index, (message, (value, binary)))| {
             let delay = delay(message.delay_ms, message.deliver_at_ms)
                 .map_err(|error| ApiError::invalid(format!("messages[{index}]: {error}")))?;
+            let trace = TraceContext::from_fields(
+                message.traceparent.as_deref(),
+                message.tracestate.as_deref(),
+            )
+            .map_err(|error| ApiError::invalid(format!("messages[{index}]: {error}")))?;
             Ok(NewMessage {
                 key: message.key,
                 value,
@@ -339,6 +380,7 @@ pub fn json_messages(
                 tags: message.tags.unwrap_or_default(),
                 id: message.id,
                 delay,
+                trace,
             })
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
@@ -383,7 +425,36 @@ fn raw_message(
         tags,
         id: idempotency_key(headers)?,
         delay,
+        trace: trace_headers(headers)?,
     })
+}
+
+/// The W3C `traceparent` and `tracestate` request headers of a raw produce, if any (several
+/// `tracestate` lines join with commas, as HTTP list headers do).
+fn trace_headers(headers: &HeaderMap) -> Result<Option<TraceContext>, ApiError> {
+    fn text<'a>(value: &'a HeaderValue, name: &str) -> Result<&'a str, ApiError> {
+        value
+            .to_str()
+            .map_err(|_| ApiError::invalid(format!("header {name}: value is not visible ASCII")))
+    }
+    let mut parents = headers.get_all(TRACEPARENT_HEADER).iter();
+    let parent = parents
+        .next()
+        .map(|value| text(value, TRACEPARENT_HEADER))
+        .transpose()?;
+    if parents.next().is_some() {
+        return Err(ApiError::invalid(
+            "header traceparent: given more than once",
+        ));
+    }
+    let states = headers
+        .get_all(TRACESTATE_HEADER)
+        .iter()
+        .map(|value| text(value, TRACESTATE_HEADER))
+        .collect::<Result<Vec<_>, _>>()?;
+    let state = (!states.is_empty()).then(|| states.join(","));
+    TraceContext::from_fields(parent, state.as_deref())
+        .map_err(|error| ApiError::invalid(format!("trace context headers: {error}")))
 }
 
 /// The `Idempotency-Key` request header, if any: the raw message's id.

@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::{
     BATCH_HEADER_LEN, BatchHeader, BatchKind, Cursor, DecodeError, PREFIX_LEN, checked_body,
-    decode_header, encoded_len, put_header, put_record, put_u32_bytes, seal, too_big,
+    decode_header, encoded_len, put_header, put_records, put_u32_bytes, seal, too_big,
 };
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
@@ -68,9 +68,7 @@ impl EntryBody {
             .fold(0, usize::saturating_add);
         check_fits(len)?;
         let mut bytes = Vec::with_capacity(len);
-        for record in records {
-            put_record(&mut bytes, record)?;
-        }
+        put_records(&mut bytes, records)?;
         Ok(EntryBody {
             kind: BatchKind::Messages,
             record_count,

@@ -1,6 +1,7 @@
 //! Codec tests: round trips, and every way a frame can be damaged.
 
 use super::*;
+use crate::trace_context::TraceContext;
 
 fn record(n: u64) -> Record {
     Record {
@@ -13,6 +14,8 @@ fn record(n: u64) -> Record {
         client_id: n.is_multiple_of(4),
         headers: vec![("h".into(), format!("v{n}")), ("ü".into(), String::new())],
         tags: vec!["t1".into(), format!("tag-{n}")],
+        trace: None,
+        origin: None,
     }
 }
 
@@ -242,4 +245,150 @@ fn an_unreplicated_frame_is_not_a_raft_entry() {
         raft::split_entry(Bytes::from(frame)),
         Err(DecodeError::BadHeader("not a Raft entry"))
     );
+}
+
+/// A frame of one record as the encoder wrote it before records could carry a trace context
+/// or an origin (flags 0x04: client id; no bit above it).
+const FRAME_BEFORE_TRACE: [u8; 86] = [
+    0x4e, 0x00, 0x00, 0x00, 0x3d, 0x69, 0x16, 0xdb, 0x01, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x68, 0xe5,
+    0xcf, 0x8b, 0x01, 0x00, 0x00, 0x00, 0x68, 0xe5, 0xcf, 0x8b, 0x01, 0x00, 0x00, 0x00, 0x68, 0xe5,
+    0xcf, 0x8b, 0x01, 0x00, 0x00, 0x04, 0x03, 0x00, 0x6d, 0x2d, 0x31, 0x01, 0x01, 0x00, 0x00, 0x00,
+    0x6b, 0x02, 0x00, 0x00, 0x00, 0x68, 0x69, 0x01, 0x00, 0x01, 0x00, 0x68, 0x01, 0x00, 0x00, 0x00,
+    0x76, 0x01, 0x00, 0x01, 0x00, 0x74,
+];
+
+fn record_before_trace() -> Record {
+    Record {
+        id: "m-1".into(),
+        timestamp_ms: 1_700_000_000_000,
+        key: Some("k".into()),
+        value: Bytes::from_static(b"hi"),
+        binary: false,
+        scheduled: false,
+        client_id: true,
+        headers: vec![("h".into(), "v".into())],
+        tags: vec!["t".into()],
+        trace: None,
+        origin: None,
+    }
+}
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn origin(principal: Option<&str>, address: &str, node: Option<u64>) -> Arc<Origin> {
+    Arc::new(Origin {
+        principal: principal.map(str::to_owned),
+        address: Some(address.parse().expect("an address")),
+        node,
+    })
+}
+
+#[test]
+fn a_frame_written_before_trace_context_decodes_as_before_and_is_written_the_same() {
+    let batch = decode_frame(Bytes::from_static(&FRAME_BEFORE_TRACE)).expect("decodes");
+    assert_eq!(batch.header.base_offset, 7);
+    assert_eq!(batch.header.leader_epoch, 2);
+    assert_eq!(batch.records, vec![record_before_trace()]);
+    let (_, frame) = encode_batch(7, 2, &[record_before_trace()]).expect("encodes");
+    assert_eq!(frame, FRAME_BEFORE_TRACE);
+}
+
+#[test]
+fn trace_context_and_origin_round_trip_and_a_produce_stores_its_origin_once() {
+    let client = origin(Some("alice"), "192.0.2.7", None);
+    let records: Vec<Record> = (0..4)
+        .map(|n| Record {
+            trace: (n % 2 == 0).then(|| {
+                TraceContext::parse(TRACEPARENT, (n == 0).then_some("rojo=00f067aa0ba902b7"))
+                    .expect("valid")
+            }),
+            origin: Some(client.clone()),
+            ..record(n)
+        })
+        .collect();
+    let (_, frame) = encode_batch(0, 1, &records).expect("encodes");
+    let decoded = decode_frame(Bytes::from(frame.clone()))
+        .expect("decodes")
+        .records;
+    assert_eq!(decoded, records);
+    let bare: Vec<Record> = records
+        .iter()
+        .map(|r| Record {
+            trace: None,
+            origin: None,
+            ..r.clone()
+        })
+        .collect();
+    let (_, bare_frame) = encode_batch(0, 1, &bare).expect("encodes");
+    let trace_bytes = 2 * (1 + TRACEPARENT.len() + 2) + "rojo=00f067aa0ba902b7".len();
+    let origin_bytes = 1 + 1 + "alice".len() + 4;
+    assert_eq!(frame.len(), bare_frame.len() + trace_bytes + origin_bytes);
+}
+
+#[test]
+fn every_kind_of_origin_round_trips_and_a_change_of_origin_is_stored_again() {
+    let origins = [
+        origin(None, "2001:db8::1", Some(300)),
+        origin(Some(&"p".repeat(200)), "10.0.0.1", Some(u64::MAX)),
+        Arc::new(Origin::default()),
+        origin(Some("bob"), "::1", None),
+    ];
+    let records: Vec<Record> = (0..8)
+        .map(|n| Record {
+            origin: (n != 5).then(|| origins[n as usize / 2].clone()),
+            ..record(n)
+        })
+        .collect();
+    let (_, frame) = encode_batch(0, 1, &records).expect("encodes");
+    assert_eq!(
+        decode_frame(Bytes::from(frame)).expect("decodes").records,
+        records
+    );
+}
+
+#[test]
+fn an_origin_as_before_on_a_frames_first_record_is_refused() {
+    let mut body = Vec::new();
+    put_header(
+        &mut body,
+        &batch_header(0, 1, &[record(1)]).expect("a header"),
+    );
+    let mut lone = Vec::new();
+    put_record(&mut lone, &record(1), None).expect("encodes");
+    lone[8] |= extras::FLAG_ORIGIN_AS_BEFORE;
+    body.extend_from_slice(&lone);
+    let mut frame = vec![0; PREFIX_LEN];
+    frame.extend_from_slice(&body);
+    seal(&mut frame).expect("seals");
+    assert!(matches!(
+        decode_frame(Bytes::from(frame)),
+        Err(DecodeError::BadFlags(_))
+    ));
+}
+
+#[test]
+fn joined_raft_bodies_of_two_produces_keep_each_produces_origin() {
+    let first: Vec<Record> = (0..3)
+        .map(|n| Record {
+            origin: Some(origin(Some("a"), "192.0.2.1", Some(1))),
+            ..record(n)
+        })
+        .collect();
+    let second: Vec<Record> = (3..5)
+        .map(|n| Record {
+            origin: Some(origin(Some("b"), "192.0.2.2", Some(2))),
+            trace: TraceContext::parse(TRACEPARENT, None).ok(),
+            ..record(n)
+        })
+        .collect();
+    let bodies = [
+        raft::EntryBody::messages(&first).expect("a body"),
+        raft::EntryBody::messages(&second).expect("a body"),
+    ];
+    let joined = raft::EntryBody::concat(&bodies).expect("joins");
+    let (_, frame) = joined.frame(1, 9, 0).expect("frames");
+    let records = decode_frame(Bytes::from(frame)).expect("decodes").records;
+    let expected: Vec<Record> = first.into_iter().chain(second).collect();
+    assert_eq!(records, expected);
 }

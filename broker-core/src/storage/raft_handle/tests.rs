@@ -22,6 +22,8 @@ fn record(n: u64) -> Record {
         client_id: false,
         headers: Vec::new(),
         tags: Vec::new(),
+        trace: None,
+        origin: None,
     }
 }
 

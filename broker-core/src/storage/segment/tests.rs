@@ -28,6 +28,8 @@ fn zeros_ahead_are_seen_as_zeros_never_as_frames_and_trim_cuts_them() {
         client_id: false,
         headers: Vec::new(),
         tags: Vec::new(),
+        trace: None,
+        origin: None,
     };
     let (_, frame) = codec::encode_batch(0, 1, &[record]).expect("encode");
     let end = frame.len() as u64;
