@@ -15,6 +15,7 @@
 //! - `cluster_redrive`: redrive in a cluster (each dead-letter partition by its leader, the
 //!   redriven records appended at the source partitions' leaders, the cursor in the
 //!   dead-letter partition's own log).
+//! - `history_totals`: the counters the per-minute history samples.
 //! - `zones`: keeping traffic in a node's zone; `follower_reads`: offset reads an in-sync
 //!   follower serves.
 //!
@@ -33,6 +34,7 @@ mod dead_letters;
 mod delays;
 mod detached;
 mod follower_reads;
+mod history_totals;
 mod live_tables;
 mod metadata;
 mod partition_state;
@@ -50,6 +52,7 @@ pub use checkpoint::CHECKPOINT_EVERY_MS;
 pub use consume::REDRIVE_HEADER;
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
 pub use delays::PRESTAGE_LEAD_MS;
+pub use history_totals::TopicHistoryTotals;
 pub use produce::valid_id;
 pub use seek::SeekTarget;
 pub use settle::MAX_NACK_DELAY_MS;

@@ -15,7 +15,7 @@
 //! # Layout
 //! - [`record`]: [`MinuteRecord`], one minute of one series ([`TopicMinute`],
 //!   [`SubscriptionMinute`]) and the figures it holds ([`TopicCounter`], [`SubscriptionCounter`],
-//!   [`SubscriptionGauge`]).
+//!   [`SubscriptionGauge`], [`TopicGauge`]).
 //! - [`aggregator`]: [`MinuteAggregator`], samples of cumulative counters and gauges taken at
 //!   any time into one record per minute.
 //! - [`retention`]: [`RetentionMinutes`], how many minutes a series keeps, within its bounds.
