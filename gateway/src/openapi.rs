@@ -14,7 +14,7 @@ use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
     cluster, cluster_admin, consume, dead_letters, delays, docs, health, metrics, partitions,
-    produce, seek, stream, subscriptions, topics,
+    produce, seek, stats, stream, subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -42,6 +42,8 @@ use crate::routes::{
         (name = "health", description = "Liveness and readiness probes."),
         (name = "docs", description = "This document and the reference page."),
         (name = "metrics", description = "Prometheus metrics of the node."),
+        (name = "stats",
+            description = "Per-minute history of topics and subscriptions, and rankings."),
     ),
     components(schemas(Problem))
 )]
@@ -84,6 +86,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(docs::openapi_json))
         .routes(routes!(docs::docs_page))
         .routes(routes!(metrics::metrics))
+        .routes(routes!(stats::history))
+        .routes(routes!(stats::top))
 }
 
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {

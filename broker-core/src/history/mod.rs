@@ -38,7 +38,7 @@ pub use error::HistoryError;
 pub use ranking::{RankBy, Rankable, Ranked, RankingQuery, top};
 pub use record::{
     GaugeMinute, MinuteRecord, SubscriptionCounter, SubscriptionGauge, SubscriptionMinute,
-    TopicCounter, TopicMinute,
+    TopicCounter, TopicGauge, TopicMinute,
 };
 pub use retention::RetentionMinutes;
 pub use ring::{MinuteRing, SubscriptionRing, TopicRing};
