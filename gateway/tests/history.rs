@@ -2,12 +2,15 @@
 //! (so minutes pass without waiting) and whose sampler samples every few milliseconds.
 
 mod common;
+mod edge_common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Harness, expect_problem, json_of, receipts};
+use edge_common::{token, with_secret};
+use gateway::config::EdgeRaw;
 use gateway::config::RawSettings;
 use gateway::history::{HistoryClock, HistoryHooks};
 use serde_json::{Value, json};
@@ -257,5 +260,65 @@ async fn a_restart_keeps_the_finished_minutes() {
     assert_eq!(workers["points"][0]["nacks"], 1, "{workers}");
     assert!(data.path().join("history/orders/topic.hist").is_file());
     assert!(data.path().join("history/orders/s.workers.hist").is_file());
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn top_ranks_only_the_topics_the_token_may_read() {
+    let clock = Arc::new(AtomicU64::new(START_MINUTE * MINUTE_MS));
+    let raw = RawSettings {
+        history_hooks: settings(&clock).history_hooks,
+        ..with_secret(EdgeRaw::default())
+    };
+    let harness = Harness::start_with(raw).await;
+    let admin = token("ops", "admin:*");
+    for topic in ["orders.a", "billing.b"] {
+        let create = harness
+            .client
+            .post(harness.url("/v1/topics"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": topic }))
+            .send()
+            .await
+            .expect("request");
+        json_of(create, 201).await;
+        let produce = harness
+            .client
+            .post(harness.url(&format!("/v1/topics/{topic}/messages")))
+            .bearer_auth(&admin)
+            .json(&json!({ "messages": [{ "value": "v" }] }))
+            .send()
+            .await
+            .expect("request");
+        json_of(produce, 200).await;
+    }
+    let get = |path: &'static str, bearer: String| {
+        let request = harness.client.get(harness.url(path)).bearer_auth(bearer);
+        async move { request.send().await.expect("request") }
+    };
+    let deadline = Instant::now() + SHOW_WITHIN;
+    loop {
+        let all = json_of(get("/v1/stats/top?by=produced", admin.clone()).await, 200).await;
+        if all["items"]
+            .as_array()
+            .is_some_and(|items| items.len() == 2)
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{all}");
+        tokio::time::sleep(SAMPLE_EVERY).await;
+    }
+    let reader = token("reader", "consume:orders.*");
+    let mine = json_of(get("/v1/stats/top?by=produced", reader.clone()).await, 200).await;
+    assert_eq!(
+        mine["items"],
+        json!([{ "topic": "orders.a", "subscription": null, "value": 1 }])
+    );
+    let theirs = get("/v1/stats/history?topic=billing.b", reader.clone()).await;
+    expect_problem(theirs, 403, "forbidden").await;
+    let producer = token("writer", "produce:orders.*");
+    let refused = get("/v1/stats/history?topic=orders.a", producer).await;
+    expect_problem(refused, 403, "forbidden").await;
+    json_of(get("/v1/stats/history?topic=orders.a", reader).await, 200).await;
     harness.stop().await;
 }
