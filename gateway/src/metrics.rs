@@ -163,7 +163,8 @@ fn describe() {
 
 /// Counts and times every request by method, matched route template and status (the
 /// outermost layer but the request id and tracing, so the edge's refusals count too); a
-/// request on a topic also goes to the per-minute history's figures ([`history_topic`]).
+/// request on a topic (a `/v1/topics/{topic}` route, less long-polls, streams and offset
+/// reads) also goes to the per-minute history's figures.
 pub async fn track_requests(
     State(state): State<AppState>,
     request: Request,

@@ -413,7 +413,7 @@ pub async fn top(
         })
         .collect();
     // Stable sort over name order: equal values stay by topic, then subscription.
-    items.sort_by(|a, b| b.value.cmp(&a.value));
+    items.sort_by_key(|item| std::cmp::Reverse(item.value));
     if !headers.contains_key(FORWARDED_HEADER) {
         items.truncate(limit);
     }
