@@ -366,41 +366,45 @@ impl History {
         ))
     }
 
-    /// Every topic's records of the last `minutes` (as [`History::topic_points`]) whose
-    /// topic `readable` accepts.
-    pub fn all_topics(
+    /// Each topic's `value` of its records of the last `minutes` (as
+    /// [`History::topic_points`]), for the topics `readable` accepts and `value` gives one
+    /// for. One series' window is copied at a time, so a ranking holds at most a day of one
+    /// series' records besides the values.
+    pub fn rank_topics(
         &self,
         minutes: u64,
         readable: impl Fn(&str) -> bool,
-    ) -> Vec<(String, Vec<TopicMinute>)> {
+        value: impl Fn(&[TopicMinute]) -> Option<u64>,
+    ) -> Vec<(String, u64)> {
         let now = minute_of(self.now_ms());
         let series = lock(&self.series);
         series
             .topics
             .iter()
             .filter(|(name, _)| readable(name))
-            .map(|(name, entry)| {
+            .filter_map(|(name, entry)| {
                 let records = window(&entry.ring, entry.aggregator.open_minute(), now, minutes);
-                (name.clone(), records)
+                Some((name.clone(), value(&records)?))
             })
             .collect()
     }
 
-    /// Every subscription's records of the last `minutes` whose topic `readable` accepts.
-    pub fn all_subscriptions(
+    /// Each subscription's `value`, as [`History::rank_topics`].
+    pub fn rank_subscriptions(
         &self,
         minutes: u64,
         readable: impl Fn(&str) -> bool,
-    ) -> Vec<((String, String), Vec<SubscriptionMinute>)> {
+        value: impl Fn(&[SubscriptionMinute]) -> Option<u64>,
+    ) -> Vec<((String, String), u64)> {
         let now = minute_of(self.now_ms());
         let series = lock(&self.series);
         series
             .subscriptions
             .iter()
             .filter(|((topic, _), _)| readable(topic))
-            .map(|(key, entry)| {
+            .filter_map(|(key, entry)| {
                 let records = window(&entry.ring, entry.aggregator.open_minute(), now, minutes);
-                (key.clone(), records)
+                Some((key.clone(), value(&records)?))
             })
             .collect()
     }

@@ -358,34 +358,40 @@ pub async fn top(
     }
     let readable = |topic: &str| may_read(principal.as_deref(), topic);
     let mut values: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+    let sum = |records: &[SubscriptionMinute]| {
+        (!records.is_empty()).then(|| {
+            records
+                .iter()
+                .map(|r| r.counter(SubscriptionCounter::DeliveredMessages))
+                .fold(0, u64::saturating_add)
+        })
+    };
+    let latest = |records: &[SubscriptionMinute]| {
+        records
+            .last()
+            .map(|r| r.gauge(SubscriptionGauge::Backlog).last)
+    };
     match query.by {
         TopBy::Produced => {
-            for (topic, records) in state.history.all_topics(minutes, readable) {
-                if records.is_empty() {
-                    continue;
-                }
-                let sum = records
-                    .iter()
-                    .map(|r| r.counter(TopicCounter::ProducedMessages))
-                    .fold(0, u64::saturating_add);
-                values.insert((topic, None), sum);
+            let produced = |records: &[TopicMinute]| {
+                (!records.is_empty()).then(|| {
+                    records
+                        .iter()
+                        .map(|r| r.counter(TopicCounter::ProducedMessages))
+                        .fold(0, u64::saturating_add)
+                })
+            };
+            for (topic, value) in state.history.rank_topics(minutes, readable, produced) {
+                values.insert((topic, None), value);
             }
         }
         TopBy::Consumed | TopBy::Backlog => {
-            for ((topic, sub), records) in state.history.all_subscriptions(minutes, readable) {
-                let value = if query.by == TopBy::Backlog {
-                    let Some(latest) = records.last() else {
-                        continue;
-                    };
-                    latest.gauge(SubscriptionGauge::Backlog).last
-                } else if records.is_empty() {
-                    continue;
-                } else {
-                    records
-                        .iter()
-                        .map(|r| r.counter(SubscriptionCounter::DeliveredMessages))
-                        .fold(0, u64::saturating_add)
-                };
+            let ranked = if query.by == TopBy::Backlog {
+                state.history.rank_subscriptions(minutes, readable, latest)
+            } else {
+                state.history.rank_subscriptions(minutes, readable, sum)
+            };
+            for ((topic, sub), value) in ranked {
                 values.insert((topic, Some(sub)), value);
             }
         }
