@@ -322,3 +322,32 @@ async fn top_ranks_only_the_topics_the_token_may_read() {
     json_of(get("/v1/stats/history?topic=orders.a", reader).await, 200).await;
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_counts_in_its_minute() {
+    let clock = Arc::new(AtomicU64::new(START_MINUTE * MINUTE_MS));
+    let harness = Harness::start_with(settings(&clock)).await;
+    harness
+        .create_topic(json!({ "name": "jobs", "partitions": 1 }))
+        .await;
+    harness
+        .create_subscription("jobs", json!({ "name": "once", "max_deliveries": 1 }))
+        .await;
+    harness.produce("jobs", vec![json!({ "value": "j" })]).await;
+    let messages = harness
+        .receive(
+            "jobs",
+            "once",
+            json!({ "max_messages": 1, "wait_ms": 5000 }),
+        )
+        .await;
+    let nack = json!({ "receipts": receipts(&messages) });
+    let path = "/v1/topics/jobs/subscriptions/once/nack";
+    json_of(harness.post_json(path, &nack).await, 200).await;
+    let path = "/v1/stats/history?topic=jobs&subscription=once";
+    let answer = until(&harness, path, |a| last_point(a)["dead_letters"] == 1).await;
+    let point = last_point(&answer);
+    assert_eq!(point["nacks"], 1, "{point}");
+    assert_eq!(point["delivered_messages"], 1, "{point}");
+    harness.stop().await;
+}
