@@ -324,6 +324,12 @@ impl Broker {
         self.metadata_behind.store(behind, Ordering::SeqCst);
     }
 
+    /// Whether this node's metadata may still lack topics and subscriptions that exist (see
+    /// [`Broker::set_metadata_behind`]); never on a single node.
+    pub fn metadata_behind(&self) -> bool {
+        self.metadata_behind.load(Ordering::SeqCst)
+    }
+
     fn check_running(&self) -> Result<()> {
         if self.shutting_down.load(Ordering::SeqCst) {
             Err(BrokerError::ShuttingDown)

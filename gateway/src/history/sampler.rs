@@ -52,6 +52,11 @@ async fn run(history: Arc<History>, broker: Arc<Broker>, mut stopped: oneshot::R
 
 /// Takes one sample and writes what it finished.
 pub async fn sample(history: &Arc<History>, broker: &Broker) {
+    // A restarted cluster node re-applying the metadata may not know every topic yet: a
+    // sample now would drop (and delete the files of) the series of those it does not.
+    if broker.metadata_behind() {
+        return;
+    }
     let totals = broker.history_totals();
     let mut gauges = SubscriptionGauges::new();
     for topic in &totals {
