@@ -3,7 +3,7 @@
 //! for dashboards and alerts: keep them stable.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
 
@@ -110,9 +110,46 @@ pub fn describe() {
 /// without a registry lookup (and its label allocations) per request. The gateway installs
 /// its recorder before it opens the broker; a counter first used before any recorder is
 /// installed stays a no-op.
+///
+/// Beside the recorder's counters it keeps plain atomic totals ([`TopicTotals`]) that the
+/// per-minute history samples (relaxed adds: no lock on the produce or receive path).
 #[derive(Debug, Default)]
 pub(crate) struct TopicCounters {
     produced: OnceLock<[Counter; 2]>,
+    produced_messages: AtomicU64,
+    produced_bytes: AtomicU64,
+    consumed_messages: AtomicU64,
+    consumed_bytes: AtomicU64,
+}
+
+/// A topic's cumulative totals since the topic was opened on this node (a restart or a
+/// recreated topic starts them at 0 again), read by the per-minute history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TopicTotals {
+    /// Messages stored by produces handled on this node.
+    pub produced_messages: u64,
+    /// Value bytes stored by those produces.
+    pub produced_bytes: u64,
+    /// Deliveries made on this node, over all the topic's subscriptions.
+    pub consumed_messages: u64,
+    /// Value bytes of those deliveries.
+    pub consumed_bytes: u64,
+}
+
+/// A subscription's cumulative totals since it was opened on this node, read by the
+/// per-minute history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SubscriptionTotals {
+    /// Deliveries made on this node (first ones and redeliveries).
+    pub delivered_messages: u64,
+    /// Value bytes of those deliveries.
+    pub delivered_bytes: u64,
+    /// Messages acked.
+    pub acks: u64,
+    /// Messages nacked.
+    pub nacks: u64,
+    /// Messages moved to the dead-letter topic.
+    pub dead_letters: u64,
 }
 
 impl TopicCounters {
@@ -127,6 +164,28 @@ impl TopicCounters {
         });
         stored.increment(messages as u64);
         stored_bytes.increment(bytes as u64);
+        self.produced_messages
+            .fetch_add(messages as u64, Ordering::Relaxed);
+        self.produced_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Counts deliveries from the topic (the subscription's own counters name it).
+    pub(crate) fn consumed(&self, messages: usize, bytes: usize) {
+        self.consumed_messages
+            .fetch_add(messages as u64, Ordering::Relaxed);
+        self.consumed_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// The totals so far.
+    pub(crate) fn totals(&self) -> TopicTotals {
+        TopicTotals {
+            produced_messages: self.produced_messages.load(Ordering::Relaxed),
+            produced_bytes: self.produced_bytes.load(Ordering::Relaxed),
+            consumed_messages: self.consumed_messages.load(Ordering::Relaxed),
+            consumed_bytes: self.consumed_bytes.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -140,6 +199,11 @@ pub(crate) struct SubscriptionCounters {
     extended: OnceLock<Counter>,
     /// Steady ms of the last receive plus one (0: none since the node started).
     last_receive: AtomicU64,
+    delivered_messages: AtomicU64,
+    delivered_bytes: AtomicU64,
+    acks: AtomicU64,
+    nacks: AtomicU64,
+    dead_letters: AtomicU64,
 }
 
 /// What a settle did, for [`SETTLED_MESSAGES`]'s `action` label.
@@ -157,14 +221,12 @@ impl SubscriptionCounters {
     /// Notes that a receive reached the subscription at steady `now_ms`.
     pub(crate) fn received_at(&self, now_ms: u64) {
         self.last_receive
-            .fetch_max(now_ms.saturating_add(1), AtomicOrdering::Relaxed);
+            .fetch_max(now_ms.saturating_add(1), Ordering::Relaxed);
     }
 
     /// Steady ms of the last receive, `None` if none since the node started.
     pub(crate) fn last_receive_ms(&self) -> Option<u64> {
-        self.last_receive
-            .load(AtomicOrdering::Relaxed)
-            .checked_sub(1)
+        self.last_receive.load(Ordering::Relaxed).checked_sub(1)
     }
 
     /// Counts a receive's deliveries (`redelivered` of them not for the first time).
@@ -186,6 +248,10 @@ impl SubscriptionCounters {
         });
         delivered.increment(messages as u64);
         delivered_bytes.increment(bytes as u64);
+        self.delivered_messages
+            .fetch_add(messages as u64, Ordering::Relaxed);
+        self.delivered_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
         if redelivered > 0 {
             again.increment(redelivered as u64);
         }
@@ -204,12 +270,35 @@ impl SubscriptionCounters {
             SettleAction::Nack => (&self.nacked, "nack"),
             SettleAction::Extend => (&self.extended, "extend"),
         };
+        match action {
+            SettleAction::Ack => self.acks.fetch_add(messages as u64, Ordering::Relaxed),
+            SettleAction::Nack => self.nacks.fetch_add(messages as u64, Ordering::Relaxed),
+            SettleAction::Extend => 0,
+        };
         let settled = cell.get_or_init(|| {
             let [topic, subscription] = labels(topic, subscription);
             let labels = [topic, subscription, ("action", name.to_owned())];
             counter!(SETTLED_MESSAGES, &labels)
         });
         settled.increment(messages as u64);
+    }
+
+    /// Counts messages moved to the dead-letter topic (the recorder's counter is
+    /// [`dead_lettered`]).
+    pub(crate) fn dead_lettered(&self, messages: usize) {
+        self.dead_letters
+            .fetch_add(messages as u64, Ordering::Relaxed);
+    }
+
+    /// The totals so far.
+    pub(crate) fn totals(&self) -> SubscriptionTotals {
+        SubscriptionTotals {
+            delivered_messages: self.delivered_messages.load(Ordering::Relaxed),
+            delivered_bytes: self.delivered_bytes.load(Ordering::Relaxed),
+            acks: self.acks.load(Ordering::Relaxed),
+            nacks: self.nacks.load(Ordering::Relaxed),
+            dead_letters: self.dead_letters.load(Ordering::Relaxed),
+        }
     }
 }
 

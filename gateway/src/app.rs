@@ -43,6 +43,8 @@ pub struct Shared {
     /// Alert rules, active alerts and the webhook outbox (single node; see
     /// [`crate::routes::alerts`]).
     pub alerts: Arc<Alerts>,
+    /// The per-minute history of this node's topics and subscriptions.
+    pub history: Arc<crate::history::History>,
     draining: AtomicBool,
 }
 
@@ -79,6 +81,7 @@ impl AppState {
             cluster: None,
             liveness: None,
             alerts,
+            history: Arc::new(crate::history::History::in_memory(Default::default())),
             draining: AtomicBool::new(false),
         }))
     }
@@ -99,8 +102,19 @@ impl AppState {
             cluster: Some(cluster),
             liveness: Some(liveness),
             alerts: Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
+            history: Arc::new(crate::history::History::in_memory(Default::default())),
             draining: AtomicBool::new(false),
         }))
+    }
+
+    /// This state with `history` in place of the in-memory one it was built with. Call it
+    /// before the state is shared (cloned); a shared state is returned unchanged.
+    pub fn with_history(mut self, history: Arc<crate::history::History>) -> Self {
+        match Arc::get_mut(&mut self.0) {
+            Some(shared) => shared.history = history,
+            None => tracing::warn!("the app state is shared: the history is not replaced"),
+        }
+        self
     }
 
     /// Starts draining: `/readyz` turns 503 and pending long-polls return what they have
@@ -132,8 +146,14 @@ pub fn app(state: AppState) -> Router {
         None => router,
     };
     router
-        .layer(axum::middleware::from_fn_with_state(state, edge::edge))
-        .layer(axum::middleware::from_fn(metrics::track_requests))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            edge::edge,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            metrics::track_requests,
+        ))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

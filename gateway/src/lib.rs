@@ -9,7 +9,7 @@
 //!   [`Settings`].
 //! - [`routes`]: one file per resource: `health`, `topics`, `produce`, `delays` (cancel),
 //!   `subscriptions`, `consume`, `seek`, `dead_letters` (redrive), `stream` (SSE),
-//!   `partitions`, `docs`, `metrics`. Request and reply DTOs live beside their handlers.
+//!   `partitions`, `docs`, `metrics`, `stats` (history and rankings). Request and reply DTOs live beside their handlers.
 //! - [`problem`]: [`ApiError`], its one `IntoResponse`, and the ONE mapping from
 //!   [`broker_core::BrokerError`] to status and `code`; [`codes`]: every stable code.
 //! - [`extract`]: JSON, path and query extractors whose rejections become problem+json.
@@ -50,6 +50,8 @@
 //!   queue (no routes or I/O yet).
 //! - [`console`]: the web console's files (served at `/ui` by [`routes::console`]), built
 //!   into the binary.
+//! - [`history`]: the per-minute history of topics and subscriptions: the sampler, the
+//!   request figures, the ring files under `<data>/history/`; `routes::stats` serves it.
 //! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
 //!   `read`, `stats`): an HTTP client of a running node.
 //!
@@ -72,6 +74,7 @@ pub mod edge;
 pub mod extract;
 pub mod forward;
 pub mod gather;
+pub mod history;
 pub mod integral_floats;
 pub mod io_timeout;
 pub mod json_object;

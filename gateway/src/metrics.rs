@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request};
-use axum::http::Method;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use broker_core::sync::{read, write};
@@ -31,6 +31,8 @@ use metrics::{
     histogram,
 };
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::app::AppState;
 
 /// Requests answered, per `method`, `route` (template) and `status`.
 pub const HTTP_REQUESTS: &str = "wharf_http_requests_total";
@@ -179,17 +181,54 @@ fn describe() {
 }
 
 /// Counts and times every request by method, matched route template and status (the
-/// outermost layer but the request id and tracing, so the edge's refusals count too).
-pub async fn track_requests(request: Request, next: Next) -> Response {
+/// outermost layer but the request id and tracing, so the edge's refusals count too); a
+/// request on a topic (a `/v1/topics/{topic}` route, less long-polls, streams and offset
+/// reads) also goes to the per-minute history's figures.
+pub async fn track_requests(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_label(request.method());
+    let topic = route
+        .as_ref()
+        .and_then(|route| history_topic(request.method(), route.as_str(), &request));
     let started = Instant::now();
     let response = next.run(request).await;
     let route = route.as_ref().map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
-    let (requests, seconds) = request_series(method, route, response.status().as_u16());
+    let status = response.status();
+    let (requests, seconds) = request_series(method, route, status.as_u16());
     requests.increment(1);
-    seconds.record(started.elapsed().as_secs_f64());
+    let elapsed = started.elapsed();
+    seconds.record(elapsed.as_secs_f64());
+    if let Some((topic, produce)) = topic
+        && status != StatusCode::NOT_FOUND
+    {
+        let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        let failed = produce && !status.is_success();
+        state.history.requests.record(&topic, latency_ms, failed);
+    }
     response
+}
+
+/// The topic a request counts for in the per-minute history, and whether it is a produce:
+/// a route under `/v1/topics/{topic}` that the client sent (a request forwarded by another
+/// node was counted there), except the ones that wait by design (a receive's long-poll, a
+/// stream, an offset read), whose time is not latency.
+fn history_topic(method: &Method, route: &str, request: &Request) -> Option<(String, bool)> {
+    const WAITING: [&str; 3] = ["/receive", "/stream", "/partitions/{partition}/messages"];
+    let rest = route.strip_prefix("/v1/topics/{topic}")?;
+    if WAITING.iter().any(|tail| rest.ends_with(tail))
+        || request
+            .headers()
+            .contains_key(crate::forward::FORWARDED_HEADER)
+    {
+        return None;
+    }
+    let segments = crate::auth::policy::segments(request.uri().path());
+    let topic = segments.get(2)?.clone();
+    Some((topic, method == Method::POST && rest == "/messages"))
 }
 
 /// The request counter and latency histogram of one method, route and status.

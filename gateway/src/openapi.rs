@@ -14,7 +14,7 @@ use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
     alerts, cluster, cluster_admin, console, consume, dead_letters, delays, docs, health, metrics,
-    partitions, produce, seek, stream, subscriptions, topics,
+    partitions, produce, seek, stats, stream, subscriptions, topics,
 };
 
 #[derive(OpenApi)]
@@ -46,6 +46,8 @@ use crate::routes::{
         (name = "docs", description = "This document and the reference page."),
         (name = "metrics", description = "Prometheus metrics of the node."),
         (name = "console", description = "The web console: a page and its files."),
+        (name = "stats",
+            description = "Per-minute history of topics and subscriptions, and rankings."),
     ),
     components(schemas(Problem))
 )]
@@ -93,6 +95,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .routes(routes!(metrics::metrics))
         .routes(routes!(console::console_page))
         .routes(routes!(console::console_asset))
+        .routes(routes!(stats::history))
+        .routes(routes!(stats::top))
 }
 
 static DOCUMENT: LazyLock<Document> = LazyLock::new(|| {

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::{Broker, BrokerError};
@@ -15,6 +16,8 @@ use crate::alerts::Alerts;
 use crate::app::{AppState, app};
 use crate::config::Settings;
 use crate::edge::Edge;
+use crate::history::History;
+use crate::history::sampler::Sampler;
 
 /// How long a graceful shutdown waits for open requests before it stops anyway, in
 /// milliseconds. Long-polls end within a second of draining, so only slow uploads and stuck
@@ -45,7 +48,8 @@ pub enum ServeError {
 /// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
 /// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
 /// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
-/// left behind), then shuts the broker down.
+/// left behind), then stops the history sampler (writing the minutes being filled) and shuts
+/// the broker down. The history's files are loaded before serving starts.
 pub async fn serve(
     listener: TcpListener,
     settings: Settings,
@@ -83,6 +87,8 @@ pub async fn serve(
         settings.edge().clone(),
         settings.max_body_bytes(),
     );
+    let history = open_history(&settings).await?;
+    let sampler = Sampler::start(Arc::clone(&history), Arc::clone(&broker));
     let Some(port) = cluster_port else {
         let alerts = Alerts::load(settings.alerts(), &broker)
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
@@ -90,22 +96,35 @@ pub async fn serve(
         let tasks = alerts
             .start(broker.clone())
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
-        let state = AppState::with_alerts(broker.clone(), edge, alerts);
+        let state = AppState::with_alerts(broker.clone(), edge, alerts).with_history(history);
         serve_app(listener, state, shutdown).await;
         tasks.stop().await;
+        sampler.stop().await;
         broker.shutdown().await;
         return Ok(());
     };
     let state = AppState::clustered(
         broker.clone(),
         edge,
-        std::sync::Arc::clone(&port.node),
+        Arc::clone(&port.node),
         port.liveness.clone(),
-    );
+    )
+    .with_history(history);
     serve_app(listener, state, shutdown).await;
+    sampler.stop().await;
     port.shutdown().await;
     broker.shutdown().await;
     Ok(())
+}
+
+/// The per-minute history under the data folder, its retained minutes loaded (blocking pool).
+async fn open_history(settings: &Settings) -> Result<Arc<History>, ServeError> {
+    let data_dir = settings.data_dir().to_owned();
+    let retention = settings.history_retention();
+    let hooks = settings.history_hooks().cloned();
+    let history =
+        tokio::task::spawn_blocking(move || History::open(&data_dir, retention, hooks)).await??;
+    Ok(Arc::new(history))
 }
 
 /// Serves `state`'s app until `shutdown` resolves, then drains: new connections are refused,

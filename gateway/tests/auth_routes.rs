@@ -34,6 +34,18 @@ fn routes() -> Vec<(&'static str, String, Value, Needs)> {
         ("GET", "/v1/topics".into(), Value::Null, Needs::Token),
         (
             "GET",
+            "/v1/stats/history?topic=orders.missing".into(),
+            Value::Null,
+            Needs::Consume,
+        ),
+        (
+            "GET",
+            "/v1/stats/top?by=backlog".into(),
+            Value::Null,
+            Needs::Token,
+        ),
+        (
+            "GET",
             "/v1/topics/orders.missing".into(),
             Value::Null,
             Needs::AnyGrant,

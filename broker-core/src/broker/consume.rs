@@ -123,6 +123,7 @@ impl Broker {
                     .sum();
                 sub.counters
                     .delivered(topic, subscription, deliveries.len(), redelivered, bytes);
+                open.counters.consumed(deliveries.len(), bytes);
                 return Ok(deliveries);
             }
             let now = tokio::time::Instant::now();

@@ -157,6 +157,7 @@ impl Broker {
         }
         tracing::info!(subscription = %sub.config.name, dead_letters = records.len(), "moved to the dead-letter topic");
         telemetry::dead_lettered(&topic.config().name, &sub.config.name, records.len());
+        sub.counters.dead_lettered(records.len());
         Ok(())
     }
 

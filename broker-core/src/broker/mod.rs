@@ -16,6 +16,7 @@
 //!   redriven records appended at the source partitions' leaders, the cursor in the
 //!   dead-letter partition's own log).
 //! - `alert_rules`: the gateway's alert rules (opaque) and the figures they sample.
+//! - `history_totals`: the counters the per-minute history samples.
 //! - `zones`: keeping traffic in a node's zone; `follower_reads`: offset reads an in-sync
 //!   follower serves.
 //!
@@ -35,6 +36,7 @@ mod dead_letters;
 mod delays;
 mod detached;
 mod follower_reads;
+mod history_totals;
 mod live_tables;
 mod metadata;
 mod partition_state;
@@ -52,6 +54,7 @@ pub use checkpoint::CHECKPOINT_EVERY_MS;
 pub use consume::REDRIVE_HEADER;
 pub use dead_letters::{DEFAULT_REDRIVE_PER_SECOND, ORIGIN_PREFIX};
 pub use delays::PRESTAGE_LEAD_MS;
+pub use history_totals::TopicHistoryTotals;
 pub use produce::valid_id;
 pub use seek::SeekTarget;
 pub use settle::MAX_NACK_DELAY_MS;
@@ -321,6 +324,12 @@ impl Broker {
     /// not-found.
     pub fn set_metadata_behind(&self, behind: bool) {
         self.metadata_behind.store(behind, Ordering::SeqCst);
+    }
+
+    /// Whether this node's metadata may still lack topics and subscriptions that exist (see
+    /// [`Broker::set_metadata_behind`]); never on a single node.
+    pub fn metadata_behind(&self) -> bool {
+        self.metadata_behind.load(Ordering::SeqCst)
     }
 
     fn check_running(&self) -> Result<()> {

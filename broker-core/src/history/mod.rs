@@ -15,7 +15,7 @@
 //! # Layout
 //! - [`record`]: [`MinuteRecord`], one minute of one series ([`TopicMinute`],
 //!   [`SubscriptionMinute`]) and the figures it holds ([`TopicCounter`], [`SubscriptionCounter`],
-//!   [`SubscriptionGauge`]).
+//!   [`SubscriptionGauge`], [`TopicGauge`]).
 //! - [`aggregator`]: [`MinuteAggregator`], samples of cumulative counters and gauges taken at
 //!   any time into one record per minute.
 //! - [`retention`]: [`RetentionMinutes`], how many minutes a series keeps, within its bounds.
@@ -38,7 +38,7 @@ pub use error::HistoryError;
 pub use ranking::{RankBy, Rankable, Ranked, RankingQuery, top};
 pub use record::{
     GaugeMinute, MinuteRecord, SubscriptionCounter, SubscriptionGauge, SubscriptionMinute,
-    TopicCounter, TopicMinute,
+    TopicCounter, TopicGauge, TopicMinute,
 };
 pub use retention::RetentionMinutes;
 pub use ring::{MinuteRing, SubscriptionRing, TopicRing};

@@ -1,8 +1,8 @@
 //! [`MinuteRecord`]: one minute of one series. A series has `C` counters, each the increase
 //! of a cumulative total within the minute, and `G` gauges, each the last and largest value
 //! sampled in the minute. A topic's series is a [`TopicMinute`]; a subscription's a
-//! [`SubscriptionMinute`]; the figures are named by [`TopicCounter`], [`SubscriptionCounter`]
-//! and [`SubscriptionGauge`].
+//! [`SubscriptionMinute`]; the figures are named by [`TopicCounter`], [`TopicGauge`],
+//! [`SubscriptionCounter`] and [`SubscriptionGauge`].
 
 use super::MAX_MINUTE;
 
@@ -71,8 +71,8 @@ impl<const C: usize, const G: usize> MinuteRecord<C, G> {
     }
 }
 
-/// A topic's minute: the [`TopicCounter`]s, no gauge.
-pub type TopicMinute = MinuteRecord<{ TopicCounter::ALL.len() }, 0>;
+/// A topic's minute: the [`TopicCounter`]s and [`TopicGauge`]s.
+pub type TopicMinute = MinuteRecord<{ TopicCounter::ALL.len() }, { TopicGauge::ALL.len() }>;
 
 /// A subscription's minute: the [`SubscriptionCounter`]s and [`SubscriptionGauge`]s.
 pub type SubscriptionMinute =
@@ -120,6 +120,31 @@ impl TopicCounter {
     }
 }
 
+/// A topic's gauges, in the order of [`MinuteRecord::gauges`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TopicGauge {
+    /// The 99th percentile of the latency of the requests on the topic answered in the
+    /// minute so far, ms (0 with no request).
+    LatencyP99Ms,
+}
+
+impl TopicGauge {
+    /// Every gauge, in record order.
+    pub const ALL: [TopicGauge; 1] = [TopicGauge::LatencyP99Ms];
+
+    /// Its name in the API (`latency_p99_ms`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TopicGauge::LatencyP99Ms => "latency_p99_ms",
+        }
+    }
+
+    /// Its index in [`MinuteRecord::gauges`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// A subscription's counters, in the order of [`MinuteRecord::counters`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SubscriptionCounter {
@@ -129,14 +154,17 @@ pub enum SubscriptionCounter {
     Nacks,
     /// Messages moved to the dead-letter queue.
     DeadLetters,
+    /// Deliveries made (first ones and redeliveries).
+    DeliveredMessages,
 }
 
 impl SubscriptionCounter {
     /// Every counter, in record order.
-    pub const ALL: [SubscriptionCounter; 3] = [
+    pub const ALL: [SubscriptionCounter; 4] = [
         SubscriptionCounter::Acks,
         SubscriptionCounter::Nacks,
         SubscriptionCounter::DeadLetters,
+        SubscriptionCounter::DeliveredMessages,
     ];
 
     /// Its name in the API (`acks`, …).
@@ -145,6 +173,7 @@ impl SubscriptionCounter {
             SubscriptionCounter::Acks => "acks",
             SubscriptionCounter::Nacks => "nacks",
             SubscriptionCounter::DeadLetters => "dead_letters",
+            SubscriptionCounter::DeliveredMessages => "delivered_messages",
         }
     }
 
@@ -188,6 +217,11 @@ impl TopicMinute {
     /// The increase of `counter` within the minute.
     pub fn counter(&self, counter: TopicCounter) -> u64 {
         self.counters[counter.index()]
+    }
+
+    /// The last and largest value of `gauge` within the minute.
+    pub fn gauge(&self, gauge: TopicGauge) -> GaugeMinute {
+        self.gauges[gauge.index()]
     }
 }
 

@@ -8,7 +8,7 @@ pub const DEFAULT_RETENTION_MINUTES: u64 = 7 * 24 * 60;
 /// so that a chart of the last hour never shows holes the retention made.
 pub const MIN_RETENTION_MINUTES: u64 = 60;
 /// The most minutes a setting may keep: 31 days. The ring takes its whole retention in
-/// memory (see [`MinuteRing`](super::MinuteRing)): a month is 2.9 MB per subscription, so a
+/// memory (see [`MinuteRing`](super::MinuteRing)): a month is 3.2 MB per subscription, so a
 /// typo of a few extra digits is refused rather than reserving gigabytes per series.
 pub const MAX_RETENTION_MINUTES: u64 = 31 * 24 * 60;
 

@@ -6,13 +6,13 @@
 //!
 //! | series | record | default retention (10,080 minutes) | per 1,000 series |
 //! |---|---|---|---|
-//! | topic ([`TopicRing`]) | 48 B: minute + 5 counters, 8 B each | 483,840 B (472.5 KiB) | 483.8 MB (461 MiB) |
-//! | subscription ([`SubscriptionRing`]) | 64 B: minute + 3 counters + 2 gauges (last, max) | 645,120 B (630 KiB) | 645.1 MB (615 MiB) |
+//! | topic ([`TopicRing`]) | 64 B: minute + 5 counters + 1 gauge (last, max), 8 B each | 645,120 B (630 KiB) | 645.1 MB (615 MiB) |
+//! | subscription ([`SubscriptionRing`]) | 72 B: minute + 4 counters + 2 gauges (last, max) | 725,760 B (708.75 KiB) | 725.8 MB (692 MiB) |
 //!
-//! plus 48 B for the ring itself and 112 B for the series'
+//! plus 48 B for the ring itself and 128 B for the series'
 //! [`MinuteAggregator`](super::MinuteAggregator). The figures are the types' sizes, checked by a test;
 //! at [`MAX_RETENTION_MINUTES`](super::retention::MAX_RETENTION_MINUTES) (31 days) a
-//! subscription's ring is 2,856,960 B.
+//! subscription's ring is 3,214,080 B.
 
 use super::MAX_MINUTE;
 use super::error::HistoryError;

@@ -19,6 +19,7 @@
 //! | `POST …/{s}/receive`, `ack`, `nack`, `extend`, `seek`; `GET …/{s}/stream` | `consume` on `t` |
 //! | `POST /v1/cluster/partitions/{t}/{p}/leader`, `POST /v1/cluster/rebalance`, `POST /v1/cluster/nodes/{id}/drain`, `DELETE /v1/cluster/nodes/{id}` | `admin:*` (admin on every topic) |
 //! | `POST`/`GET /v1/alerts/rules`, `GET`/`DELETE /v1/alerts/rules/{name}`, `GET /v1/alerts` | `admin:*` (rules post from the server to any allowed host and watch node-wide figures) |
+//! | `GET /v1/stats/history`, `GET /v1/stats/top` | a valid token; the handler asks `consume` or `admin` on the query's `topic` (`top` ranks only such topics) |
 //! | `GET /v1/cluster`, any other path | a valid token (then the router's 404/405) |
 //!
 //! Dead-letter topics are ordinary topics: reading, subscribing to or redriving one takes
@@ -109,6 +110,10 @@ pub const ROUTES: &[RouteRule] = &[
     row("GET", "/openapi.json", Rule::Docs, PLAIN),
     row("GET", "/metrics", Rule::Metrics, PLAIN),
     row("GET", "/v1/cluster", Rule::Authenticated, PLAIN),
+    // The topic is a query parameter: the handlers check `consume` or `admin` on it (and
+    // `top` lists only such topics).
+    row("GET", "/v1/stats/history", Rule::Authenticated, PLAIN),
+    row("GET", "/v1/stats/top", Rule::Authenticated, PLAIN),
     row(
         "POST",
         "/v1/cluster/partitions/{topic}/{partition}/leader",

@@ -20,7 +20,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WHARF_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// TOML file with the same keys as these flags (listen, data_dir, fsync, segment_bytes,
-    /// max_body_bytes, min_free_bytes).
+    /// max_body_bytes, min_free_bytes, history_retention_minutes).
     #[arg(long, env = "WHARF_CONFIG")]
     pub config: Option<PathBuf>,
     /// When to fsync: `always`, `never`, or an interval in milliseconds [default: always].
@@ -46,6 +46,10 @@ pub struct ServeArgs {
     /// [default: a random one made at each start].
     #[arg(long, env = "WHARF_ALERT_SECRET", hide_env_values = true)]
     pub alert_secret: Option<String>,
+    /// Minutes of per-minute history kept per topic and subscription, 60 to 44640
+    /// [default: 10080, 7 days].
+    #[arg(long, env = "WHARF_HISTORY_RETENTION_MINUTES")]
+    pub history_retention_minutes: Option<String>,
     /// Serve without authentication on a non-loopback address (no keys configured).
     #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
     pub allow_anonymous: bool,
@@ -75,6 +79,10 @@ impl ServeArgs {
             segment_bytes: self.segment_bytes.or(file.segment_bytes.map(value_text)),
             max_body_bytes: self.max_body_bytes.or(file.max_body_bytes.map(value_text)),
             min_free_bytes: self.min_free_bytes.or(file.min_free_bytes.map(value_text)),
+            history_retention_minutes: self
+                .history_retention_minutes
+                .or(file.history_retention_minutes.map(value_text)),
+            history_hooks: None,
             allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
             auth_keys: file.auth_keys,
             edge,

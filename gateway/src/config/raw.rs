@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use broker_core::FsyncPolicy;
 use broker_core::config::{DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES};
 use broker_core::disk_space::DEFAULT_MIN_FREE_BYTES;
+use broker_core::history::RetentionMinutes;
+use broker_core::history::retention::{MAX_RETENTION_MINUTES, MIN_RETENTION_MINUTES};
 use broker_core::limits::MAX_FRAME_BYTES;
 
 use super::alerts::{AlertRaw, freeze_alerts};
@@ -20,6 +22,7 @@ use super::settings::{
 };
 use super::values::parse_number;
 use crate::auth::KeySpec;
+use crate::history::HistoryHooks;
 
 /// Settings before validation: every value optional and still text.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +39,10 @@ pub struct RawSettings {
     pub max_body_bytes: Option<String>,
     /// See [`Settings::min_free_bytes`].
     pub min_free_bytes: Option<String>,
+    /// See [`Settings::history_retention`].
+    pub history_retention_minutes: Option<String>,
+    /// See [`Settings::history_hooks`] (tests only; no flag or key sets it).
+    pub history_hooks: Option<HistoryHooks>,
     /// Serve without auth on a non-loopback address.
     pub allow_anonymous: bool,
     /// Keys from the config file's `[[auth_keys]]`.
@@ -101,6 +108,19 @@ impl RawSettings {
             Some(text) => parse_number::<u64>("min_free_bytes", &text)?,
             None => DEFAULT_MIN_FREE_BYTES,
         };
+        let history_retention = match self.history_retention_minutes {
+            Some(text) => {
+                let minutes = parse_number::<u64>("history_retention_minutes", &text)?;
+                RetentionMinutes::new(minutes).map_err(|_| {
+                    invalid(
+                        "history_retention_minutes",
+                        &minutes.to_string(),
+                        format!("must be {MIN_RETENTION_MINUTES} to {MAX_RETENTION_MINUTES}"),
+                    )
+                })?
+            }
+            None => RetentionMinutes::default(),
+        };
         let (auth, mut edge) = freeze_edge(self.edge, self.auth_keys)?;
         if !auth.enabled() && !listen.ip().is_loopback() && !self.allow_anonymous {
             return Err(ConfigError::AnonymousOnNetwork { listen });
@@ -119,6 +139,8 @@ impl RawSettings {
             auth,
             edge,
             cluster,
+            history_retention,
+            history_hooks: self.history_hooks,
         })
     }
 }
@@ -156,6 +178,30 @@ mod tests {
         .freeze()
         .expect_err("too small");
         assert!(error.to_string().contains("segment_bytes"), "{error}");
+    }
+
+    #[test]
+    fn history_retention_defaults_to_a_week_and_is_checked_on_both_sides() {
+        let with = |minutes: Option<&str>| {
+            RawSettings {
+                history_retention_minutes: minutes.map(str::to_owned),
+                ..RawSettings::default()
+            }
+            .freeze()
+        };
+        let default = with(None).expect("valid");
+        assert_eq!(default.history_retention().get(), 10_080);
+        assert_eq!(
+            with(Some("60")).expect("valid").history_retention().get(),
+            60
+        );
+        assert!(with(Some("59")).is_err());
+        assert!(with(Some("44641")).is_err());
+        let error = with(Some("7")).expect_err("too few");
+        assert!(
+            error.to_string().contains("history_retention_minutes"),
+            "{error}"
+        );
     }
 
     #[test]

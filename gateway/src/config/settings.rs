@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use broker_core::{BrokerConfig, FsyncPolicy};
 
 use super::alerts::AlertSettings;
+use broker_core::history::RetentionMinutes;
+
 use super::cluster::ClusterSettings;
 use super::edge::EdgeSettings;
 use super::error::ConfigError;
 use super::raw::RawSettings;
 use crate::auth::Authenticator;
+use crate::history::HistoryHooks;
 
 /// Default listen address: loopback, so a fresh install is not open to the network.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -37,6 +40,8 @@ pub struct Settings {
     pub(super) edge: EdgeSettings,
     pub(super) cluster: Option<ClusterSettings>,
     pub(super) alerts: AlertSettings,
+    pub(super) history_retention: RetentionMinutes,
+    pub(super) history_hooks: Option<HistoryHooks>,
 }
 
 impl Settings {
@@ -99,6 +104,16 @@ impl Settings {
     /// folder's file system (0: never).
     pub fn min_free_bytes(&self) -> u64 {
         self.min_free_bytes
+    }
+
+    /// Minutes of per-minute history kept per topic and subscription.
+    pub fn history_retention(&self) -> RetentionMinutes {
+        self.history_retention
+    }
+
+    /// The history's test hooks, if a test set them.
+    pub fn history_hooks(&self) -> Option<&HistoryHooks> {
+        self.history_hooks.as_ref()
     }
 
     /// The broker's configuration.

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod partitions;
 pub mod produce;
 pub mod seek;
+pub mod stats;
 pub mod stream;
 pub mod subscriptions;
 pub mod topics;

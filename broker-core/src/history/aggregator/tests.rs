@@ -149,7 +149,7 @@ proptest! {
             now_ms += pause;
             total += added;
             samples.push((now_ms, total, gauge));
-            let totals = [total, 2 * total, 3 * total];
+            let totals = [total, 2 * total, 3 * total, 4 * total];
             let closed = aggregator.observe(now_ms, totals, [gauge, 100 - gauge]);
             records.extend(closed.expect("in order"));
         }
@@ -173,7 +173,7 @@ proptest! {
             let min = gauges.min().unwrap_or_default();
             expected.push(MinuteRecord {
                 minute,
-                counters: [increase, 2 * increase, 3 * increase],
+                counters: [increase, 2 * increase, 3 * increase, 4 * increase],
                 gauges: [
                     GaugeMinute { last, max },
                     GaugeMinute { last: 100 - last, max: 100 - min },

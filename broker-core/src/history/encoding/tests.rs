@@ -10,7 +10,7 @@ fn subscription_record() -> impl Strategy<Value = SubscriptionMinute> {
         last: a.min(b),
         max: a.max(b),
     });
-    (0..=MAX_MINUTE, any::<[u64; 3]>(), [gauge.clone(), gauge]).prop_map(
+    (0..=MAX_MINUTE, any::<[u64; 4]>(), [gauge.clone(), gauge]).prop_map(
         |(minute, counters, gauges)| MinuteRecord {
             minute,
             counters,
@@ -31,19 +31,39 @@ fn a_topic_record_is_laid_out_little_endian_with_its_version_first_and_checksum_
     let record = TopicMinute {
         minute: 0x0102,
         counters: [1, 2, 3, 4, 0x0A0B],
-        gauges: [],
+        gauges: [GaugeMinute {
+            last: 5,
+            max: 0x0C0D,
+        }],
     };
     let bytes = record.encode();
     assert_eq!(bytes.len(), TopicMinute::ENCODED_LEN);
     assert_eq!(
         (TopicMinute::ENCODED_LEN, SubscriptionMinute::ENCODED_LEN),
-        (53, 69)
+        (69, 77)
     );
     assert_eq!(bytes[0], RECORD_VERSION);
     assert_eq!(bytes[1..9], [0x02, 0x01, 0, 0, 0, 0, 0, 0]);
     assert_eq!(bytes[41..49], [0x0B, 0x0A, 0, 0, 0, 0, 0, 0]);
-    assert_eq!(bytes[49..], crc32c::crc32c(&bytes[..49]).to_le_bytes());
+    assert_eq!(bytes[49..57], [5, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(bytes[57..65], [0x0D, 0x0C, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(bytes[65..], crc32c::crc32c(&bytes[..65]).to_le_bytes());
     assert_eq!(TopicMinute::decode(&bytes), Ok(record));
+}
+
+#[test]
+fn a_version_one_record_is_not_read() {
+    let mut bytes = TopicMinute::starting(7, [0]).encode();
+    bytes[0] = 1;
+    let checksum = crc32c::crc32c(&bytes[..TopicMinute::ENCODED_LEN - CHECKSUM_LEN]);
+    bytes[TopicMinute::ENCODED_LEN - CHECKSUM_LEN..].copy_from_slice(&checksum.to_le_bytes());
+    assert_eq!(
+        TopicMinute::decode(&bytes),
+        Err(HistoryError::RecordVersion {
+            found: 1,
+            expected: RECORD_VERSION
+        })
+    );
 }
 
 #[test]
@@ -60,7 +80,7 @@ fn a_region_never_written_reads_as_version_zero() {
 
 #[test]
 fn a_record_one_byte_short_or_long_is_refused_by_its_length() {
-    let bytes = TopicMinute::starting(7, []).encode();
+    let bytes = TopicMinute::starting(7, [0]).encode();
     for len in [bytes.len() - 1, bytes.len() + 1, 0] {
         let mut resized = bytes.clone();
         resized.resize(len, 0);
@@ -75,8 +95,8 @@ fn a_record_one_byte_short_or_long_is_refused_by_its_length() {
     assert_eq!(
         SubscriptionMinute::decode(&bytes),
         Err(HistoryError::RecordLength {
-            len: 53,
-            expected: 69
+            len: 69,
+            expected: 77
         }),
         "a topic record is not a subscription's"
     );
@@ -96,7 +116,7 @@ fn a_write_torn_after_the_figures_fails_the_checksum() {
 #[test]
 fn a_checksummed_record_that_breaks_an_invariant_is_refused() {
     let mut body = vec![RECORD_VERSION];
-    for word in [3_u64, 0, 0, 0, 7, 6, 0, 0] {
+    for word in [3_u64, 0, 0, 0, 0, 7, 6, 0, 0] {
         body.extend_from_slice(&word.to_le_bytes());
     }
     assert_eq!(
@@ -106,10 +126,9 @@ fn a_checksummed_record_that_breaks_an_invariant_is_refused() {
         })
     );
     let mut body = vec![RECORD_VERSION];
-    for word in [MAX_MINUTE + 1, 0, 0, 0, 0] {
+    for word in [MAX_MINUTE + 1, 0, 0, 0, 0, 0, 0, 0] {
         body.extend_from_slice(&word.to_le_bytes());
     }
-    body.extend_from_slice(&[0; 8]);
     assert!(matches!(
         TopicMinute::decode(&sealed(body)),
         Err(HistoryError::RecordInconsistent { .. })

@@ -8,7 +8,7 @@ fn topic(minutes: &[(u64, u64, u64)]) -> TopicRing {
         let record = TopicMinute {
             minute,
             counters: [produced, 1_000 * produced, consumed, 1_000 * consumed, 0],
-            gauges: [],
+            gauges: [GaugeMinute::of(0)],
         };
         ring.insert(record).expect("kept");
     }
@@ -20,7 +20,7 @@ fn subscription(minutes: &[(u64, u64)]) -> SubscriptionRing {
     for &(minute, backlog) in minutes {
         let record = SubscriptionMinute {
             minute,
-            counters: [0; 3],
+            counters: [0; 4],
             gauges: [
                 GaugeMinute {
                     last: backlog,

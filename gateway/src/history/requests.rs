@@ -1,0 +1,136 @@
+//! [`RequestFigures`]: what the request middleware ([`crate::metrics::track_requests`]) counts
+//! per topic for the per-minute history: a small fixed-bucket latency histogram, read and
+//! reset by the sampler, and the produce requests that failed. A request costs a read lock on
+//! a map and a few relaxed atomic adds; the map is bounded by [`MAX_TRACKED_TOPICS`] and
+//! pruned to the existing topics at every sample.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use broker_core::sync::{read, write};
+
+/// Upper bounds of the latency buckets, ms: 1 ms (a cached read) to 30 s (the longest
+/// request timeout a plain request gets). A request slower than the last bound lands in one
+/// more bucket, whose percentile is reported as that last bound: a p99 of 30,000 means "at
+/// least 30 s".
+pub const LATENCY_BOUNDS_MS: [u64; 14] = [
+    1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000,
+];
+/// Buckets of a histogram: one per bound and the overflow one.
+pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_MS.len() + 1;
+/// The most topics counted at once: the map lives as long as the topics, and requests naming
+/// topics that do not exist (answered 404, not counted) cannot grow it; past this many
+/// topics, a topic not yet in the map is not counted until the next sample prunes it.
+pub const MAX_TRACKED_TOPICS: usize = 10_000;
+/// The percentile reported.
+const PERCENTILE: f64 = 0.99;
+
+/// Counts of requests per latency bucket.
+pub type LatencyCounts = [u64; LATENCY_BUCKETS];
+
+/// One topic's figures.
+#[derive(Debug, Default)]
+struct TopicRequests {
+    latency: [AtomicU64; LATENCY_BUCKETS],
+    produce_errors: AtomicU64,
+}
+
+/// Per topic: the latency histogram since the last sample and the produce errors since the
+/// topic was first counted.
+#[derive(Debug, Default)]
+pub struct RequestFigures {
+    topics: RwLock<HashMap<String, Arc<TopicRequests>>>,
+}
+
+impl RequestFigures {
+    /// Counts a request on `topic` that took `latency_ms`; `produce_failed` when it was a
+    /// produce answered with an error.
+    pub fn record(&self, topic: &str, latency_ms: u64, produce_failed: bool) {
+        let known = read(&self.topics).get(topic).cloned();
+        let figures = match known {
+            Some(figures) => figures,
+            None => {
+                let mut topics = write(&self.topics);
+                if topics.len() >= MAX_TRACKED_TOPICS && !topics.contains_key(topic) {
+                    return;
+                }
+                Arc::clone(topics.entry(topic.to_owned()).or_default())
+            }
+        };
+        let bucket = LATENCY_BOUNDS_MS
+            .iter()
+            .position(|&bound| latency_ms <= bound)
+            .unwrap_or(LATENCY_BOUNDS_MS.len());
+        figures.latency[bucket].fetch_add(1, Ordering::Relaxed);
+        if produce_failed {
+            figures.produce_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `topic`'s latency counts since the last call (reset to zero) and its produce errors
+    /// so far.
+    pub fn take(&self, topic: &str) -> (LatencyCounts, u64) {
+        let Some(figures) = read(&self.topics).get(topic).cloned() else {
+            return ([0; LATENCY_BUCKETS], 0);
+        };
+        let counts = std::array::from_fn(|i| figures.latency[i].swap(0, Ordering::Relaxed));
+        (counts, figures.produce_errors.load(Ordering::Relaxed))
+    }
+
+    /// Forgets every topic not in `existing`.
+    pub fn prune(&self, existing: &HashSet<&str>) {
+        write(&self.topics).retain(|topic, _| existing.contains(topic.as_str()));
+    }
+}
+
+/// The 99th percentile of `counts`, ms: the bound of the bucket holding it (0 with no
+/// request).
+pub fn p99_ms(counts: &LatencyCounts) -> u64 {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let rank = ((total as f64) * PERCENTILE).ceil() as u64;
+    let mut seen = 0;
+    for (bucket, count) in counts.iter().enumerate() {
+        seen += count;
+        if seen >= rank {
+            return LATENCY_BOUNDS_MS[bucket.min(LATENCY_BOUNDS_MS.len() - 1)];
+        }
+    }
+    LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.len() - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_p99_is_the_bound_of_the_bucket_holding_it() {
+        let figures = RequestFigures::default();
+        for _ in 0..98 {
+            figures.record("t", 3, false);
+        }
+        figures.record("t", 40, true);
+        figures.record("t", 90_000, false);
+        let (counts, errors) = figures.take("t");
+        assert_eq!(errors, 1);
+        assert_eq!(counts.iter().sum::<u64>(), 100);
+        assert_eq!(p99_ms(&counts), 50, "the 99th of 100 is the 40 ms one");
+        let (again, errors) = figures.take("t");
+        assert_eq!((p99_ms(&again), errors), (0, 1), "taken counts are reset");
+        figures.record("t", 90_000, false);
+        assert_eq!(p99_ms(&figures.take("t").0), 30_000);
+    }
+
+    #[test]
+    fn pruning_forgets_topics_that_are_gone() {
+        let figures = RequestFigures::default();
+        figures.record("a", 1, true);
+        figures.record("b", 1, true);
+        figures.prune(&HashSet::from(["a"]));
+        assert_eq!(figures.take("a").1, 1);
+        assert_eq!(figures.take("b").1, 0);
+    }
+}
