@@ -257,7 +257,7 @@ pub async fn produce(
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
     let topic = path.topic.clone();
-    let produced = produce_body(&state, path, query, &uri, &headers, charge, body).await;
+    let produced = produce_body(&state, path, query, &uri, &headers, charge, origin, body).await;
     if produced.is_err() {
         state.alerts.produce_errors().count(&topic);
     }
@@ -265,6 +265,10 @@ pub async fn produce(
 }
 
 /// [`produce`] but the count of its failures (the `produce_errors` alerts' figure).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of the request `produce` extracted, handed on as they are"
+)]
 async fn produce_body(
     state: &AppState,
     path: TopicPath,
@@ -272,6 +276,7 @@ async fn produce_body(
     uri: &axum::http::Uri,
     headers: &HeaderMap,
     charge: Option<Extension<BodyCharge>>,
+    origin: std::sync::Arc<broker_core::Origin>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let ack = query.ack.unwrap_or_default();
