@@ -108,6 +108,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The web console.
+         * @description One page (hash routing): topics, subscriptions, message lookup, alerts and the cluster,
+         *     read through this API with the bearer token entered on the page. Public: the page holds no
+         *     data. Served with a strict `Content-Security-Policy` (this origin only, no inline script).
+         */
+        get: operations["console_page"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/{asset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the web console: `index.html`, `console.js`, `console.css`, `uPlot.iife.min.js`,
+         *     `uPlot.min.css`.
+         */
+        get: operations["console_asset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the alerts firing now. */
+        get: operations["active_alerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the alert rules. */
+        get: operations["list_rules"];
+        put?: never;
+        /**
+         * Create an alert rule.
+         * @description Validated, stored durably, then evaluated from the next tick. Its firing and resolved
+         *     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
+         *     (or the server's). The answer never shows the secret. Needs `admin:*`.
+         */
+        post: operations["create_rule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alerts/rules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Describe an alert rule. */
+        get: operations["get_rule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an alert rule.
+         * @description A firing alert of the rule is resolved (its webhook gets the resolved event) at the
+         *     next tick.
+         */
+        delete: operations["delete_rule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster": {
         parameters: {
             query?: never;
@@ -221,6 +325,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stats/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Per-minute history of a topic or a subscription.
+         * @description One point per minute with a record over the last `minutes` (the current, unfinished
+         *     minute last). Needs `consume` or `admin` on the topic.
+         */
+        get: operations["history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/top": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Topics or subscriptions ranked by backlog, produced or consumed messages.
+         * @description Only topics on which the caller has `consume` or `admin` are ranked.
+         */
+        get: operations["top"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics": {
         parameters: {
             query?: never;
@@ -309,6 +454,12 @@ export interface paths {
          *     `Wharf-Durability` of its parts; a part that fails makes the answer that part's error,
          *     and the other parts may have been stored (retry with the same message `id`s: the
          *     repeats are answered as duplicates, not stored again).
+         *
+         *     Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+         *     in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+         *     headers are the request's own context and are not copied into its messages). They are
+         *     stored with the message and handed back on every delivery (receive, stream, offset read,
+         *     dead letter, redrive); a malformed one refuses the whole request with 400.
          *
          *     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
          *     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
@@ -682,6 +833,108 @@ export interface components {
             /** @description Receipts that failed, with why. */
             failed: components["schemas"]["FailedReceipt"][];
         };
+        /**
+         * @description An alert that is firing, as `GET /v1/alerts` lists it. Times are epoch ms on the node's
+         *     steady clock, as in webhook bodies.
+         */
+        ActiveAlert: {
+            /** @description The rule's name. */
+            rule: string;
+            /** @description The rule's kind. */
+            kind: components["schemas"]["AlertKind"];
+            /** @description Always `firing` (pending rules are not alerts yet). */
+            state: string;
+            /** @description The rule's topic, if it has one. */
+            topic?: string | null;
+            /** @description The rule's subscription, if it has one. */
+            subscription?: string | null;
+            /**
+             * Format: int64
+             * @description When the condition began to hold.
+             */
+            since_ms: number;
+            /**
+             * Format: int64
+             * @description When the alert fired.
+             */
+            fired_at_ms: number;
+            /**
+             * Format: double
+             * @description The value last sampled (for `consumer_offline`, the backlog).
+             */
+            value: number;
+            /**
+             * Format: double
+             * @description The rule's threshold (`null` for `consumer_offline`).
+             */
+            threshold?: number | null;
+        };
+        /** @description The alerts firing now. */
+        ActiveAlertList: {
+            /** @description The alerts, in rule name order, as of the last evaluation (at most one tick old). */
+            alerts: components["schemas"]["ActiveAlert"][];
+        };
+        /**
+         * @description What a rule watches. Each kind says what its samples' value is (see
+         *     [`Sample`](super::evaluation::Sample)); the condition is "value above `threshold`",
+         *     held for `for_ms`, except for [`AlertKind::ConsumerOffline`].
+         * @enum {string}
+         */
+        AlertKind: "backlog" | "oldest_unacked_age" | "consumer_offline" | "dead_letters" | "produce_errors" | "disk";
+        /**
+         * @description An alert rule as the API takes and shows it. Unknown fields are refused, as in every
+         *     request body of the API. Check it with [`AlertRule::validate`].
+         */
+        AlertRule: {
+            /**
+             * @description The rule's name, unique on the server: `[A-Za-z0-9._-]{1,200}`, not starting with
+             *     `__` (kept for the server's own rules), and not `.` or `..`.
+             */
+            name: string;
+            /** @description What the rule watches. */
+            kind: components["schemas"]["AlertKind"];
+            /**
+             * @description The topic watched: required by `backlog`, `oldest_unacked_age`, `consumer_offline`
+             *     and `dead_letters`; optional for `produce_errors` (absent: every topic); refused by
+             *     `disk`.
+             */
+            topic?: string | null;
+            /**
+             * @description The subscription watched: required by `backlog`, `oldest_unacked_age` and
+             *     `consumer_offline`; optional for `dead_letters` (absent: every subscription of the
+             *     topic); refused by `produce_errors` and `disk`.
+             */
+            subscription?: string | null;
+            /**
+             * Format: double
+             * @description The value the kind's measure must exceed: messages (`backlog`), ms
+             *     (`oldest_unacked_age`), events per minute (`dead_letters`, `produce_errors`) or a
+             *     share from 0 to 0.999 (`disk`). Required, except for `consumer_offline`, which
+             *     refuses it.
+             */
+            threshold?: number | null;
+            /**
+             * Format: int64
+             * @description How long the condition must hold before the alert fires, 0 to 86400000 ms (default
+             *     0: at once); `consumer_offline` needs at least 5000 ms.
+             */
+            for_ms?: number;
+            /**
+             * @description Where firing and resolved events are posted: an `http` or `https` URL without user
+             *     name or password, at most 2048 bytes, allowed by the server's webhook allow-list.
+             */
+            webhook_url: string;
+            /**
+             * @description The key of this rule's `Wharf-Signature` HMAC, 16 to 256 bytes (absent: the server's
+             *     secret). Write-only: stored, never shown in an answer.
+             */
+            secret?: string | null;
+        };
+        /** @description Every alert rule. */
+        AlertRuleList: {
+            /** @description The rules, in name order (secrets left out). */
+            rules: components["schemas"]["AlertRule"][];
+        };
         /** @description The cluster as the answering node sees it. */
         ClusterView: {
             /**
@@ -845,6 +1098,20 @@ export interface components {
             /** @description `ok` (liveness) or `ready` (readiness). */
             status: string;
         };
+        /**
+         * @description A history: one point per minute that has a record, oldest first; the last is the current
+         *     minute, still being filled.
+         */
+        HistoryAnswer: {
+            /** @description The topic. */
+            topic: string;
+            /** @description The subscription, or `null` for the topic's history. */
+            subscription?: string | null;
+            /** @description The minutes. */
+            points: components["schemas"]["HistoryPoint"][];
+        };
+        /** @description One minute of a topic or of a subscription. */
+        HistoryPoint: components["schemas"]["TopicPoint"] | components["schemas"]["SubscriptionPoint"];
         /** @description A partition's leadership after a move. */
         LeaderView: {
             /** @description The topic. */
@@ -901,6 +1168,13 @@ export interface components {
              * @description Publish time, Unix epoch milliseconds.
              */
             publish_time_ms: number;
+            /**
+             * @description The producer's W3C `traceparent`, as given (absent when none was).
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent?: string | null;
+            /** @description The producer's W3C `tracestate`, as given (absent when none was). */
+            tracestate?: string | null;
         };
         /** @description Where a partition's leadership is to go. */
         MoveLeaderRequest: {
@@ -1107,6 +1381,19 @@ export interface components {
              * @description Deliver at this Unix epoch millisecond (up to one year ahead; now or past: at once).
              */
             deliver_at_ms?: number | null;
+            /**
+             * @description W3C Trace Context `traceparent` of the producer's span (level 1: version `00`, or a
+             *     later version whose first 55 characters parse as `00`'s; not `ff`; ids not all
+             *     zeros). Stored with the message and handed back on every delivery.
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent?: string | null;
+            /**
+             * @description W3C Trace Context `tracestate`: at most 512 printable ASCII characters, at most 32
+             *     comma-separated `key=value` members; only with a `traceparent`.
+             * @example rojo=00f067aa0ba902b7
+             */
+            tracestate?: string | null;
         };
         /** @description A batch of messages to produce. */
         ProduceRequest: {
@@ -1367,6 +1654,54 @@ export interface components {
             /** @description The subscriptions, by name. */
             subscriptions: components["schemas"]["Subscription"][];
         };
+        /** @description One minute of a subscription. */
+        SubscriptionPoint: {
+            /**
+             * Format: int64
+             * @description The minute's start, epoch ms.
+             */
+            time_ms: number;
+            /**
+             * Format: int64
+             * @description Deliveries made (first ones and redeliveries).
+             */
+            delivered_messages: number;
+            /**
+             * Format: int64
+             * @description Messages acked.
+             */
+            acks: number;
+            /**
+             * Format: int64
+             * @description Messages nacked.
+             */
+            nacks: number;
+            /**
+             * Format: int64
+             * @description Messages moved to the dead-letter topic.
+             */
+            dead_letters: number;
+            /**
+             * Format: int64
+             * @description The backlog at the minute's last sample.
+             */
+            backlog: number;
+            /**
+             * Format: int64
+             * @description The largest backlog sampled in the minute.
+             */
+            backlog_max: number;
+            /**
+             * Format: int64
+             * @description The oldest unacked message's age at the minute's last sample, ms (0: none).
+             */
+            oldest_unacked_age_ms: number;
+            /**
+             * Format: int64
+             * @description The largest oldest unacked age sampled in the minute, ms.
+             */
+            oldest_unacked_age_ms_max: number;
+        };
         /** @description A subscription's counters and gauges at the time of the call. */
         SubscriptionStatsView: {
             /**
@@ -1428,6 +1763,35 @@ export interface components {
              */
             unacked_limit_reached_partitions: number;
         };
+        /** @description A ranking. */
+        TopAnswer: {
+            /** @description What it ranks by. */
+            by: components["schemas"]["TopBy"];
+            /**
+             * Format: int64
+             * @description The window, minutes.
+             */
+            minutes: number;
+            /** @description Highest value first, equal values by topic then subscription name. */
+            items: components["schemas"]["TopItem"][];
+        };
+        /**
+         * @description What a ranking ranks by.
+         * @enum {string}
+         */
+        TopBy: "backlog" | "produced" | "consumed";
+        /** @description One ranked series. */
+        TopItem: {
+            /** @description The topic. */
+            topic: string;
+            /** @description The subscription, or `null` when topics are ranked. */
+            subscription?: string | null;
+            /**
+             * Format: int64
+             * @description Its value: messages, or the backlog.
+             */
+            value: number;
+        };
         /** @description A topic's settings and stats. */
         Topic: {
             /** @description Name. */
@@ -1480,6 +1844,45 @@ export interface components {
         TopicList: {
             /** @description The topics, by name. */
             topics: components["schemas"]["Topic"][];
+        };
+        /** @description One minute of a topic. */
+        TopicPoint: {
+            /**
+             * Format: int64
+             * @description The minute's start, epoch ms.
+             */
+            time_ms: number;
+            /**
+             * Format: int64
+             * @description Messages produced in the minute.
+             */
+            produced_messages: number;
+            /**
+             * Format: int64
+             * @description Value bytes produced.
+             */
+            produced_bytes: number;
+            /**
+             * Format: int64
+             * @description Messages delivered, over all the topic's subscriptions.
+             */
+            consumed_messages: number;
+            /**
+             * Format: int64
+             * @description Value bytes delivered.
+             */
+            consumed_bytes: number;
+            /**
+             * Format: int64
+             * @description Produce requests answered with an error (4xx or 5xx).
+             */
+            produce_errors: number;
+            /**
+             * Format: int64
+             * @description The 99th percentile of the latency of the requests on the topic in the minute, ms
+             *     (bucket bounds 1 ms to 30 s; long-polls, streams and offset reads are left out).
+             */
+            latency_p99_ms: number;
         };
     };
     responses: never;
@@ -1742,6 +2145,524 @@ export interface operations {
                 };
             };
             /** @description The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    console_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console's page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified since the `ETag` given in `If-None-Match` */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    console_asset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's name, e.g. `console.js`. */
+                asset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
+                    "text/html": string;
+                };
+            };
+            /** @description Not modified since the `ETag` given in `If-None-Match` */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such file (`asset_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    active_alerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The active alerts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActiveAlertList"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A cluster node (`not_supported_in_cluster`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_rules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRuleList"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A cluster node (`not_supported_in_cluster`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AlertRule"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description An invalid field: kind, scope, threshold, for_ms, secret, a webhook URL that is not http(s) or not in the allow-list, an unknown topic or subscription (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rule of that name exists (`alert_rule_exists`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over `max_body_bytes` (`message_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not JSON (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A cluster node (`not_supported_in_cluster`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertRule"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such rule (`alert_rule_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A cluster node (`not_supported_in_cluster`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_rule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rule's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such rule (`alert_rule_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A cluster node (`not_supported_in_cluster`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2188,6 +3109,181 @@ export interface operations {
                 };
             };
             /** @description The controller has no leader (`not_leader`); see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    history: {
+        parameters: {
+            query: {
+                /** @description The topic. */
+                topic: string;
+                /** @description A subscription of the topic: its history instead of the topic's. */
+                subscription?: string;
+                /** @description Minutes up to and including the current one, 1 to 1440 (default 60). */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The minutes, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryAnswer"];
+                };
+            };
+            /** @description A parameter missing or out of range (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No `consume` or `admin` grant on the topic (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such topic or subscription (`topic_not_found`, `subscription_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    top: {
+        parameters: {
+            query: {
+                /**
+                 * @description What to rank by: `backlog` (subscriptions, latest backlog), `produced` (topics,
+                 *     messages produced over the window) or `consumed` (subscriptions, messages delivered
+                 *     over the window).
+                 */
+                by: components["schemas"]["TopBy"];
+                /** @description Series returned, 1 to 100 (default 10). */
+                limit?: number;
+                /** @description Minutes of the window up to and including the current one, 1 to 1440 (default 5). */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ranking */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopAnswer"];
+                };
+            };
+            /** @description A parameter missing or out of range (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2645,6 +3741,10 @@ export interface operations {
             header?: {
                 /** @description Raw bodies only: the message's client-chosen id (see `id` in a JSON batch) */
                 "Idempotency-Key"?: string | null;
+                /** @description Raw bodies only: the W3C Trace Context `traceparent` stored with the message (see `traceparent` in a JSON batch) */
+                traceparent?: string | null;
+                /** @description Raw bodies only: the W3C Trace Context `tracestate`, with a `traceparent` */
+                tracestate?: string | null;
             };
             path: {
                 /** @description Topic name. */
@@ -2682,7 +3782,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProduceResponse"];
                 };
             };
-            /** @description Malformed batch, bad value fields, bad query, a bad `id`, tag or delay, or both delay fields (`invalid_request`) */
+            /** @description Malformed batch, bad value fields, bad query, a bad `id`, tag, delay or trace context, or both delay fields (`invalid_request`) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -2,6 +2,11 @@
 
 from .ack_request import AckRequest
 from .ack_response import AckResponse
+from .active_alert import ActiveAlert
+from .active_alert_list import ActiveAlertList
+from .alert_kind import AlertKind
+from .alert_rule import AlertRule
+from .alert_rule_list import AlertRuleList
 from .cluster_view import ClusterView
 from .create_subscription_request import CreateSubscriptionRequest
 from .create_topic_request import CreateTopicRequest
@@ -13,6 +18,7 @@ from .failed_receipt import FailedReceipt
 from .filter_body import FilterBody
 from .group_view import GroupView
 from .health_status import HealthStatus
+from .history_answer import HistoryAnswer
 from .leader_view import LeaderView
 from .log_message import LogMessage
 from .log_message_headers import LogMessageHeaders
@@ -51,13 +57,23 @@ from .seek_response_positions import SeekResponsePositions
 from .start import Start
 from .subscription import Subscription
 from .subscription_list import SubscriptionList
+from .subscription_point import SubscriptionPoint
 from .subscription_stats_view import SubscriptionStatsView
+from .top_answer import TopAnswer
+from .top_by import TopBy
+from .top_item import TopItem
 from .topic import Topic
 from .topic_list import TopicList
+from .topic_point import TopicPoint
 
 __all__ = (
     "AckRequest",
     "AckResponse",
+    "ActiveAlert",
+    "ActiveAlertList",
+    "AlertKind",
+    "AlertRule",
+    "AlertRuleList",
     "ClusterView",
     "CreateSubscriptionRequest",
     "CreateTopicRequest",
@@ -69,6 +85,7 @@ __all__ = (
     "FilterBody",
     "GroupView",
     "HealthStatus",
+    "HistoryAnswer",
     "LeaderView",
     "LogMessage",
     "LogMessageHeaders",
@@ -107,7 +124,12 @@ __all__ = (
     "Start",
     "Subscription",
     "SubscriptionList",
+    "SubscriptionPoint",
     "SubscriptionStatsView",
+    "TopAnswer",
+    "TopBy",
+    "TopItem",
     "Topic",
     "TopicList",
+    "TopicPoint",
 )

@@ -28,6 +28,9 @@ class LogMessage:
         key (None | str | Unset): Its key; `null` without one.
         value (None | str | Unset): A text payload (present when produced as text).
         value_base64 (None | str | Unset): A binary payload, standard base64 (present when produced as binary).
+        traceparent (None | str | Unset): The producer's W3C `traceparent`, as given (absent when none was). Example:
+            00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01.
+        tracestate (None | str | Unset): The producer's W3C `tracestate`, as given (absent when none was).
     """
 
     offset: int
@@ -38,6 +41,8 @@ class LogMessage:
     key: None | str | Unset = UNSET
     value: None | str | Unset = UNSET
     value_base64: None | str | Unset = UNSET
+    traceparent: None | str | Unset = UNSET
+    tracestate: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,6 +74,18 @@ class LogMessage:
         else:
             value_base64 = self.value_base64
 
+        traceparent: None | str | Unset
+        if isinstance(self.traceparent, Unset):
+            traceparent = UNSET
+        else:
+            traceparent = self.traceparent
+
+        tracestate: None | str | Unset
+        if isinstance(self.tracestate, Unset):
+            tracestate = UNSET
+        else:
+            tracestate = self.tracestate
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -86,6 +103,10 @@ class LogMessage:
             field_dict["value"] = value
         if value_base64 is not UNSET:
             field_dict["value_base64"] = value_base64
+        if traceparent is not UNSET:
+            field_dict["traceparent"] = traceparent
+        if tracestate is not UNSET:
+            field_dict["tracestate"] = tracestate
 
         return field_dict
 
@@ -131,6 +152,24 @@ class LogMessage:
 
         value_base64 = _parse_value_base64(d.pop("value_base64", UNSET))
 
+        def _parse_traceparent(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        traceparent = _parse_traceparent(d.pop("traceparent", UNSET))
+
+        def _parse_tracestate(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        tracestate = _parse_tracestate(d.pop("tracestate", UNSET))
+
         log_message = cls(
             offset=offset,
             id=id,
@@ -140,6 +179,8 @@ class LogMessage:
             key=key,
             value=value,
             value_base64=value_base64,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
 
         log_message.additional_properties = d

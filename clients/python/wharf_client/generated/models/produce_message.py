@@ -35,6 +35,14 @@ class ProduceMessage:
             delay_ms (int | None | Unset): Deliver this many milliseconds from now (up to one year).
             deliver_at_ms (int | None | Unset): Deliver at this Unix epoch millisecond (up to one year ahead; now or past:
                 at once).
+            traceparent (None | str | Unset): W3C Trace Context `traceparent` of the producer's span (level 1: version `00`,
+                or a
+                later version whose first 55 characters parse as `00`'s; not `ff`; ids not all
+                zeros). Stored with the message and handed back on every delivery. Example:
+                00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01.
+            tracestate (None | str | Unset): W3C Trace Context `tracestate`: at most 512 printable ASCII characters, at most
+                32
+                comma-separated `key=value` members; only with a `traceparent`. Example: rojo=00f067aa0ba902b7.
     """
 
     value: None | str | Unset = UNSET
@@ -45,6 +53,8 @@ class ProduceMessage:
     id: None | str | Unset = UNSET
     delay_ms: int | None | Unset = UNSET
     deliver_at_ms: int | None | Unset = UNSET
+    traceparent: None | str | Unset = UNSET
+    tracestate: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.produce_message_headers_type_0 import ProduceMessageHeadersType0
@@ -102,6 +112,18 @@ class ProduceMessage:
         else:
             deliver_at_ms = self.deliver_at_ms
 
+        traceparent: None | str | Unset
+        if isinstance(self.traceparent, Unset):
+            traceparent = UNSET
+        else:
+            traceparent = self.traceparent
+
+        tracestate: None | str | Unset
+        if isinstance(self.tracestate, Unset):
+            tracestate = UNSET
+        else:
+            tracestate = self.tracestate
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -121,6 +143,10 @@ class ProduceMessage:
             field_dict["delay_ms"] = delay_ms
         if deliver_at_ms is not UNSET:
             field_dict["deliver_at_ms"] = deliver_at_ms
+        if traceparent is not UNSET:
+            field_dict["traceparent"] = traceparent
+        if tracestate is not UNSET:
+            field_dict["tracestate"] = tracestate
 
         return field_dict
 
@@ -218,6 +244,24 @@ class ProduceMessage:
 
         deliver_at_ms = _parse_deliver_at_ms(d.pop("deliver_at_ms", UNSET))
 
+        def _parse_traceparent(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        traceparent = _parse_traceparent(d.pop("traceparent", UNSET))
+
+        def _parse_tracestate(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        tracestate = _parse_tracestate(d.pop("tracestate", UNSET))
+
         produce_message = cls(
             value=value,
             value_base64=value_base64,
@@ -227,6 +271,8 @@ class ProduceMessage:
             id=id,
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
 
         return produce_message

@@ -23,10 +23,18 @@ def _get_kwargs(
     delay_ms: int | Unset = UNSET,
     deliver_at_ms: int | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(idempotency_key, Unset):
         headers["Idempotency-Key"] = idempotency_key
+
+    if not isinstance(traceparent, Unset):
+        headers["traceparent"] = traceparent
+
+    if not isinstance(tracestate, Unset):
+        headers["tracestate"] = tracestate
 
     params: dict[str, Any] = {}
 
@@ -152,6 +160,8 @@ def sync_detailed(
     delay_ms: int | Unset = UNSET,
     deliver_at_ms: int | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[Problem | ProduceResponse]:
     """ Produce messages.
 
@@ -175,6 +185,12 @@ def sync_detailed(
     and the other parts may have been stored (retry with the same message `id`s: the
     repeats are answered as duplicates, not stored again).
 
+    Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+    in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+    headers are the request's own context and are not copied into its messages). They are
+    stored with the message and handed back on every delivery (receive, stream, offset read,
+    dead letter, redrive); a malformed one refuses the whole request with 400.
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -195,6 +211,8 @@ def sync_detailed(
         delay_ms (int | Unset):
         deliver_at_ms (int | Unset):
         idempotency_key (None | str | Unset):
+        traceparent (None | str | Unset):
+        tracestate (None | str | Unset):
         body (ProduceRequest): A batch of messages to produce.
         body (File): A raw message body: any bytes. Documented as `application/octet-stream`;
             every Content-Type
@@ -217,6 +235,8 @@ def sync_detailed(
         delay_ms=delay_ms,
         deliver_at_ms=deliver_at_ms,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = client.get_httpx_client().request(
@@ -237,6 +257,8 @@ def sync(
     delay_ms: int | Unset = UNSET,
     deliver_at_ms: int | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Problem | ProduceResponse | None:
     """ Produce messages.
 
@@ -260,6 +282,12 @@ def sync(
     and the other parts may have been stored (retry with the same message `id`s: the
     repeats are answered as duplicates, not stored again).
 
+    Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+    in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+    headers are the request's own context and are not copied into its messages). They are
+    stored with the message and handed back on every delivery (receive, stream, offset read,
+    dead letter, redrive); a malformed one refuses the whole request with 400.
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -280,6 +308,8 @@ def sync(
         delay_ms (int | Unset):
         deliver_at_ms (int | Unset):
         idempotency_key (None | str | Unset):
+        traceparent (None | str | Unset):
+        tracestate (None | str | Unset):
         body (ProduceRequest): A batch of messages to produce.
         body (File): A raw message body: any bytes. Documented as `application/octet-stream`;
             every Content-Type
@@ -303,6 +333,8 @@ def sync(
         delay_ms=delay_ms,
         deliver_at_ms=deliver_at_ms,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     ).parsed
 
 
@@ -317,6 +349,8 @@ async def asyncio_detailed(
     delay_ms: int | Unset = UNSET,
     deliver_at_ms: int | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Response[Problem | ProduceResponse]:
     """ Produce messages.
 
@@ -340,6 +374,12 @@ async def asyncio_detailed(
     and the other parts may have been stored (retry with the same message `id`s: the
     repeats are answered as duplicates, not stored again).
 
+    Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+    in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+    headers are the request's own context and are not copied into its messages). They are
+    stored with the message and handed back on every delivery (receive, stream, offset read,
+    dead letter, redrive); a malformed one refuses the whole request with 400.
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -360,6 +400,8 @@ async def asyncio_detailed(
         delay_ms (int | Unset):
         deliver_at_ms (int | Unset):
         idempotency_key (None | str | Unset):
+        traceparent (None | str | Unset):
+        tracestate (None | str | Unset):
         body (ProduceRequest): A batch of messages to produce.
         body (File): A raw message body: any bytes. Documented as `application/octet-stream`;
             every Content-Type
@@ -382,6 +424,8 @@ async def asyncio_detailed(
         delay_ms=delay_ms,
         deliver_at_ms=deliver_at_ms,
         idempotency_key=idempotency_key,
+        traceparent=traceparent,
+        tracestate=tracestate,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -400,6 +444,8 @@ async def asyncio(
     delay_ms: int | Unset = UNSET,
     deliver_at_ms: int | Unset = UNSET,
     idempotency_key: None | str | Unset = UNSET,
+    traceparent: None | str | Unset = UNSET,
+    tracestate: None | str | Unset = UNSET,
 ) -> Problem | ProduceResponse | None:
     """ Produce messages.
 
@@ -423,6 +469,12 @@ async def asyncio(
     and the other parts may have been stored (retry with the same message `id`s: the
     repeats are answered as duplicates, not stored again).
 
+    Trace context: a message may carry a W3C `traceparent` (and `tracestate`): per message
+    in a JSON batch, as the request headers of those names on a raw produce (a JSON batch's
+    headers are the request's own context and are not copied into its messages). They are
+    stored with the message and handed back on every delivery (receive, stream, offset read,
+    dead letter, redrive); a malformed one refuses the whole request with 400.
+
     Delays: `delay_ms` or `deliver_at_ms` (at most one of them), up to one year ahead. A
     delayed message gets `deliver_at_ms` and no offset in the reply, is invisible to every
     subscription until due, and can be cancelled until then with
@@ -443,6 +495,8 @@ async def asyncio(
         delay_ms (int | Unset):
         deliver_at_ms (int | Unset):
         idempotency_key (None | str | Unset):
+        traceparent (None | str | Unset):
+        tracestate (None | str | Unset):
         body (ProduceRequest): A batch of messages to produce.
         body (File): A raw message body: any bytes. Documented as `application/octet-stream`;
             every Content-Type
@@ -467,5 +521,7 @@ async def asyncio(
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
             idempotency_key=idempotency_key,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
     ).parsed

@@ -1,0 +1,231 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.top_answer import TopAnswer
+from ...models.top_by import TopBy
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    by: TopBy,
+    limit: int | Unset = UNSET,
+    minutes: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_by = by.value
+    params["by"] = json_by
+
+    params["limit"] = limit
+
+    params["minutes"] = minutes
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/stats/top",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | TopAnswer | None:
+    if response.status_code == 200:
+        response_200 = TopAnswer.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TopAnswer]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    by: TopBy,
+    limit: int | Unset = UNSET,
+    minutes: int | Unset = UNSET,
+) -> Response[Problem | TopAnswer]:
+    """Topics or subscriptions ranked by backlog, produced or consumed messages.
+
+     Only topics on which the caller has `consume` or `admin` are ranked.
+
+    Args:
+        by (TopBy): What a ranking ranks by.
+        limit (int | Unset):
+        minutes (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TopAnswer]
+    """
+
+    kwargs = _get_kwargs(
+        by=by,
+        limit=limit,
+        minutes=minutes,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    by: TopBy,
+    limit: int | Unset = UNSET,
+    minutes: int | Unset = UNSET,
+) -> Problem | TopAnswer | None:
+    """Topics or subscriptions ranked by backlog, produced or consumed messages.
+
+     Only topics on which the caller has `consume` or `admin` are ranked.
+
+    Args:
+        by (TopBy): What a ranking ranks by.
+        limit (int | Unset):
+        minutes (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TopAnswer
+    """
+
+    return sync_detailed(
+        client=client,
+        by=by,
+        limit=limit,
+        minutes=minutes,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    by: TopBy,
+    limit: int | Unset = UNSET,
+    minutes: int | Unset = UNSET,
+) -> Response[Problem | TopAnswer]:
+    """Topics or subscriptions ranked by backlog, produced or consumed messages.
+
+     Only topics on which the caller has `consume` or `admin` are ranked.
+
+    Args:
+        by (TopBy): What a ranking ranks by.
+        limit (int | Unset):
+        minutes (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TopAnswer]
+    """
+
+    kwargs = _get_kwargs(
+        by=by,
+        limit=limit,
+        minutes=minutes,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    by: TopBy,
+    limit: int | Unset = UNSET,
+    minutes: int | Unset = UNSET,
+) -> Problem | TopAnswer | None:
+    """Topics or subscriptions ranked by backlog, produced or consumed messages.
+
+     Only topics on which the caller has `consume` or `admin` are ranked.
+
+    Args:
+        by (TopBy): What a ranking ranks by.
+        limit (int | Unset):
+        minutes (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TopAnswer
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            by=by,
+            limit=limit,
+            minutes=minutes,
+        )
+    ).parsed
