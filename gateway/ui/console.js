@@ -167,11 +167,13 @@
         return;
       }
       const width = Math.max(300, box.clientWidth - 16);
+      const windowEnd = Math.max(Math.floor(Date.now() / 1000), xs[xs.length - 1] + 60);
       const options = {
         width,
         height: 200,
         legend: { show: true },
-        scales: { x: { time: true } },
+        // The whole window, so one point is not drawn alone on an axis of years.
+        scales: { x: { time: true, range: () => [windowEnd - CHART_MINUTES * 60, windowEnd] } },
         series: [{}].concat(series.map((s) => ({ label: s.label, stroke: s.color, width: 2, points: { show: points.length < 3 } }))),
         axes: [{}, { size: 60 }],
       };
