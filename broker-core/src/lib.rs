@@ -61,6 +61,7 @@ pub mod telemetry;
 pub mod topic;
 pub mod trace_context;
 pub mod trace_index;
+pub mod trace_store;
 
 pub use broker::Broker;
 pub use config::{BrokerConfig, FsyncPolicy, LogConfig};

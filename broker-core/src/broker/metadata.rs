@@ -293,6 +293,7 @@ pub(super) fn open_topic_files(
     let on_commit = Arc::new(Notify::new());
     let mut partitions = Vec::with_capacity(indexes.len());
     let mut groups = Vec::with_capacity(indexes.len());
+    let mut partition_dirs = Vec::with_capacity(indexes.len());
     for (partition, index) in (0u32..).zip(indexes) {
         let group = Arc::new(PartitionGroup::new(
             GroupId::Partition {
@@ -302,6 +303,7 @@ pub(super) fn open_topic_files(
             .to_string(),
         ));
         let partition_dir = dir.join(partition.to_string());
+        partition_dirs.push(partition_dir.clone());
         let handle = match &config.replication {
             None => {
                 PartitionHandle::open(partition_dir, index, config.log.clone(), on_commit.clone())
@@ -359,6 +361,7 @@ pub(super) fn open_topic_files(
         in_flight: Arc::default(),
         counters: crate::telemetry::TopicCounters::default(),
         tables_applied: Notify::new(),
+        trace: super::trace::stores(&partition_dirs),
     })
 }
 

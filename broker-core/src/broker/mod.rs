@@ -47,6 +47,7 @@ mod settle;
 mod subscriptions;
 mod tables;
 mod topics;
+mod trace;
 pub mod types;
 mod zones;
 
@@ -59,6 +60,10 @@ pub use produce::valid_id;
 pub use seek::SeekTarget;
 pub use settle::MAX_NACK_DELAY_MS;
 pub use tables::{APPLY_EVERY_MS, ROOM_WAIT_MS};
+pub use trace::{
+    MAX_ID_MATCHES, MAX_KEY_LOOKUP, MessageState, MessageTrace, SubscriptionTrace, TRACE_FOLLOW_MS,
+    TracedEvent,
+};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -116,6 +121,8 @@ struct Topic {
     /// Woken after each round of the applier (`tables`), for produces and cancels waiting
     /// for room in memory.
     tables_applied: Notify,
+    /// Each partition's trace index, derived from its log (see [`trace`]).
+    trace: Vec<crate::trace_store::TraceStore>,
 }
 
 impl Topic {
@@ -269,6 +276,7 @@ impl Broker {
     fn spawn_topic_tasks(&self, topic: &Arc<Topic>) {
         self.spawn_task(delays::delay_loop(self.me.clone(), Arc::clone(topic)));
         self.spawn_task(tables::apply_loop(self.me.clone(), Arc::clone(topic)));
+        self.spawn_task(trace::follow_loop(self.me.clone(), Arc::clone(topic)));
     }
 
     /// Starts a background task that shutdown stops.

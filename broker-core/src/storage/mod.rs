@@ -32,6 +32,7 @@ pub(crate) mod codec;
 pub mod crash_sim;
 mod disk_events;
 mod entry_marks;
+mod frames;
 mod index;
 mod partition_log;
 mod proposer;
@@ -52,6 +53,7 @@ mod writer_thread;
 
 pub use codec::raft::EntryBody;
 pub use codec::{BatchHeader, BatchKind};
+pub use frames::{Frame, FrameBody};
 pub use proposer::{ProposalSlot, ProposeFuture, Proposer};
 pub use raft_handle::{EntriesWritten, RaftEntry};
 pub use raft_state::{MAX_RAFT_STATE_FIELD, RaftState};

@@ -15,7 +15,7 @@ use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS};
 use crate::message::StoredRecord;
 
 /// Walks frames forward from a position, moving to the next segment at the end of one.
-struct FrameCursor<'a> {
+pub(super) struct FrameCursor<'a> {
     view: &'a LogView,
     segment: Arc<Segment>,
     position: u64,
@@ -27,16 +27,32 @@ struct FrameCursor<'a> {
 }
 
 /// One frame a cursor passed.
-enum Step {
+pub(super) enum Step {
     /// A decoded frame.
     Frame(Batch),
     /// A message frame stepped over unread.
     Skipped,
 }
 
-impl FrameCursor<'_> {
+impl<'a> FrameCursor<'a> {
+    /// A cursor at `position` of `segment` that reads nothing at or past `until`.
+    pub(super) fn new(
+        view: &'a LogView,
+        segment: Arc<Segment>,
+        position: u64,
+        until: LogPosition,
+    ) -> FrameCursor<'a> {
+        FrameCursor {
+            view,
+            segment,
+            position,
+            skip_messages: false,
+            until,
+        }
+    }
+
     /// Where the cursor stands.
-    fn here(&self) -> LogPosition {
+    pub(super) fn here(&self) -> LogPosition {
         LogPosition {
             segment_base: self.segment.base_offset(),
             position: self.position,
@@ -46,7 +62,7 @@ impl FrameCursor<'_> {
     /// The next frame and where it starts, or `None` at the published end. A frame
     /// that fails its checks is [`BrokerError::Corrupt`]: what a reader may reach was verified
     /// when it was written or recovered, so a bad frame there is damage, never a torn write.
-    fn next(&mut self) -> Result<Option<(LogPosition, Step)>> {
+    pub(super) fn next(&mut self) -> Result<Option<(LogPosition, Step)>> {
         loop {
             let start = self.here();
             if start >= self.until {

@@ -29,6 +29,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use bytes::Bytes;
 
 use super::codec::raft::EntryBody;
+use super::frames::Frame;
 use super::partition_log::PartitionLog;
 use super::proposer::{ProposalSlot, Proposer};
 use super::queued_bytes::QueuedBytes;
@@ -368,6 +369,32 @@ impl PartitionHandle {
         self.inner
             .view
             .replay_until(from, until, with_messages, visit)
+    }
+
+    /// Visits at most `max_frames` visible frames from `from`, whole, with their start, end
+    /// and time; returns where it stopped. Blocking file I/O.
+    pub fn walk_frames(
+        &self,
+        from: LogPosition,
+        max_frames: usize,
+        visit: impl FnMut(Frame) -> Result<()>,
+    ) -> Result<LogPosition> {
+        self.inner.view.walk_frames(from, max_frames, visit)
+    }
+
+    /// The visible frame starting at `at`, if any. Blocking file I/O.
+    pub fn frame_at(&self, at: LogPosition) -> Result<Option<Frame>> {
+        self.inner.view.frame_at(at)
+    }
+
+    /// The base offsets of the partition's segment files, oldest first.
+    pub fn segment_bases(&self) -> Vec<u64> {
+        self.inner
+            .view
+            .all_segments()
+            .iter()
+            .map(|s| s.base_offset())
+            .collect()
     }
 
     /// The partition's directory.

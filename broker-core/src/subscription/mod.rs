@@ -33,7 +33,7 @@ use events::SubscriptionEvent;
 pub use config::{
     Filter, Ordering, RetryPolicy, StartPosition, SubscriptionConfig, SubscriptionSpec,
 };
-pub use lease_table::{Candidate, Grant, LeaseTable, TableImage, TablePolicy};
+pub use lease_table::{Candidate, EntryState, Grant, LeaseTable, TableImage, TablePolicy};
 pub use receipt::{ReceiptCodec, ReceiptData};
 pub use store::SubscriptionStore;
 

@@ -106,6 +106,11 @@ impl RunBuilder {
         self.entries() == 0 && self.covered_to == self.start_position
     }
 
+    /// The base offset of the segment the run is of.
+    pub fn segment_base(&self) -> u64 {
+        self.segment_base
+    }
+
     /// The segment position the run covers up to.
     pub fn covered_to(&self) -> u64 {
         self.covered_to
