@@ -14,7 +14,7 @@ use crate::docs_html;
 use crate::problem::Problem;
 use crate::routes::{
     alerts, cluster, cluster_admin, console, consume, dead_letters, delays, docs, health, metrics,
-    partitions, produce, seek, stats, stream, subscriptions, topics,
+    partitions, produce, seek, stats, stream, subscriptions, topics, trace,
 };
 
 #[derive(OpenApi)]
@@ -62,8 +62,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             topics::update_topic,
             topics::delete_topic
         ))
-        .routes(routes!(produce::produce))
-        .routes(routes!(delays::cancel_delayed))
+        .routes(routes!(produce::produce, trace::messages_by_key))
+        .routes(routes!(delays::cancel_delayed, trace::trace_message))
         .routes(routes!(partitions::read_partition))
         .routes(routes!(
             subscriptions::create_subscription,

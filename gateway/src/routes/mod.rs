@@ -17,6 +17,7 @@ pub mod stats;
 pub mod stream;
 pub mod subscriptions;
 pub mod topics;
+pub mod trace;
 
 use broker_core::limits::MAX_TAG_LEN;
 use serde::{Deserialize, Deserializer};

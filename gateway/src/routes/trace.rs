@@ -1,0 +1,425 @@
+//! Looking a message up (API.md "Looking a message up"): by id with its trace, and by key.
+//!
+//! A trace answers the message as an offset read shows it, who produced it, and for each
+//! subscription of the topic its state and its events, oldest first. A dead letter
+//! redriven comes back to the topic as a copy with the same id: its `redriven` event and the
+//! copy's own deliveries are in the same subscription's events, and the state is the
+//! copy's. Who produced and who consumed (principals and client addresses) are shown to a
+//! token with `admin` on the topic (or with auth off); to a `consume`-only token they are
+//! `null`, as consumers never see who produced a message.
+
+use axum::Extension;
+use axum::Json;
+use axum::extract::State;
+use broker_core::broker::{MessageState, MessageTrace, REDRIVE_HEADER, TracedEvent};
+use broker_core::subscription::events::SubscriptionEvent;
+use broker_core::{BrokerError, Origin, StoredRecord};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::auth::scope::Action;
+use crate::extract::{PathParams, QueryParams};
+use crate::problem::{ApiError, Problem};
+use crate::routes::TopicPath;
+use crate::routes::delays::MessagePath;
+use crate::routes::partitions::LogMessage;
+
+/// Messages a key lookup answers when `limit` is not given.
+pub const DEFAULT_KEY_LIMIT: usize = 20;
+
+/// Who did something: a producer or a consumer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Actor {
+    /// The token's `sub`; `null` with auth off, or when the token asking may not see it.
+    pub principal: Option<String>,
+    /// The client's address; `null` when unknown (a request forwarded between cluster
+    /// nodes), or when the token asking may not see it.
+    pub client_addr: Option<String>,
+    /// The node that took the request; `null` on a single node.
+    pub node: Option<u64>,
+}
+
+/// Where and when the message was produced, and by whom.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Produced {
+    /// Publish time, Unix epoch milliseconds.
+    pub time_ms: u64,
+    /// The producer's principal (see [`Actor`]).
+    pub principal: Option<String>,
+    /// The producer's address (see [`Actor`]).
+    pub client_addr: Option<String>,
+    /// The node that took the produce; `null` on a single node.
+    pub node: Option<u64>,
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: u64,
+}
+
+/// One step of a message's life on a subscription.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TraceEvent {
+    /// When, Unix epoch milliseconds.
+    pub time_ms: u64,
+    /// `delivered`, `lease_extended`, `lease_expired` (it was delivered again with no
+    /// answer to the delivery before), `nacked`, `acked`, `dead_lettered` or `redriven`.
+    pub kind: String,
+    /// The delivery attempt it is about (1 for the first delivery).
+    pub attempt: Option<u32>,
+    /// The consumer, for deliveries, acks and nacks when known.
+    pub consumer: Option<Actor>,
+    /// A nack's error text.
+    pub error: Option<String>,
+    /// A nack's retry time, or a delivery's lease end when known, Unix epoch milliseconds.
+    pub until_ms: Option<u64>,
+    /// The offset of the copy the event is about (a redriven copy's differs from the
+    /// message's).
+    pub offset: u64,
+}
+
+/// The message on one subscription.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubscriptionTraceView {
+    /// The subscription.
+    pub name: String,
+    /// `pending`, `delayed`, `in_flight`, `acked`, `filtered`, `dead_lettered` or `skipped`
+    /// (settled without an ack: a seek passed it, the subscription began after it, or
+    /// retention removed it before it was delivered).
+    pub state: String,
+    /// Until when it is delayed or leased, Unix epoch milliseconds.
+    pub state_until_ms: Option<u64>,
+    /// Its events, oldest first.
+    pub events: Vec<TraceEvent>,
+}
+
+/// A message and its trace.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageTraceAnswer {
+    /// The topic.
+    pub topic: String,
+    /// The message as an offset read shows it (the first copy: the one its producer made).
+    pub message: LogMessage,
+    /// Where, when and by whom it was produced.
+    pub produced: Produced,
+    /// For each subscription of the topic, by name.
+    pub subscriptions: Vec<SubscriptionTraceView>,
+    /// Copies of the message with the same id made later (redriven dead letters), oldest
+    /// first: partition, offset and time.
+    pub copies: Vec<MessageCopy>,
+}
+
+/// A later copy of a message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageCopy {
+    /// Its partition.
+    pub partition: u32,
+    /// Its offset.
+    pub offset: u64,
+    /// When it was appended, Unix epoch milliseconds.
+    pub time_ms: u64,
+    /// The subscription it was redriven to, if it is a redriven dead letter.
+    pub redriven_to: Option<String>,
+}
+
+/// Query of a key lookup.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct KeyQuery {
+    /// The key (required).
+    #[param(min_length = 1, max_length = 4096)]
+    pub key: Option<String>,
+    /// At most this many messages, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+}
+
+/// A message found by key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyedMessage {
+    /// Its partition.
+    pub partition: u32,
+    /// The message as an offset read shows it.
+    #[serde(flatten)]
+    pub message: LogMessage,
+}
+
+/// The messages of a key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyAnswer {
+    /// The topic.
+    pub topic: String,
+    /// The key.
+    pub key: String,
+    /// The newest messages with the key, newest first.
+    pub messages: Vec<KeyedMessage>,
+}
+
+/// Look a message up by id, with its trace.
+///
+/// The message, who produced it, and for each subscription its state and every step:
+/// deliveries (attempt, consumer, lease end), nacks with their error, acks, dead-lettering
+/// and redrive, oldest first. Needs `consume` on the topic; principals and client addresses
+/// are shown to `admin` on the topic only. The trace index follows the log within a second,
+/// and a lookup brings it up to date first.
+///
+/// ```text
+/// curl localhost:8080/v1/topics/orders/messages/order-42
+/// ```
+#[utoipa::path(get, path = "/v1/topics/{topic}/messages/{id}", tag = "messages",
+    params(MessagePath),
+    responses(
+        (status = 200, description = "The message and its trace", body = MessageTraceAnswer),
+        (status = 400, description = "The id is not 1 to 200 printable ASCII characters without spaces or `/` (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic (`topic_not_found`), or no message of that id is stored (`message_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn trace_message(
+    State(state): State<AppState>,
+    principal: Option<Extension<Principal>>,
+    PathParams(path): PathParams<MessagePath>,
+) -> Result<Json<MessageTraceAnswer>, ApiError> {
+    let traces = state.broker.trace_message(&path.topic, &path.id).await?;
+    let sees_actors = may_see_actors(principal.as_deref(), &path.topic);
+    let Some((first, copies)) = traces.split_first() else {
+        return Err(BrokerError::MessageNotFound {
+            topic: path.topic,
+            id: path.id,
+        }
+        .into());
+    };
+    Ok(Json(answer(path.topic, first, copies, sees_actors)))
+}
+
+/// List the newest messages with a key.
+///
+/// Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
+///
+/// ```text
+/// curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
+/// ```
+#[utoipa::path(get, path = "/v1/topics/{topic}/messages", tag = "messages",
+    params(TopicPath, KeyQuery),
+    responses(
+        (status = 200, description = "The messages, newest first", body = KeyAnswer),
+        (status = 400, description = "No key, or a bad parameter (`invalid_request`)",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such topic (`topic_not_found`)",
+            body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn messages_by_key(
+    State(state): State<AppState>,
+    PathParams(path): PathParams<TopicPath>,
+    QueryParams(query): QueryParams<KeyQuery>,
+) -> Result<Json<KeyAnswer>, ApiError> {
+    let key = query
+        .key
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| ApiError::invalid("key: required (the key to look up)"))?;
+    if key.len() > broker_core::limits::MAX_KEY_BYTES {
+        return Err(ApiError::invalid(format!(
+            "key: at most {} bytes, got {}",
+            broker_core::limits::MAX_KEY_BYTES,
+            key.len()
+        )));
+    }
+    let limit = query.limit.unwrap_or(DEFAULT_KEY_LIMIT);
+    if !(1..=broker_core::broker::MAX_KEY_LOOKUP).contains(&limit) {
+        return Err(ApiError::invalid(format!(
+            "limit: must be 1 to {}, got {limit}",
+            broker_core::broker::MAX_KEY_LOOKUP
+        )));
+    }
+    let found = state
+        .broker
+        .messages_by_key(&path.topic, &key, limit)
+        .await?;
+    Ok(Json(KeyAnswer {
+        topic: path.topic,
+        key,
+        messages: found
+            .into_iter()
+            .map(|(partition, stored)| KeyedMessage {
+                partition,
+                message: LogMessage::from(stored),
+            })
+            .collect(),
+    }))
+}
+
+/// Whether `principal` sees who produced and consumed: `admin` on the topic, or auth off.
+fn may_see_actors(principal: Option<&Principal>, topic: &str) -> bool {
+    principal.is_none_or(|p| p.anonymous || p.grants.allows(Action::Admin, topic))
+}
+
+fn answer(
+    topic: String,
+    first: &MessageTrace,
+    copies: &[MessageTrace],
+    sees_actors: bool,
+) -> MessageTraceAnswer {
+    let actor = |origin: Option<&Origin>| -> Option<Actor> {
+        origin.map(|o| Actor {
+            principal: o.principal.clone().filter(|_| sees_actors),
+            client_addr: o.address.map(|a| a.to_string()).filter(|_| sees_actors),
+            node: o.node,
+        })
+    };
+    let record = &first.stored.record;
+    let produced_by = actor(record.origin.as_deref());
+    let produced = Produced {
+        time_ms: record.timestamp_ms,
+        principal: produced_by.as_ref().and_then(|a| a.principal.clone()),
+        client_addr: produced_by.as_ref().and_then(|a| a.client_addr.clone()),
+        node: produced_by.as_ref().and_then(|a| a.node),
+        partition: first.partition,
+        offset: first.stored.offset,
+    };
+    let subscriptions = first
+        .subscriptions
+        .iter()
+        .map(|sub| {
+            let mut events = events_of(&first.stored, &sub.events, &actor);
+            let mut state = sub.state;
+            for copy in copies {
+                if redriven_to(&copy.stored) != Some(sub.name.as_str()) {
+                    continue;
+                }
+                events.push(TraceEvent {
+                    time_ms: copy.stored.record.timestamp_ms,
+                    kind: "redriven".into(),
+                    attempt: None,
+                    consumer: None,
+                    error: None,
+                    until_ms: None,
+                    offset: copy.stored.offset,
+                });
+                if let Some(mine) = copy.subscriptions.iter().find(|s| s.name == sub.name) {
+                    events.extend(events_of(&copy.stored, &mine.events, &actor));
+                    state = mine.state;
+                }
+            }
+            let (state, state_until_ms) = state_view(state);
+            SubscriptionTraceView {
+                name: sub.name.clone(),
+                state: state.into(),
+                state_until_ms,
+                events,
+            }
+        })
+        .collect();
+    MessageTraceAnswer {
+        topic,
+        message: LogMessage::from(first.stored.clone()),
+        produced,
+        subscriptions,
+        copies: copies
+            .iter()
+            .map(|copy| MessageCopy {
+                partition: copy.partition,
+                offset: copy.stored.offset,
+                time_ms: copy.stored.record.timestamp_ms,
+                redriven_to: redriven_to(&copy.stored).map(str::to_owned),
+            })
+            .collect(),
+    }
+}
+
+fn redriven_to(stored: &StoredRecord) -> Option<&str> {
+    stored
+        .record
+        .headers
+        .iter()
+        .find(|(name, _)| name == REDRIVE_HEADER)
+        .map(|(_, value)| value.as_str())
+}
+
+/// The events of one copy as the answer shows them: deliveries numbered, a lease that ended
+/// unanswered shown where the next delivery noticed it, and an extend told from a delivery.
+fn events_of(
+    stored: &StoredRecord,
+    events: &[TracedEvent],
+    actor: &impl Fn(Option<&Origin>) -> Option<Actor>,
+) -> Vec<TraceEvent> {
+    let mut out = Vec::with_capacity(events.len());
+    // The attempt of the last delivery, and whether it was answered (acked or nacked).
+    let mut last: Option<(u32, bool)> = None;
+    for traced in events {
+        let view = |kind: &str, attempt: Option<u32>| TraceEvent {
+            time_ms: traced.time_ms,
+            kind: kind.into(),
+            attempt,
+            consumer: None,
+            error: None,
+            until_ms: None,
+            offset: stored.offset,
+        };
+        let _ = actor;
+        match &traced.event {
+            SubscriptionEvent::Redelivered { attempts, .. } => {
+                if matches!(last, Some((_, false))) {
+                    out.push(view("lease_expired", last.map(|(a, _)| a)));
+                }
+                out.push(view("delivered", Some(*attempts)));
+                last = Some((*attempts, false));
+            }
+            SubscriptionEvent::Leased {
+                attempts,
+                deadline_ms,
+                ..
+            } => {
+                let extend = last == Some((*attempts, false));
+                if !extend && matches!(last, Some((_, false))) {
+                    out.push(view("lease_expired", last.map(|(a, _)| a)));
+                }
+                let mut event = view(
+                    if extend {
+                        "lease_extended"
+                    } else {
+                        "delivered"
+                    },
+                    Some(*attempts),
+                );
+                event.until_ms = Some(*deadline_ms);
+                out.push(event);
+                last = Some((*attempts, false));
+            }
+            SubscriptionEvent::Nacked {
+                attempts,
+                due_ms,
+                error,
+                ..
+            } => {
+                let mut event = view("nacked", Some(*attempts));
+                event.error = error.clone();
+                event.until_ms = Some(*due_ms);
+                out.push(event);
+                last = Some((*attempts, true));
+            }
+            SubscriptionEvent::Acked { .. } => {
+                out.push(view("acked", last.map(|(a, _)| a)));
+                last = last.map(|(a, _)| (a, true));
+            }
+            SubscriptionEvent::DeadLettered { .. } => {
+                out.push(view("dead_lettered", last.map(|(a, _)| a)));
+            }
+            SubscriptionEvent::Sought { .. } | SubscriptionEvent::Redriven { .. } => {}
+        }
+    }
+    out
+}
+
+fn state_view(state: MessageState) -> (&'static str, Option<u64>) {
+    match state {
+        MessageState::Pending => ("pending", None),
+        MessageState::Delayed { due_ms } => ("delayed", Some(due_ms)),
+        MessageState::InFlight { deadline_ms } => ("in_flight", Some(deadline_ms)),
+        MessageState::Acked => ("acked", None),
+        MessageState::Filtered => ("filtered", None),
+        MessageState::DeadLettered => ("dead_lettered", None),
+        MessageState::Skipped => ("skipped", None),
+    }
+}
