@@ -7,7 +7,10 @@
 //! leader's public address from the cluster metadata, never anything the request says. A
 //! forwarded request carries `Wharf-Forwarded: <this node>` and is never forwarded again
 //! (one hop): a second `not_leader` (leadership moved meanwhile) reaches the client, which
-//! retries after `Retry-After`. Forwarding has a connect timeout and an overall timeout; a
+//! retries after `Retry-After`. A request taken from a client also carries
+//! `Wharf-Client-Address` ([`CLIENT_ADDRESS_HEADER`]), so the node that serves it can record
+//! where it came from; that node believes it only where it believes `Wharf-Forwarded`
+//! ([`crate::produce_origin`]). Forwarding has a connect timeout and an overall timeout; a
 //! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
 //! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is never forwarded: it
@@ -18,21 +21,28 @@
 //! serve it (it is not in sync, cannot be reached, or answered anything but a page). A read
 //! changes nothing, so asking twice is safe; each ask is still one hop.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Response};
 use axum::middleware::Next;
 use axum::response::IntoResponse;
 use broker_core::BrokerError;
 
 use crate::app::AppState;
+use crate::client_addr::{IpRange, client_address};
 use crate::problem::ApiError;
 
 /// The header marking a forwarded request, naming the node that forwarded it.
 pub const FORWARDED_HEADER: &str = "wharf-forwarded";
+/// The header naming the address of the client the forwarding node took the request from
+/// (as [`client_address`] found it there: the connection's peer, or behind a trusted proxy
+/// the address it forwarded for). Set by this node on every request it takes from a client,
+/// replacing any the client sent.
+pub const CLIENT_ADDRESS_HEADER: &str = "wharf-client-address";
 /// Longest wait for a connection to a leader on the same network.
 pub const FORWARD_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Longest a forwarded request may take: a receive long-polls for up to 60 s, plus margin.
@@ -91,7 +101,16 @@ pub async fn forward(
     if request.headers().contains_key(FORWARDED_HEADER) {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip());
+    let (mut parts, body) = request.into_parts();
+    mark_client_address(
+        &mut parts.headers,
+        peer,
+        &state.edge.settings.trusted_proxies,
+    );
     let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(error) => {
@@ -169,6 +188,18 @@ pub async fn forward(
     }
 }
 
+/// Puts the address of the client this node took a request from (over a connection from
+/// `peer`) in [`CLIENT_ADDRESS_HEADER`], replacing any the client sent, so every call that
+/// sends the client's headers on to another node (a forward, the produce scatter, the
+/// receive gather) says where the request came from.
+fn mark_client_address(headers: &mut HeaderMap, peer: Option<IpAddr>, trusted: &[IpRange]) {
+    headers.remove(CLIENT_ADDRESS_HEADER);
+    let address = peer.map(|peer| client_address(peer, headers, trusted));
+    if let Some(Ok(value)) = address.map(|a| HeaderValue::from_str(&a.to_string())) {
+        headers.insert(HeaderName::from_static(CLIENT_ADDRESS_HEADER), value);
+    }
+}
+
 /// Sends a request on to node `me`'s peer at `url` with the client's headers (less those in
 /// [`NOT_FORWARDED`]) and `Wharf-Forwarded`, and reads the whole answer: its status, headers
 /// (less those in [`NOT_FORWARDED`]) and body.
@@ -218,4 +249,42 @@ async fn send(
     *response.status_mut() = status;
     *response.headers_mut() = back;
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an address")
+    }
+
+    #[test]
+    fn the_client_address_sent_on_is_the_peers_and_replaces_the_clients_own() {
+        let mut headers = HeaderMap::new();
+        headers.insert(CLIENT_ADDRESS_HEADER, HeaderValue::from_static("192.0.2.7"));
+        mark_client_address(&mut headers, Some(ip("198.51.100.1")), &[]);
+        let sent: Vec<_> = headers.get_all(CLIENT_ADDRESS_HEADER).iter().collect();
+        assert_eq!(sent, [HeaderValue::from_static("198.51.100.1")]);
+    }
+
+    #[test]
+    fn behind_a_trusted_proxy_the_client_address_sent_on_is_the_one_it_forwarded_for() {
+        let trusted: Vec<IpRange> = vec!["10.0.0.0/8".parse().expect("a range")];
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.5"));
+        mark_client_address(&mut headers, Some(ip("10.0.0.1")), &trusted);
+        assert_eq!(
+            headers.get(CLIENT_ADDRESS_HEADER),
+            Some(&HeaderValue::from_static("203.0.113.5"))
+        );
+    }
+
+    #[test]
+    fn without_a_known_peer_no_client_address_is_sent_on_not_even_the_clients() {
+        let mut headers = HeaderMap::new();
+        headers.insert(CLIENT_ADDRESS_HEADER, HeaderValue::from_static("192.0.2.7"));
+        mark_client_address(&mut headers, None, &[]);
+        assert!(headers.get(CLIENT_ADDRESS_HEADER).is_none());
+    }
 }

@@ -34,6 +34,8 @@
 //! - [`long_poll`]: long-polls cut into one-second broker waits, so draining never cancels a
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
+//! - [`produce_errors`]: the node's one count of failed produce requests, which the
+//!   per-minute history and the `produce_errors` alerts both read.
 //! - [`produce_origin`]: who produced a batch (principal, client address, node), stored with
 //!   its messages for the message trace.
 //! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
@@ -91,6 +93,7 @@ pub mod openapi_rules;
 pub mod payload;
 pub mod peer;
 pub mod problem;
+pub mod produce_errors;
 pub mod produce_origin;
 pub mod rate_limit;
 pub mod routes;

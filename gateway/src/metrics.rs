@@ -183,7 +183,8 @@ fn describe() {
 /// Counts and times every request by method, matched route template and status (the
 /// outermost layer but the request id and tracing, so the edge's refusals count too); a
 /// request on a topic (a `/v1/topics/{topic}` route, less long-polls, streams and offset
-/// reads) also goes to the per-minute history's figures.
+/// reads) also goes to the per-minute history's figures, and a failed produce to the node's
+/// one produce error count ([`crate::produce_errors::ProduceErrors`]).
 pub async fn track_requests(
     State(state): State<AppState>,
     request: Request,
@@ -206,8 +207,10 @@ pub async fn track_requests(
         && status != StatusCode::NOT_FOUND
     {
         let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        let failed = produce && !status.is_success();
-        state.history.requests.record(&topic, latency_ms, failed);
+        state.history.requests.record(&topic, latency_ms);
+        if produce && !status.is_success() {
+            state.history.produce_errors.count(&topic);
+        }
     }
     response
 }

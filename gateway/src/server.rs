@@ -94,7 +94,7 @@ pub async fn serve(
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
         let alerts = std::sync::Arc::new(alerts);
         let tasks = alerts
-            .start(broker.clone())
+            .start(broker.clone(), Arc::clone(&history.produce_errors))
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
         let state = AppState::with_alerts(broker.clone(), edge, alerts).with_history(history);
         serve_app(listener, state, shutdown).await;

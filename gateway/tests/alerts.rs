@@ -1,6 +1,7 @@
 //! Alerts end to end: rules over the API, a real HTTP receiver started here that gets signed
 //! firing and resolved events, receivers that are down or hang while produce goes on, bad
-//! rules refused, and rules kept across a restart.
+//! rules refused, rules kept across a restart, and one produce error count read by both the
+//! alerts and the history.
 
 mod common;
 mod edge_common;
@@ -514,5 +515,97 @@ async fn alert_routes_need_admin_on_every_topic() {
         .await
         .expect("request");
     assert_eq!(json_of(listed, 200).await["rules"][0]["name"], "disk");
+    harness.stop().await;
+}
+
+/// The `produce_errors` rule and the history read one count: a produce the edge refuses
+/// (a token without the `produce` grant, so the route never runs) fires the rule with 1 and
+/// shows as 1 in the topic's history, and a produce the route refuses adds one to both.
+#[tokio::test]
+async fn a_refused_produce_counts_once_for_the_alert_and_the_history_alike() {
+    let receiver = Receiver::start().await;
+    let raw = RawSettings {
+        alerts: settings(None).alerts,
+        ..edge_common::with_secret(EdgeRaw::default())
+    };
+    let harness = Harness::start_with(raw).await;
+    let admin = edge_common::token("ops", "admin:* produce:*");
+    let reader = edge_common::token("reader", "consume:*");
+    let post = |token: &str, path: &str, body: Value| {
+        harness
+            .client
+            .post(harness.url(path))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+    };
+    let created = post(&admin, "/v1/topics", json!({"name": "mail"})).await;
+    assert_eq!(created.expect("topic").status().as_u16(), 201);
+    // The rules are sampled in name order: once the disk rule's event comes, the produce
+    // error rule has its baseline, and what follows counts.
+    let rules = [
+        json!({"name": "a-disk", "kind": "disk", "threshold": 0, "webhook_url": receiver.url}),
+        json!({"name": "mail-errors", "kind": "produce_errors", "topic": "mail",
+               "threshold": 0, "webhook_url": receiver.url}),
+    ];
+    for rule in rules {
+        let made = post(&admin, "/v1/alerts/rules", rule).await;
+        assert_eq!(made.expect("rule").status().as_u16(), 201);
+    }
+    let disk = receiver.next_verified(SERVER_SECRET).await;
+    assert_eq!(disk["rule"], "a-disk", "{disk}");
+
+    let batch = json!({"messages": [{"value": "hi"}]});
+    let refused = post(&reader, "/v1/topics/mail/messages", batch).await;
+    expect_problem(refused.expect("produce"), 403, "forbidden").await;
+    let firing = receiver.next_verified(SERVER_SECRET).await;
+    assert_eq!(
+        (&firing["rule"], &firing["state"]),
+        (&json!("mail-errors"), &json!("firing"))
+    );
+    assert_eq!(firing["value"], 1.0);
+    let bad = json!({"messages": [{"key": "no value"}]});
+    let refused = post(&admin, "/v1/topics/mail/messages", bad).await;
+    assert_eq!(refused.expect("produce").status().as_u16(), 400);
+
+    let deadline = Instant::now() + LIVENESS;
+    loop {
+        let history = harness
+            .client
+            .get(harness.url("/v1/stats/history?topic=mail&minutes=5"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .expect("history");
+        let history = json_of(history, 200).await;
+        let errors: u64 = history["points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|point| point["produce_errors"].as_u64())
+            .sum();
+        let listed = harness
+            .client
+            .get(harness.url("/v1/alerts"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .expect("alerts");
+        let listed = json_of(listed, 200).await;
+        let value = listed["alerts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|alert| alert["rule"] == "mail-errors")
+            .and_then(|alert| alert["value"].as_f64());
+        if errors == 2 && value == Some(2.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "history {history}, alerts {listed}: both should count 2"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     harness.stop().await;
 }

@@ -23,7 +23,9 @@
 //! - [`watcher`]: the evaluation task: samples every rule each tick, publishes
 //!   [`ActiveAlert`]s.
 //! - [`outbox`]: the sender task behind the bounded [`Outbox`].
-//! - [`produce_errors`]: [`ProduceErrors`], failed produce requests counted per topic.
+//!
+//! The `produce_errors` kind reads the node's one produce error counter,
+//! [`crate::produce_errors::ProduceErrors`], which the per-minute history reads too.
 
 pub mod book;
 pub mod delivery_queue;
@@ -33,7 +35,6 @@ pub mod evaluation;
 pub mod event_body;
 pub mod outbox;
 pub mod per_minute;
-pub mod produce_errors;
 pub mod rule;
 pub mod runtime;
 pub mod signature;
@@ -48,7 +49,6 @@ pub use evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
 pub use event_body::{AlertEventBody, EventState};
 pub use outbox::Outbox;
 pub use per_minute::PerMinuteRate;
-pub use produce_errors::ProduceErrors;
 pub use rule::{AlertKind, AlertRule, ValidRule};
 pub use runtime::{AlertTasks, Alerts};
 pub use signature::WebhookSigner;

@@ -1,6 +1,7 @@
 //! [`Alerts`]: what the routes, the evaluator and the sender share on one node (the rule
-//! book, the active alerts, the outbox, the produce error counts, the settings), and
-//! [`Alerts::start`], which runs the evaluator and the sender until [`AlertTasks::stop`].
+//! book, the active alerts, the outbox, the settings), and [`Alerts::start`], which runs the
+//! evaluator (over the node's produce error counter) and the sender until
+//! [`AlertTasks::stop`].
 
 use std::sync::{Arc, RwLock};
 
@@ -14,12 +15,12 @@ use tokio::task::JoinHandle;
 use super::book::RuleBook;
 use super::delivery_schedule::RetrySchedule;
 use super::outbox::{Outbox, send_loop, webhook_client};
-use super::produce_errors::ProduceErrors;
 use super::signature::WebhookSigner;
-use super::watcher::{ActiveAlert, evaluate_loop};
+use super::watcher::{ActiveAlert, Figures, evaluate_loop};
 use super::webhook_policy::WebhookPolicy;
 use crate::config::AlertSettings;
 use crate::problem::ApiError;
+use crate::produce_errors::ProduceErrors;
 
 /// Bytes of the server secret made at start when none is configured.
 const GENERATED_SECRET_BYTES: usize = 32;
@@ -30,7 +31,6 @@ pub struct Alerts {
     book: RuleBook,
     active: RwLock<Vec<ActiveAlert>>,
     outbox: Arc<Outbox>,
-    produce_errors: ProduceErrors,
     policy: WebhookPolicy,
     server_signer: WebhookSigner,
     tick_ms: u64,
@@ -54,7 +54,6 @@ impl Alerts {
             book,
             active: RwLock::new(Vec::new()),
             outbox: Arc::new(Outbox::default()),
-            produce_errors: ProduceErrors::default(),
             policy: settings.policy().clone(),
             server_signer: WebhookSigner::new(&secret),
             tick_ms: settings.tick_ms(),
@@ -99,11 +98,6 @@ impl Alerts {
         &self.outbox
     }
 
-    /// Failed produce requests, counted by the produce route.
-    pub fn produce_errors(&self) -> &ProduceErrors {
-        &self.produce_errors
-    }
-
     /// The signer of rules without their own secret.
     pub fn server_signer(&self) -> &WebhookSigner {
         &self.server_signer
@@ -120,11 +114,21 @@ impl Alerts {
         self.started_ms
     }
 
-    /// Starts the evaluator and the sender.
-    pub fn start(self: &Arc<Self>, broker: Arc<Broker>) -> reqwest::Result<AlertTasks> {
+    /// Starts the evaluator, reading `broker` and the node's `produce_errors` (the counter the
+    /// request middleware feeds: [`crate::history::History::produce_errors`]), and the
+    /// sender.
+    pub fn start(
+        self: &Arc<Self>,
+        broker: Arc<Broker>,
+        produce_errors: Arc<ProduceErrors>,
+    ) -> reqwest::Result<AlertTasks> {
         let client = webhook_client()?;
         let (stop, stopped) = watch::channel(false);
-        let evaluator = tokio::spawn(evaluate_loop(Arc::clone(self), broker, stopped.clone()));
+        let figures = Figures {
+            broker,
+            produce_errors,
+        };
+        let evaluator = tokio::spawn(evaluate_loop(Arc::clone(self), figures, stopped.clone()));
         let sender = tokio::spawn(send_loop(
             Arc::clone(&self.outbox),
             client,

@@ -21,6 +21,7 @@ use super::rule::{AlertKind, ValidRule};
 use super::runtime::Alerts;
 use super::signature::WebhookSigner;
 use crate::metrics::ALERTS_ACTIVE;
+use crate::produce_errors::ProduceErrors;
 
 /// Every kind, for the gauge (a kind with no active alert shows 0).
 const KINDS: [AlertKind; 6] = [
@@ -62,13 +63,18 @@ struct Watched {
     rate: PerMinuteRate,
 }
 
+/// What the rules are sampled from: the broker, and the node's produce error counter.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// The broker (backlogs, ages, dead letters, the disk).
+    pub broker: Arc<Broker>,
+    /// Failed produce requests, as the request middleware counts them.
+    pub produce_errors: Arc<ProduceErrors>,
+}
+
 /// Samples and evaluates every rule of `alerts` each [`Alerts::tick_ms`] until `stop`
 /// turns true.
-pub async fn evaluate_loop(
-    alerts: Arc<Alerts>,
-    broker: Arc<Broker>,
-    mut stop: watch::Receiver<bool>,
-) {
+pub async fn evaluate_loop(alerts: Arc<Alerts>, figures: Figures, mut stop: watch::Receiver<bool>) {
     let mut watched: BTreeMap<String, Watched> = BTreeMap::new();
     let mut interval = tokio::time::interval(Duration::from_millis(alerts.tick_ms()));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -77,12 +83,12 @@ pub async fn evaluate_loop(
             _ = stop.changed() => break,
             _ = interval.tick() => {}
         }
-        tick(&alerts, &broker, &mut watched).await;
+        tick(&alerts, &figures, &mut watched).await;
     }
 }
 
 /// One round: reconcile the evaluators with the rule book, sample, evaluate, publish.
-async fn tick(alerts: &Alerts, broker: &Broker, watched: &mut BTreeMap<String, Watched>) {
+async fn tick(alerts: &Alerts, figures: &Figures, watched: &mut BTreeMap<String, Watched>) {
     let now = steady_ms();
     let rules: BTreeMap<String, ValidRule> = alerts
         .book()
@@ -115,7 +121,7 @@ async fn tick(alerts: &Alerts, broker: &Broker, watched: &mut BTreeMap<String, W
             }
             entry.rate = PerMinuteRate::new();
         }
-        let sample = match sample(alerts, broker, &rule, &mut entry.rate, now).await {
+        let sample = match sample(alerts, figures, &rule, &mut entry.rate, now).await {
             Ok(Some(sample)) => sample,
             Ok(None) => continue,
             // What the rule watches is gone: its condition no longer holds, so a firing
@@ -143,11 +149,12 @@ async fn tick(alerts: &Alerts, broker: &Broker, watched: &mut BTreeMap<String, W
 /// asked).
 async fn sample(
     alerts: &Alerts,
-    broker: &Broker,
+    figures: &Figures,
     rule: &ValidRule,
     rate: &mut PerMinuteRate,
     now: u64,
 ) -> Result<Option<Sample>, BrokerError> {
+    let broker = &figures.broker;
     let given = rule.rule();
     let topic = given.topic.as_deref();
     let subscription = given.subscription.as_deref();
@@ -182,7 +189,7 @@ async fn sample(
             Sample::Value(rate.observe(now, total) as f64)
         }
         (AlertKind::ProduceErrors, topic, None) => {
-            let total = alerts.produce_errors().total(topic);
+            let total = figures.produce_errors.total(topic);
             Sample::Value(rate.observe(now, total) as f64)
         }
         (AlertKind::Disk, None, None) => match broker.used_disk_share() {

@@ -31,6 +31,7 @@ use broker_core::sync::lock;
 
 use self::files::{HistoryFiles, Loaded, SeriesKey};
 use self::requests::{LATENCY_BUCKETS, LatencyCounts, RequestFigures, p99_ms};
+use crate::produce_errors::ProduceErrors;
 
 /// How often the sampler reads the counters: a minute's record holds six samples, and a
 /// fresh server shows traffic within this long.
@@ -124,6 +125,9 @@ pub struct History {
     files: Option<HistoryFiles>,
     /// Request figures per topic, counted by the request middleware.
     pub requests: RequestFigures,
+    /// Failed produce requests, counted by the request middleware: the node's one counter,
+    /// which the alerts read too ([`crate::alerts::Alerts::start`]).
+    pub produce_errors: Arc<ProduceErrors>,
     series: Mutex<Series>,
 }
 
@@ -137,6 +141,7 @@ impl History {
             sample_every: SAMPLE_EVERY,
             files: None,
             requests: RequestFigures::default(),
+            produce_errors: Arc::default(),
             series: Mutex::default(),
         }
     }
@@ -219,6 +224,7 @@ impl History {
         let existing: std::collections::HashSet<&str> =
             totals.iter().map(|t| t.name.as_str()).collect();
         self.requests.prune(&existing);
+        self.produce_errors.prune(&existing);
         let gone: Vec<String> = series
             .topics
             .keys()
@@ -250,7 +256,8 @@ impl History {
             }
         }
         for topic in totals {
-            let (counts, errors) = self.requests.take(&topic.name);
+            let counts = self.requests.take(&topic.name);
+            let errors = self.produce_errors.total(Some(&topic.name));
             let entry = series
                 .topics
                 .entry(topic.name.clone())

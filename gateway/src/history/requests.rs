@@ -1,8 +1,9 @@
 //! [`RequestFigures`]: what the request middleware ([`crate::metrics::track_requests`]) counts
 //! per topic for the per-minute history: a small fixed-bucket latency histogram, read and
-//! reset by the sampler, and the produce requests that failed. A request costs a read lock on
-//! a map and a few relaxed atomic adds; the map is bounded by [`MAX_TRACKED_TOPICS`] and
-//! pruned to the existing topics at every sample.
+//! reset by the sampler. (The produce requests that failed are the node's one
+//! [`crate::produce_errors::ProduceErrors`], which the alerts read too.) A request costs a
+//! read lock on a map and a relaxed atomic add; the map is bounded by [`MAX_TRACKED_TOPICS`]
+//! and pruned to the existing topics at every sample.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,20 +34,17 @@ pub type LatencyCounts = [u64; LATENCY_BUCKETS];
 #[derive(Debug, Default)]
 struct TopicRequests {
     latency: [AtomicU64; LATENCY_BUCKETS],
-    produce_errors: AtomicU64,
 }
 
-/// Per topic: the latency histogram since the last sample and the produce errors since the
-/// topic was first counted.
+/// Per topic: the latency histogram since the last sample.
 #[derive(Debug, Default)]
 pub struct RequestFigures {
     topics: RwLock<HashMap<String, Arc<TopicRequests>>>,
 }
 
 impl RequestFigures {
-    /// Counts a request on `topic` that took `latency_ms`; `produce_failed` when it was a
-    /// produce answered with an error.
-    pub fn record(&self, topic: &str, latency_ms: u64, produce_failed: bool) {
+    /// Counts a request on `topic` that took `latency_ms`.
+    pub fn record(&self, topic: &str, latency_ms: u64) {
         let known = read(&self.topics).get(topic).cloned();
         let figures = match known {
             Some(figures) => figures,
@@ -63,19 +61,14 @@ impl RequestFigures {
             .position(|&bound| latency_ms <= bound)
             .unwrap_or(LATENCY_BOUNDS_MS.len());
         figures.latency[bucket].fetch_add(1, Ordering::Relaxed);
-        if produce_failed {
-            figures.produce_errors.fetch_add(1, Ordering::Relaxed);
-        }
     }
 
-    /// `topic`'s latency counts since the last call (reset to zero) and its produce errors
-    /// so far.
-    pub fn take(&self, topic: &str) -> (LatencyCounts, u64) {
+    /// `topic`'s latency counts since the last call (reset to zero).
+    pub fn take(&self, topic: &str) -> LatencyCounts {
         let Some(figures) = read(&self.topics).get(topic).cloned() else {
-            return ([0; LATENCY_BUCKETS], 0);
+            return [0; LATENCY_BUCKETS];
         };
-        let counts = std::array::from_fn(|i| figures.latency[i].swap(0, Ordering::Relaxed));
-        (counts, figures.produce_errors.load(Ordering::Relaxed))
+        std::array::from_fn(|i| figures.latency[i].swap(0, Ordering::Relaxed))
     }
 
     /// Forgets every topic not in `existing`.
@@ -110,27 +103,26 @@ mod tests {
     fn the_p99_is_the_bound_of_the_bucket_holding_it() {
         let figures = RequestFigures::default();
         for _ in 0..98 {
-            figures.record("t", 3, false);
+            figures.record("t", 3);
         }
-        figures.record("t", 40, true);
-        figures.record("t", 90_000, false);
-        let (counts, errors) = figures.take("t");
-        assert_eq!(errors, 1);
+        figures.record("t", 40);
+        figures.record("t", 90_000);
+        let counts = figures.take("t");
         assert_eq!(counts.iter().sum::<u64>(), 100);
         assert_eq!(p99_ms(&counts), 50, "the 99th of 100 is the 40 ms one");
-        let (again, errors) = figures.take("t");
-        assert_eq!((p99_ms(&again), errors), (0, 1), "taken counts are reset");
-        figures.record("t", 90_000, false);
-        assert_eq!(p99_ms(&figures.take("t").0), 30_000);
+        let again = figures.take("t");
+        assert_eq!(p99_ms(&again), 0, "taken counts are reset");
+        figures.record("t", 90_000);
+        assert_eq!(p99_ms(&figures.take("t")), 30_000);
     }
 
     #[test]
     fn pruning_forgets_topics_that_are_gone() {
         let figures = RequestFigures::default();
-        figures.record("a", 1, true);
-        figures.record("b", 1, true);
+        figures.record("a", 1);
+        figures.record("b", 1);
         figures.prune(&HashSet::from(["a"]));
-        assert_eq!(figures.take("a").1, 1);
-        assert_eq!(figures.take("b").1, 0);
+        assert_eq!(figures.take("a").iter().sum::<u64>(), 1);
+        assert_eq!(figures.take("b").iter().sum::<u64>(), 0);
     }
 }

@@ -256,15 +256,10 @@ pub async fn produce(
     ProducedBy(origin): ProducedBy,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
-    let topic = path.topic.clone();
-    let produced = produce_body(&state, path, query, &uri, &headers, charge, origin, body).await;
-    if produced.is_err() {
-        state.alerts.produce_errors().count(&topic);
-    }
-    produced
+    produce_body(&state, path, query, &uri, &headers, charge, origin, body).await
 }
 
-/// [`produce`] but the count of its failures (the `produce_errors` alerts' figure).
+/// [`produce`], its parts extracted.
 #[allow(
     clippy::too_many_arguments,
     reason = "the parts of the request `produce` extracted, handed on as they are"
