@@ -35,7 +35,8 @@
 //!   broker call.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
 //! - [`produce_origin`]: who produced a batch (principal, client address, node), stored with
-//!   its messages for the message trace.
+//!   its messages for the message trace; [`consumed_by`]: who received, acked, nacked or
+//!   extended, by the same rules, named in the subscription events.
 //! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
 //!   a word-at-a-time escape scan.
 //! - [`message_json`]: the receive reply, SSE message and offset-read page written straight
@@ -69,6 +70,7 @@ pub mod cluster;
 pub mod codes;
 pub mod config;
 pub mod console;
+pub mod consumed_by;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;
