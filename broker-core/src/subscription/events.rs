@@ -739,6 +739,63 @@ mod tests {
         assert_eq!(SubscriptionEvent::decode(&bytes), Ok(acked));
     }
 
+    /// The bytes of the entries a delivery and its settle add to the log (each entry also
+    /// takes a u32 length in its control batch): the message trace's cost per message.
+    #[test]
+    fn what_a_delivery_and_its_settle_cost() {
+        let anonymous = consumer(None, Some("192.0.2.7"), None);
+        let worker = consumer(Some("worker-1"), Some("192.0.2.7"), None);
+        let forwarded = consumer(Some("worker-1"), None, Some(2));
+        let delivered = |consumer: &Origin| SubscriptionEvent::Delivered {
+            subscription: 1,
+            offset: 1,
+            attempts: 1,
+            key_hash: None,
+            consumer: Some(consumer.clone()),
+        };
+        let acked = |consumer: Option<&Origin>| SubscriptionEvent::Acked {
+            subscription: 1,
+            offset: 1,
+            consumer: consumer.cloned(),
+        };
+        let nacked = |consumer: Option<&Origin>| SubscriptionEvent::Nacked {
+            subscription: 1,
+            offset: 1,
+            attempts: 1,
+            due_ms: 1,
+            key_hash: None,
+            error: None,
+            consumer: consumer.cloned(),
+        };
+        let leased = |consumer: Option<&Origin>| SubscriptionEvent::Leased {
+            subscription: 1,
+            offset: 1,
+            attempts: 1,
+            lease: 1,
+            deadline_ms: 1,
+            key_hash: None,
+            consumer: consumer.cloned(),
+        };
+        let len = |event: SubscriptionEvent| event.encode().len();
+        // Auth off, IPv4: the fields byte and 4 address bytes.
+        assert_eq!(len(delivered(&anonymous)), 27);
+        assert_eq!(len(acked(None)), 17);
+        assert_eq!(len(acked(Some(&anonymous))), 22);
+        assert_eq!(len(nacked(None)), 31);
+        assert_eq!(len(nacked(Some(&anonymous))), 36);
+        // Auth on: a length byte and the principal ("worker-1": 8) more.
+        assert_eq!(len(delivered(&worker)), 36);
+        assert_eq!(len(acked(Some(&worker))), 31);
+        assert_eq!(len(nacked(Some(&worker))), 45);
+        // A cluster's lease: a node id under 128 takes one byte; a forwarded request's
+        // consumer has no address.
+        assert_eq!(len(leased(None)), 38);
+        let mut clustered = worker.clone();
+        clustered.node = Some(2);
+        assert_eq!(len(leased(Some(&clustered))), 53);
+        assert_eq!(len(leased(Some(&forwarded))), 49);
+    }
+
     #[test]
     fn a_consumer_that_names_nothing_is_no_consumer() {
         let event = SubscriptionEvent::Acked {
