@@ -80,6 +80,11 @@ impl<'a> EntryReader<'a> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
+    /// The bytes not read yet, without reading them.
+    pub fn rest(&self) -> &'a [u8] {
+        self.0
+    }
+
     /// Whether every byte has been read.
     pub fn is_done(&self) -> bool {
         self.0.is_empty()

@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use broker_core::broker::{AckMode, Delivery, NewMessage, ReceiveRequest, SeekTarget};
 use broker_core::config::FsyncPolicy;
-use broker_core::storage::LogPosition;
-use broker_core::subscription::store::{SubscriptionStore, tree_name};
-use broker_core::subscription::{LeaseTable, RetryPolicy, TablePolicy};
+use broker_core::subscription::RetryPolicy;
 use broker_core::{Broker, BrokerConfig};
 
 async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
@@ -92,7 +90,7 @@ async fn drain(broker: &Broker) -> Vec<(u64, u32)> {
 }
 
 /// Shuts `broker` down, replaces `s`'s checkpoint by the one of a fresh subscription (see
-/// [`forget_the_checkpoint`]) and opens the folder again.
+/// `broker_support::forget_the_checkpoint`) and opens the folder again.
 async fn restart_without_checkpoint(dir: &Path, broker: Arc<Broker>) -> Arc<Broker> {
     let uid = broker
         .describe_subscription("t", "s")
@@ -102,23 +100,8 @@ async fn restart_without_checkpoint(dir: &Path, broker: Arc<Broker>) -> Arc<Brok
         .uid;
     broker.shutdown().await;
     drop(broker);
-    forget_the_checkpoint(dir, uid).await;
+    broker_support::forget_the_checkpoint(dir, uid).await;
     open(dir, FsyncPolicy::Always).await
-}
-
-/// Replaces the subscription's checkpoint by the one it had when it was created: a fresh table
-/// at offset 0 covering nothing of the log, so all its state must come from the log.
-async fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
-    let db = broker_support::open_metadata(dir).await;
-    let tree = db.open_tree(tree_name(subscription_uid)).expect("tree");
-    tree.clear().expect("clear");
-    let store = SubscriptionStore::new(tree);
-    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
-    table.mark_cursor_dirty();
-    store
-        .save_checkpoint(0, table.take_changes(), LogPosition::default(), &[])
-        .expect("save");
-    db.flush().expect("flush");
 }
 
 #[tokio::test]

@@ -97,6 +97,7 @@ async fn rest_of_the_leaders_log(log: &PartitionHandle, events_from: u64) {
                 lease: offset + 1,
                 deadline_ms: LEASE_DEADLINE_MS,
                 key_hash: None,
+                consumer: None,
             }
             .encode()
         })
@@ -105,6 +106,7 @@ async fn rest_of_the_leaders_log(log: &PartitionHandle, events_from: u64) {
         SubscriptionEvent::Acked {
             subscription: UID,
             offset,
+            consumer: None,
         }
         .encode()
     }));

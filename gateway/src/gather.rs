@@ -73,6 +73,10 @@ pub struct ReceiveAsk {
     pub ack_timeout_ms: Option<u64>,
     /// The retry-safe attempt id.
     pub attempt_id: Option<String>,
+    /// Who receives ([`crate::consumed_by`]), named in the events of this node's own
+    /// deliveries; the other leaders name the consumer as they see it (the forwarded
+    /// credentials' principal, this node, no address).
+    pub consumer: Option<std::sync::Arc<broker_core::Origin>>,
 }
 
 /// The leader of each of `topic`'s partitions when a request with `headers` must be gathered
@@ -293,7 +297,12 @@ async fn receive_here(
         attempt_id: ask.attempt_id.clone(),
         memory,
     };
-    match state.broker.receive(&path.topic, &path.sub, request).await {
+    let consumer = ask.consumer.as_deref();
+    let received = state
+        .broker
+        .receive_from(&path.topic, &path.sub, request, consumer)
+        .await;
+    match received {
         Ok(deliveries) => Ok(deliveries
             .into_iter()
             .map(|delivery| {

@@ -37,7 +37,8 @@
 //! - [`produce_errors`]: the node's one count of failed produce requests, which the
 //!   per-minute history and the `produce_errors` alerts both read.
 //! - [`produce_origin`]: who produced a batch (principal, client address, node), stored with
-//!   its messages for the message trace.
+//!   its messages for the message trace; [`consumed_by`]: who received, acked, nacked or
+//!   extended, by the same rules, named in the subscription events.
 //! - [`json_text`]: JSON strings, numbers and `null` written as `serde_json` writes them, with
 //!   a word-at-a-time escape scan.
 //! - [`message_json`]: the receive reply, SSE message and offset-read page written straight
@@ -71,6 +72,7 @@ pub mod cluster;
 pub mod codes;
 pub mod config;
 pub mod console;
+pub mod consumed_by;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;

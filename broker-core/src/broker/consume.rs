@@ -11,7 +11,7 @@ use super::{Broker, Delivery, ReceiveRequest, Topic, blocking};
 use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_RECEIVE_MESSAGES, MAX_WAIT_MS, check_range};
-use crate::message::StoredRecord;
+use crate::message::{Origin, StoredRecord};
 use crate::partitioner::key_hash64;
 use crate::subscription::attempts::{MAX_ATTEMPT_ID_LEN, Remembered, valid_attempt_id};
 use crate::subscription::config::validate_ack_timeout;
@@ -43,6 +43,18 @@ impl Broker {
         topic: &str,
         subscription: &str,
         request: ReceiveRequest,
+    ) -> Result<Vec<Delivery>> {
+        self.receive_from(topic, subscription, request, None).await
+    }
+
+    /// [`Broker::receive`] by `consumer`, whom the deliveries' events name for the message
+    /// trace (`delivered` on a single node, `leased` in a cluster).
+    pub async fn receive_from(
+        &self,
+        topic: &str,
+        subscription: &str,
+        request: ReceiveRequest,
+        consumer: Option<&Origin>,
     ) -> Result<Vec<Delivery>> {
         self.check_running()?;
         check_range(
@@ -99,8 +111,8 @@ impl Broker {
             };
             let deliveries = match max_bytes {
                 Some(max_bytes) => {
-                    self.lease_and_read(&open, &sub, request.max_messages, lease_ms, max_bytes)
-                        .await?
+                    let ask = (request.max_messages, lease_ms, max_bytes);
+                    self.lease_and_read(&open, &sub, ask, consumer).await?
                 }
                 None => Vec::new(),
             };
@@ -204,13 +216,14 @@ impl Broker {
     /// pass `max_bytes` of values, itself at most [`MAX_READ_BYTES`]) are released untouched;
     /// grants of records that retention removed meanwhile are forgotten. Dead letters found
     /// on the way are moved.
+    /// `ask` is `(max_messages, lease_ms, max_bytes)`; `consumer` is whom the grants' events
+    /// name.
     async fn lease_and_read(
         &self,
         topic: &Arc<Topic>,
         sub: &Arc<Subscription>,
-        max_messages: usize,
-        lease_ms: u64,
-        max_bytes: usize,
+        (max_messages, lease_ms, max_bytes): (usize, u64, usize),
+        consumer: Option<&Origin>,
     ) -> Result<Vec<Delivery>> {
         let mut reply = Reply {
             deliveries: Vec::new(),
@@ -227,7 +240,14 @@ impl Broker {
                 }
                 let before = sub.inspect(partition, LeaseTable::next_offset);
                 let granted = self
-                    .grant_partition(topic, sub, partition, wanted, lease_ms, &mut reply)
+                    .grant_partition(
+                        topic,
+                        sub,
+                        partition,
+                        (wanted, lease_ms),
+                        consumer,
+                        &mut reply,
+                    )
                     .await?;
                 let after = sub.inspect(partition, LeaseTable::next_offset);
                 if granted > 0 || after == before {
@@ -245,8 +265,8 @@ impl Broker {
         topic: &Arc<Topic>,
         sub: &Arc<Subscription>,
         partition: usize,
-        wanted: usize,
-        lease_ms: u64,
+        (wanted, lease_ms): (usize, u64),
+        consumer: Option<&Origin>,
         reply: &mut Reply,
     ) -> Result<usize> {
         let log = &topic.partitions[partition];
@@ -267,7 +287,7 @@ impl Broker {
         };
         let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
         let now = steady_ms();
-        let (grants, leases) = sub.grant(partition, log, |table| {
+        let (grants, leases) = sub.grant(partition, log, consumer, |table| {
             table.grant(
                 now,
                 wanted,

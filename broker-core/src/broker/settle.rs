@@ -8,6 +8,7 @@ use super::{Broker, ReceiptFailure, SettleOutcome};
 use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_RECEIPTS;
+use crate::message::Origin;
 use crate::subscription::config::validate_ack_timeout;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::lease_table::{EntryState, Stale};
@@ -39,7 +40,18 @@ impl Broker {
         subscription: &str,
         receipts: &[String],
     ) -> Result<SettleOutcome> {
-        self.settle(topic, subscription, receipts, Settle::Ack)
+        self.ack_from(topic, subscription, receipts, None).await
+    }
+
+    /// [`Broker::ack`] by `consumer`, whom the `acked` events name for the message trace.
+    pub async fn ack_from(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        consumer: Option<&Origin>,
+    ) -> Result<SettleOutcome> {
+        self.settle(topic, subscription, receipts, Settle::Ack, consumer)
             .await
     }
 
@@ -52,6 +64,20 @@ impl Broker {
         delay_ms: Option<u64>,
         error: Option<&str>,
     ) -> Result<SettleOutcome> {
+        self.nack_from(topic, subscription, receipts, (delay_ms, error), None)
+            .await
+    }
+
+    /// [`Broker::nack`] (`delay_ms` and `error` as `nack`'s) by `consumer`, whom the `nacked`
+    /// events name for the message trace.
+    pub async fn nack_from(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        (delay_ms, error): (Option<u64>, Option<&str>),
+        consumer: Option<&Origin>,
+    ) -> Result<SettleOutcome> {
         if let Some(delay) = delay_ms {
             crate::limits::check_range("delay_ms", delay, 0, MAX_NACK_DELAY_MS)?;
         }
@@ -61,6 +87,7 @@ impl Broker {
                 subscription,
                 receipts,
                 Settle::Nack { delay_ms, error },
+                consumer,
             )
             .await?;
         let open = self.topic(topic)?;
@@ -82,9 +109,29 @@ impl Broker {
         receipts: &[String],
         ack_timeout_ms: u64,
     ) -> Result<SettleOutcome> {
-        let lease_ms = validate_ack_timeout("ack_timeout_ms", ack_timeout_ms)?;
-        self.settle(topic, subscription, receipts, Settle::Extend { lease_ms })
+        self.extend_from(topic, subscription, receipts, ack_timeout_ms, None)
             .await
+    }
+
+    /// [`Broker::extend`] by `consumer`, whom a cluster's `leased` events of the new leases
+    /// name (a single node records no event for an extend).
+    pub async fn extend_from(
+        &self,
+        topic: &str,
+        subscription: &str,
+        receipts: &[String],
+        ack_timeout_ms: u64,
+        consumer: Option<&Origin>,
+    ) -> Result<SettleOutcome> {
+        let lease_ms = validate_ack_timeout("ack_timeout_ms", ack_timeout_ms)?;
+        self.settle(
+            topic,
+            subscription,
+            receipts,
+            Settle::Extend { lease_ms },
+            consumer,
+        )
+        .await
     }
 
     async fn settle(
@@ -93,6 +140,7 @@ impl Broker {
         subscription: &str,
         receipts: &[String],
         action: Settle<'_>,
+        consumer: Option<&Origin>,
     ) -> Result<SettleOutcome> {
         self.check_running()?;
         if receipts.is_empty() || receipts.len() > MAX_RECEIPTS {
@@ -150,12 +198,13 @@ impl Broker {
                         .filter(|(_, (_, result))| result.is_ok())
                         .map(|((_, data), _)| data.offset)
                         .collect();
-                    pending.extend(sub.record_leases(partition, log, &extended)?);
+                    pending.extend(sub.record_leases(partition, log, &extended, consumer)?);
                     results
                 }
                 _ => {
                     let (results, append) = sub.change_durably(partition, log, |table| {
-                        settle_durably(&sub, partition, table, &items, action, now)
+                        let settle = (action, consumer, now);
+                        settle_durably(&sub, partition, table, &items, settle)
                     })?;
                     pending.extend(append);
                     results
@@ -221,15 +270,14 @@ impl Broker {
 /// One receipt and what its settle did.
 type SettleResult<'r> = (&'r String, std::result::Result<(), Stale>);
 
-/// Acks or nacks the receipts of one partition in its table; returns each receipt's result
-/// and the events to record.
+/// Acks or nacks the receipts of one partition in its table, `(action, consumer, now)`;
+/// returns each receipt's result and the events to record.
 fn settle_durably<'r>(
     sub: &Subscription,
     partition: usize,
     table: &mut LeaseTable,
     items: &[(&'r String, ReceiptData)],
-    action: Settle<'_>,
-    now: u64,
+    (action, consumer, now): (Settle<'_>, Option<&Origin>, u64),
 ) -> (Vec<SettleResult<'r>>, Vec<SubscriptionEvent>) {
     let subscription = sub.config.uid;
     let mut events = Vec::new();
@@ -242,6 +290,7 @@ fn settle_durably<'r>(
                     events.push(SubscriptionEvent::Acked {
                         subscription,
                         offset,
+                        consumer: consumer.cloned(),
                     })
                 }),
                 Settle::Nack { delay_ms, error } => table
@@ -250,7 +299,7 @@ fn settle_durably<'r>(
                         if let Some(error) = error {
                             sub.set_last_error(partition, offset, error);
                         }
-                        events.push(nacked(subscription, offset, table, error));
+                        events.push(nacked(subscription, offset, table, error, consumer));
                     }),
                 Settle::Extend { .. } => Err(Stale::NotLeased),
             };
@@ -260,12 +309,13 @@ fn settle_durably<'r>(
     (results, events)
 }
 
-/// The event of a nack, from the entry the nack left.
+/// The event of a nack by `consumer`, from the entry the nack left.
 fn nacked(
     subscription: u64,
     offset: u64,
     table: &LeaseTable,
     error: Option<&str>,
+    consumer: Option<&Origin>,
 ) -> SubscriptionEvent {
     let entry = table.entry(offset);
     let due_ms = match entry.map(|e| e.state) {
@@ -279,5 +329,6 @@ fn nacked(
         due_ms,
         key_hash: entry.and_then(|e| e.key_hash),
         error: error.map(str::to_owned),
+        consumer: consumer.cloned(),
     }
 }

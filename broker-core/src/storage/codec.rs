@@ -526,12 +526,23 @@ fn decode_record(
 }
 
 /// Reads fields off a buffer, refusing any length longer than what is left.
-struct Cursor {
+pub(crate) struct Cursor {
     buf: Bytes,
     pos: usize,
 }
 
 impl Cursor {
+    /// A reader at the start of `buf` (for an origin outside a frame: a subscription event's
+    /// consumer).
+    pub(crate) fn new(buf: Bytes) -> Cursor {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Bytes read so far.
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
     fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -596,7 +607,7 @@ impl Cursor {
     }
 }
 
-mod extras;
+pub(crate) mod extras;
 pub(crate) mod raft;
 #[cfg(test)]
 mod tests;

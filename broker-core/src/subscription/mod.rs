@@ -11,9 +11,10 @@
 //! A change that must survive a crash (ack, nack, dead letter, seek, redrive) is made to the
 //! table and queued as an event in the partition log under the table's lock, so the log holds
 //! each table's changes in the order they were made; the caller answers once the log has
-//! committed it. Leases, extends and first deliveries live in memory and reach the
-//! checkpoint, written in the background about once a second; nothing on a request's path
-//! waits for sled.
+//! committed it. Leases and extends live in memory and reach the checkpoint, written in the
+//! background about once a second; nothing on a request's path waits for sled. On a single
+//! node every delivery is also queued as an event (`delivered`, naming its consumer, for the
+//! message trace) without waiting for it.
 
 pub mod attempts;
 pub mod config;
@@ -38,6 +39,7 @@ pub use receipt::{ReceiptCodec, ReceiptData};
 pub use store::SubscriptionStore;
 
 use crate::error::Result;
+use crate::message::Origin;
 use crate::storage::{LogPosition, PartitionHandle, PendingAppend};
 
 /// A live subscription: its settings, one lease table per partition, and where they persist.
@@ -479,19 +481,21 @@ impl Subscription {
         Ok((result, pending))
     }
 
-    /// [`Subscription::update`] for a receive. On a single node, redeliveries among the
-    /// grants `change` returns are queued in the log as [`SubscriptionEvent::Redelivered`]
-    /// without waiting (when the queue has room), so `max_deliveries` survives a restart;
-    /// losing one costs at most an extra delivery; a receive of first deliveries only takes no
-    /// place in the log's queue. In a cluster every grant is recorded as
-    /// [`SubscriptionEvent::Leased`], and the caller awaits the returned append before it
-    /// hands the messages out: its commit proves this node still led the partition when it
-    /// granted them (a deposed leader's table may show as waiting what the new leader has
-    /// since delivered and had acked), and the next leader then holds them for their lease.
+    /// [`Subscription::update`] for a receive by `consumer`. On a single node, every grant
+    /// `change` returns is queued in the log as [`SubscriptionEvent::Delivered`] without
+    /// waiting (when the queue has room): the message trace's delivery, and from the second
+    /// attempt on the attempt count, so `max_deliveries` survives a restart; losing one costs
+    /// a delivery missing from the trace, or at most an extra delivery. In a cluster every
+    /// grant is recorded as [`SubscriptionEvent::Leased`], and the caller awaits the returned
+    /// append before it hands the messages out: its commit proves this node still led the
+    /// partition when it granted them (a deposed leader's table may show as waiting what the
+    /// new leader has since delivered and had acked), and the next leader then holds them for
+    /// their lease.
     pub fn grant(
         &self,
         partition: usize,
         log: &PartitionHandle,
+        consumer: Option<&Origin>,
         change: impl FnOnce(&mut LeaseTable) -> Vec<Grant>,
     ) -> Result<(Vec<Grant>, Option<PendingAppend>)> {
         if self.is_replicated() {
@@ -500,7 +504,7 @@ impl Subscription {
             let grants = change(&mut table);
             let events: Vec<bytes::Bytes> = grants
                 .iter()
-                .filter_map(|g| self.lease_event(&table, g.offset))
+                .filter_map(|g| self.lease_event(&table, g.offset, consumer))
                 .collect();
             // Sent under the table's lock, so the log keeps this table's order of changes.
             let pending = (!events.is_empty()).then(|| slot.send(events));
@@ -510,18 +514,19 @@ impl Subscription {
         let grants = change(&mut table);
         let events: Vec<bytes::Bytes> = grants
             .iter()
-            .filter(|g| g.attempt > 1)
             .map(|g| {
-                SubscriptionEvent::Redelivered {
+                SubscriptionEvent::Delivered {
                     subscription: self.config.uid,
                     offset: g.offset,
                     attempts: g.attempt,
                     key_hash: table.entry(g.offset).and_then(|e| e.key_hash),
+                    consumer: consumer.cloned(),
                 }
                 .encode()
             })
             .collect();
-        // Queued under the table's lock, so the log keeps this table's order of changes.
+        // Queued under the table's lock, so the log keeps this table's order of changes (a
+        // delivery before the ack or nack of it).
         if !events.is_empty()
             && let Ok(slot) = log.reserve_control()
         {
@@ -530,14 +535,15 @@ impl Subscription {
         Ok((grants, None))
     }
 
-    /// In a cluster, records the leases of `offsets` (after an extend) in the log, so a new
-    /// leader holds them as long; the caller awaits the append before it answers. Nothing on
-    /// a single node.
+    /// In a cluster, records the leases of `offsets` (after an extend by `consumer`) in the
+    /// log, so a new leader holds them as long; the caller awaits the append before it
+    /// answers. Nothing on a single node.
     pub fn record_leases(
         &self,
         partition: usize,
         log: &PartitionHandle,
         offsets: &[u64],
+        consumer: Option<&Origin>,
     ) -> Result<Option<PendingAppend>> {
         if !self.is_replicated() || offsets.is_empty() {
             return Ok(None);
@@ -546,13 +552,18 @@ impl Subscription {
         let table = self.lock(partition);
         let events: Vec<bytes::Bytes> = offsets
             .iter()
-            .filter_map(|offset| self.lease_event(&table, *offset))
+            .filter_map(|offset| self.lease_event(&table, *offset, consumer))
             .collect();
         Ok((!events.is_empty()).then(|| slot.send(events)))
     }
 
-    /// The `leased` event of an offset in flight.
-    fn lease_event(&self, table: &LeaseTable, offset: u64) -> Option<bytes::Bytes> {
+    /// The `leased` event of an offset in flight, leased (or extended) by `consumer`.
+    fn lease_event(
+        &self,
+        table: &LeaseTable,
+        offset: u64,
+        consumer: Option<&Origin>,
+    ) -> Option<bytes::Bytes> {
         let entry = table.entry(offset)?;
         let lease_table::EntryState::InFlight { deadline_ms, lease } = entry.state else {
             return None;
@@ -564,6 +575,7 @@ impl Subscription {
             lease,
             deadline_ms,
             key_hash: entry.key_hash,
+            consumer: consumer.cloned(),
         };
         Some(event.encode())
     }

@@ -194,6 +194,17 @@ fn apply(restored: &mut Restored, event: SubscriptionEvent) {
             key_hash,
             ..
         } => table.replay_attempt(offset, attempts, key_hash),
+        // A first delivery changes nothing, as before it was recorded: like its lease, it is
+        // forgotten by a restart (the message is delivered again as attempt 1).
+        SubscriptionEvent::Delivered {
+            attempts: 0..=1, ..
+        } => {}
+        SubscriptionEvent::Delivered {
+            offset,
+            attempts,
+            key_hash,
+            ..
+        } => table.replay_attempt(offset, attempts, key_hash),
         SubscriptionEvent::DeadLettered { offset, .. } => table.replay_dead_lettered(offset),
         SubscriptionEvent::Sought { offset, .. } => {
             table.reset(offset);

@@ -11,6 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use broker_core::config::FsyncPolicy;
+use broker_core::storage::LogPosition;
+use broker_core::subscription::store::{SubscriptionStore, tree_name};
+use broker_core::subscription::{LeaseTable, TablePolicy};
 use broker_core::subscription::{RetryPolicy, StartPosition, SubscriptionSpec};
 use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig};
@@ -75,4 +78,19 @@ pub async fn create_subscription(broker: &Broker, retry: Option<RetryPolicy>) {
         )
         .await
         .expect("subscription");
+}
+
+/// Replaces the subscription's checkpoint by the one it had when it was created: a fresh table
+/// at offset 0 covering nothing of the log, so all its state must come from the log.
+pub async fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
+    let db = open_metadata(dir).await;
+    let tree = db.open_tree(tree_name(subscription_uid)).expect("tree");
+    tree.clear().expect("clear");
+    let store = SubscriptionStore::new(tree);
+    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
+    table.mark_cursor_dirty();
+    store
+        .save_checkpoint(0, table.take_changes(), LogPosition::default(), &[])
+        .expect("save");
+    db.flush().expect("flush");
 }

@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::codes;
+use crate::consumed_by::ConsumedBy;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::gather;
 use crate::long_poll::long_poll;
@@ -194,6 +195,7 @@ pub async fn receive(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
+    ConsumedBy(consumer): ConsumedBy,
     OptionalJsonBody(body): OptionalJsonBody<ReceiveBody>,
 ) -> Result<Response, ApiError> {
     let max_messages = body.max_messages.unwrap_or(DEFAULT_RECEIVE_MESSAGES);
@@ -207,6 +209,7 @@ pub async fn receive(
             wait_ms,
             ack_timeout_ms: body.ack_timeout_ms,
             attempt_id: body.attempt_id.clone(),
+            consumer: Some(consumer),
         };
         let reply =
             gather::gather_receive(&state, &headers, &path, &ask, Some(memory), leaders).await?;
@@ -220,7 +223,9 @@ pub async fn receive(
             attempt_id: body.attempt_id.clone(),
             memory: Some(memory.clone()),
         };
-        state.broker.receive(&path.topic, &path.sub, request)
+        state
+            .broker
+            .receive_from(&path.topic, &path.sub, request, Some(&consumer))
     };
     let deliveries = long_poll(&state, wait_ms, attempt, |found: &Vec<Delivery>| {
         !found.is_empty()
@@ -251,6 +256,7 @@ pub async fn ack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
+    ConsumedBy(consumer): ConsumedBy,
     JsonBody(request): JsonBody<AckRequest>,
 ) -> Result<Json<AckResponse>, ApiError> {
     let mut outcome = gather::scatter_settle(
@@ -262,7 +268,8 @@ pub async fn ack(
         |share| serde_json::json!({ "receipts": share }),
         |receipts| {
             let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
-            async move { broker.ack(topic, sub, &receipts).await }
+            let consumer = Some(&*consumer);
+            async move { broker.ack_from(topic, sub, &receipts, consumer).await }
         },
     )
     .await?;
@@ -297,6 +304,7 @@ pub async fn nack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
+    ConsumedBy(consumer): ConsumedBy,
     JsonBody(request): JsonBody<NackRequest>,
 ) -> Result<Json<NackResponse>, ApiError> {
     let (delay_ms, error) = (request.delay_ms, request.error);
@@ -309,8 +317,13 @@ pub async fn nack(
         |share| serde_json::json!({ "receipts": share, "delay_ms": delay_ms, "error": error }),
         |receipts| {
             let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
-            let error = error.as_deref();
-            async move { broker.nack(topic, sub, &receipts, delay_ms, error).await }
+            let (error, consumer) = (error.as_deref(), Some(&*consumer));
+            async move {
+                let nack = (delay_ms, error);
+                broker
+                    .nack_from(topic, sub, &receipts, nack, consumer)
+                    .await
+            }
         },
     )
     .await?;
@@ -337,6 +350,7 @@ pub async fn extend(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
+    ConsumedBy(consumer): ConsumedBy,
     JsonBody(request): JsonBody<ExtendRequest>,
 ) -> Result<Json<ExtendResponse>, ApiError> {
     let ack_timeout_ms = request.ack_timeout_ms;
@@ -349,7 +363,12 @@ pub async fn extend(
         |share| serde_json::json!({ "receipts": share, "ack_timeout_ms": ack_timeout_ms }),
         |receipts| {
             let (broker, topic, sub) = (&state.broker, &path.topic, &path.sub);
-            async move { broker.extend(topic, sub, &receipts, ack_timeout_ms).await }
+            let consumer = Some(&*consumer);
+            async move {
+                broker
+                    .extend_from(topic, sub, &receipts, ack_timeout_ms, consumer)
+                    .await
+            }
         },
     )
     .await?;

@@ -19,15 +19,16 @@
 //! [`REPLICA_APPLY_GRACE_MS`]).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, Sse};
-use broker_core::BrokerError;
 use broker_core::broker::{Delivery, ReceiveRequest};
 use broker_core::limits::check_range;
 use broker_core::subscription::config::validate_ack_timeout;
+use broker_core::{BrokerError, Origin};
 use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::mpsc;
@@ -35,6 +36,7 @@ use tokio::time::Instant;
 use utoipa::IntoParams;
 
 use crate::app::AppState;
+use crate::consumed_by::ConsumedBy;
 use crate::extract::{PathParams, QueryParams};
 use crate::gather;
 use crate::long_poll::LONG_POLL_SLICE_MS;
@@ -169,6 +171,7 @@ pub async fn stream(
     PathParams(path): PathParams<SubscriptionPath>,
     QueryParams(query): QueryParams<StreamQuery>,
     headers: HeaderMap,
+    ConsumedBy(consumer): ConsumedBy,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let settings = query.settings()?;
     state
@@ -186,6 +189,7 @@ pub async fn stream(
         state,
         path,
         headers,
+        consumer,
         settings,
         sender,
         in_flight,
@@ -222,6 +226,9 @@ struct StreamLoop {
     path: SubscriptionPath,
     /// The client's headers: its credentials for the other leaders, in a cluster.
     headers: HeaderMap,
+    /// Who consumes ([`crate::consumed_by`]): named in the events of what the stream
+    /// receives here and of the unsent messages it releases.
+    consumer: Arc<Origin>,
     settings: StreamSettings,
     sender: mpsc::Sender<Event>,
     /// Receipts sent and maybe not yet settled.
@@ -335,6 +342,7 @@ impl StreamLoop {
                 wait_ms,
                 ack_timeout_ms: self.settings.ack_timeout_ms,
                 attempt_id: None,
+                consumer: Some(Arc::clone(&self.consumer)),
             };
             let memory = Some(memory.clone());
             let (state, headers, path) = (&self.state, &self.headers, &self.path);
@@ -348,9 +356,10 @@ impl StreamLoop {
             attempt_id: None,
             memory: Some(memory.clone()),
         };
+        let consumer = Some(&*self.consumer);
         self.state
             .broker
-            .receive(&self.path.topic, &self.path.sub, request)
+            .receive_from(&self.path.topic, &self.path.sub, request, consumer)
             .await
             .map(Received::Here)
             .map_err(failed)
@@ -423,10 +432,11 @@ impl StreamLoop {
     /// Ends the leases of messages that were leased but never sent, so they come back at once
     /// instead of after their lease.
     async fn release(&self, receipts: Vec<String>) {
-        let (broker, path) = (&self.state.broker, &self.path);
+        let (broker, path, consumer) = (&self.state.broker, &self.path, Some(&*self.consumer));
         let here = |receipts: Vec<String>| async move {
+            let release = (Some(0), None);
             broker
-                .nack(&path.topic, &path.sub, &receipts, Some(0), None)
+                .nack_from(&path.topic, &path.sub, &receipts, release, consumer)
                 .await
         };
         let leaders = gather::leaders_to_stream_from(&self.state, &self.headers, &path.topic);

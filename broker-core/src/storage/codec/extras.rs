@@ -89,7 +89,9 @@ pub(super) fn put(buf: &mut Vec<u8>, record: &Record, flags: u8) -> Result<()> {
     Ok(())
 }
 
-fn put_origin(buf: &mut Vec<u8>, origin: &Origin) {
+/// Appends `origin` in full (also a subscription event's consumer, see
+/// `subscription::events`).
+pub(crate) fn put_origin(buf: &mut Vec<u8>, origin: &Origin) {
     let address = match origin.address {
         None => 0,
         Some(IpAddr::V4(_)) => HAS_IPV4,
@@ -158,7 +160,8 @@ pub(super) fn get_origin(
     }
 }
 
-fn get_origin_fields(cursor: &mut Cursor) -> Result<Origin, DecodeError> {
+/// Reads an origin written by [`put_origin`].
+pub(crate) fn get_origin_fields(cursor: &mut Cursor) -> Result<Origin, DecodeError> {
     let fields = cursor.u8()?;
     if fields & !(HAS_PRINCIPAL | HAS_IPV4 | HAS_IPV6 | HAS_NODE) != 0
         || fields & (HAS_IPV4 | HAS_IPV6) == HAS_IPV4 | HAS_IPV6

@@ -1,0 +1,183 @@
+//! In a cluster a partition leader records every lease as a `leased` event naming its
+//! consumer (the receive's, then the extend's), and every ack names its consumer: what the
+//! message trace reads back from the Raft log.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use broker_core::broker::{AckMode, ReceiveRequest};
+use broker_core::cluster_node::ClusterNode;
+use broker_core::config::FsyncPolicy;
+use broker_core::control::{self, ControlOwner};
+use broker_core::storage::{LogPosition, PartitionHandle};
+use broker_core::subscription::SubscriptionSpec;
+use broker_core::subscription::events::SubscriptionEvent;
+use broker_core::topic::TopicSpec;
+use broker_core::{LogConfig, Origin};
+
+mod raft_support;
+use raft_support::Net;
+use raft_support::nodes::{node_record, start_cluster_node, text_message};
+
+async fn until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..150 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 15 s");
+}
+
+/// Three nodes serving the one-partition topic `jobs` and its subscription `work`.
+async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        let me = node_record(id, format!("zone-{id}"), 7000);
+        nodes.push(start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == 3)
+    })
+    .await;
+    let controller = nodes[0].controller_leader().expect("a controller leader");
+    let admin = nodes[(controller - 1) as usize].clone();
+    let topic = TopicSpec {
+        name: "jobs".into(),
+        partitions: Some(1),
+        ..TopicSpec::default()
+    };
+    admin.create_topic(topic).await.expect("topic");
+    let work = SubscriptionSpec {
+        name: "work".into(),
+        ..SubscriptionSpec::default()
+    };
+    admin
+        .create_subscription("jobs", work)
+        .await
+        .expect("subscription");
+    until("every node has the subscription", || {
+        nodes
+            .iter()
+            .all(|n| n.broker().subscription_uid("jobs", "work").is_some())
+    })
+    .await;
+    nodes
+}
+
+/// The node every node agrees leads partition 0 of `jobs`.
+async fn partition_leader(nodes: &[Arc<ClusterNode>]) -> Arc<ClusterNode> {
+    for _ in 0..150 {
+        let seen: Vec<Option<u64>> = nodes.iter().map(|n| n.broker_leader("jobs", 0)).collect();
+        if let Some(Some(leader)) = seen.first()
+            && seen.iter().all(|s| *s == Some(*leader))
+            && let Some(node) = nodes.iter().find(|n| n.node_id() == *leader)
+        {
+            return node.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("partition 0 of jobs has no leader every node agrees on");
+}
+
+/// The subscription events of the replicated log in `dir` (its node shut down), in log order.
+fn subscription_events(dir: PathBuf) -> Vec<SubscriptionEvent> {
+    let index = tempfile::tempdir().expect("dir");
+    let db = sled::open(index.path()).expect("sled");
+    let config = LogConfig {
+        fsync: FsyncPolicy::Always,
+        ..LogConfig::default()
+    };
+    let tree = db.open_tree("index").expect("tree");
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let log = PartitionHandle::open_replicated(dir, tree, config, Arc::clone(&notify), None)
+        .expect("open the log");
+    // Every entry the log holds is shown: each event here was committed before the call that
+    // wrote it answered.
+    let last = log.last_entry().expect("entries").index;
+    log.publish_applied(last, &notify).expect("shown");
+    let mut events = Vec::new();
+    log.replay_controls(LogPosition::default(), |_, entry| {
+        if control::owner(&entry) == Some(ControlOwner::Subscription) {
+            events.push(SubscriptionEvent::decode(&entry).expect("an event"));
+        }
+        Ok(())
+    })
+    .expect("replay");
+    log.shutdown();
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_extends_and_acks_on_a_partition_leader_name_their_consumer() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    let leader = partition_leader(&nodes).await;
+    let broker = leader.broker();
+    broker
+        .produce("jobs", vec![text_message("a".into())], AckMode::All)
+        .await
+        .expect("produced");
+    let alice = Origin {
+        principal: Some("alice".into()),
+        address: Some("192.0.2.7".parse().expect("an address")),
+        node: Some(leader.node_id()),
+    };
+    // Forwarded from another node: the principal and that node, no address.
+    let forwarded = Origin {
+        principal: Some("alice".into()),
+        address: None,
+        node: Some(leader.node_id() % 3 + 1),
+    };
+    let request = ReceiveRequest {
+        max_messages: 1,
+        wait_ms: 5_000,
+        ..ReceiveRequest::default()
+    };
+    let got = broker
+        .receive_from("jobs", "work", request, Some(&alice))
+        .await
+        .expect("received");
+    assert_eq!(got.len(), 1);
+    let receipts = [got[0].receipt.clone()];
+    let extended = broker
+        .extend_from("jobs", "work", &receipts, 60_000, Some(&forwarded))
+        .await
+        .expect("extended");
+    assert_eq!(extended.succeeded, 1);
+    let acked = broker
+        .ack_from("jobs", "work", &receipts, Some(&alice))
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, 1);
+    let dir = broker.partition_dir("jobs", 0).expect("a partition folder");
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+
+    let events = subscription_events(dir);
+    let settles: Vec<(&str, u32, Option<&Origin>)> = events
+        .iter()
+        .filter_map(|event| match event {
+            SubscriptionEvent::Leased { attempts, .. } => {
+                Some(("leased", *attempts, event.consumer()))
+            }
+            SubscriptionEvent::Acked { .. } => Some(("acked", 0, event.consumer())),
+            SubscriptionEvent::Sought { .. } => None,
+            other => panic!("an unexpected event: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        settles,
+        vec![
+            ("leased", 1, Some(&alice)),
+            ("leased", 1, Some(&forwarded)),
+            ("acked", 0, Some(&alice)),
+        ]
+    );
+}
