@@ -325,6 +325,7 @@ pub fn event_offset(event: &SubscriptionEvent) -> Option<u64> {
         SubscriptionEvent::Acked { offset, .. }
         | SubscriptionEvent::Nacked { offset, .. }
         | SubscriptionEvent::Redelivered { offset, .. }
+        | SubscriptionEvent::Delivered { offset, .. }
         | SubscriptionEvent::DeadLettered { offset, .. }
         | SubscriptionEvent::Leased { offset, .. } => Some(*offset),
         SubscriptionEvent::Sought { .. } | SubscriptionEvent::Redriven { .. } => None,

@@ -92,7 +92,7 @@ fn kinds(events: &[broker_core::broker::TracedEvent]) -> Vec<&'static str> {
         .map(|e| match e.event {
             SubscriptionEvent::Acked { .. } => "acked",
             SubscriptionEvent::Nacked { .. } => "nacked",
-            SubscriptionEvent::Redelivered { .. } => "redelivered",
+            SubscriptionEvent::Delivered { .. } => "delivered",
             SubscriptionEvent::DeadLettered { .. } => "dead-lettered",
             SubscriptionEvent::Leased { .. } => "leased",
             _ => "other",
@@ -145,7 +145,10 @@ async fn messages_are_found_by_id_and_key_with_their_events_and_after_a_torn_ind
     let sub = &trace.subscriptions[0];
     assert_eq!(sub.name, "s");
     assert_eq!(sub.state, MessageState::Acked);
-    assert_eq!(kinds(&sub.events), ["nacked", "redelivered", "acked"]);
+    assert_eq!(
+        kinds(&sub.events),
+        ["delivered", "nacked", "delivered", "acked"]
+    );
     assert!(
         sub.events.windows(2).all(|w| w[0].time_ms <= w[1].time_ms),
         "events in time order"
@@ -182,7 +185,7 @@ async fn messages_are_found_by_id_and_key_with_their_events_and_after_a_torn_ind
     let trace = &broker.trace_message("t", "m-0").await.expect("trace")[0];
     assert_eq!(
         kinds(&trace.subscriptions[0].events),
-        ["nacked", "redelivered", "acked"]
+        ["delivered", "nacked", "delivered", "acked"]
     );
     broker.shutdown().await;
 }

@@ -297,7 +297,8 @@ fn state_from_events(events: &[TracedEvent], now_ms: u64) -> Option<MessageState
         }
         SubscriptionEvent::Nacked { .. }
         | SubscriptionEvent::Leased { .. }
-        | SubscriptionEvent::Redelivered { .. } => Some(MessageState::Pending),
+        | SubscriptionEvent::Redelivered { .. }
+        | SubscriptionEvent::Delivered { .. } => Some(MessageState::Pending),
         _ => None,
     })
 }

@@ -352,14 +352,14 @@ fn events_of(
             time_ms: traced.time_ms,
             kind: kind.into(),
             attempt,
-            consumer: None,
+            consumer: actor(traced.event.consumer()),
             error: None,
             until_ms: None,
             offset: stored.offset,
         };
-        let _ = actor;
         match &traced.event {
-            SubscriptionEvent::Redelivered { attempts, .. } => {
+            SubscriptionEvent::Redelivered { attempts, .. }
+            | SubscriptionEvent::Delivered { attempts, .. } => {
                 if matches!(last, Some((_, false))) {
                     out.push(view("lease_expired", last.map(|(a, _)| a)));
                 }
