@@ -41,9 +41,13 @@ impl Broker {
         Ok(self.info(&topic))
     }
 
-    /// Every topic, in name order.
+    /// Every topic, in name order, but the server's own ([`crate::names::is_internal`]).
     pub fn list_topics(&self) -> Vec<TopicInfo> {
-        let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
+        let topics: Vec<Arc<Topic>> = read(&self.topics)
+            .iter()
+            .filter(|(name, _)| !crate::names::is_internal(name))
+            .map(|(_, topic)| topic.clone())
+            .collect();
         topics.iter().map(|t| self.info(t)).collect()
     }
 

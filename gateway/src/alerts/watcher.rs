@@ -23,13 +23,14 @@ use super::signature::WebhookSigner;
 use crate::metrics::ALERTS_ACTIVE;
 
 /// Every kind, for the gauge (a kind with no active alert shows 0).
-const KINDS: [AlertKind; 6] = [
+const KINDS: [AlertKind; 7] = [
     AlertKind::Backlog,
     AlertKind::OldestUnackedAge,
     AlertKind::ConsumerOffline,
     AlertKind::DeadLetters,
     AlertKind::ProduceErrors,
     AlertKind::Disk,
+    AlertKind::Probe,
 ];
 
 /// An alert that is firing, as `GET /v1/alerts` lists it. Times are epoch ms on the node's
@@ -50,9 +51,10 @@ pub struct ActiveAlert {
     pub since_ms: u64,
     /// When the alert fired.
     pub fired_at_ms: u64,
-    /// The value last sampled (for `consumer_offline`, the backlog).
+    /// The value last sampled (for `consumer_offline`, the backlog; for `probe`, its
+    /// failures in a row).
     pub value: f64,
-    /// The rule's threshold (`null` for `consumer_offline`).
+    /// The rule's threshold (`null` for `consumer_offline` and `probe`).
     pub threshold: Option<f64>,
 }
 
@@ -187,6 +189,10 @@ async fn sample(
         }
         (AlertKind::Disk, None, None) => match broker.used_disk_share() {
             Some(share) => Sample::Value(share),
+            None => return Ok(None),
+        },
+        (AlertKind::Probe, None, None) => match alerts.probe().failures() {
+            Some(failures) => Sample::Value(failures as f64),
             None => return Ok(None),
         },
         _ => return Ok(None),
