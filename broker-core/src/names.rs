@@ -16,8 +16,9 @@ pub fn is_internal(name: &str) -> bool {
     name.starts_with("__")
 }
 
-/// Checks the name of one of the server's own topics: [`INTERNAL_PREFIX`] followed by what
-/// [`validate`] accepts, within the same length.
+/// Checks the name of one of the server's own topics: [`INTERNAL_PREFIX`] followed by at
+/// least one more character, the whole without its leading `__` a name [`validate`]
+/// accepts, within the same length.
 pub fn validate_internal(field: &'static str, name: &str) -> Result<(), BrokerError> {
     if name.len() > MAX_NAME_LEN {
         return Err(BrokerError::invalid(
@@ -26,6 +27,10 @@ pub fn validate_internal(field: &'static str, name: &str) -> Result<(), BrokerEr
         ));
     }
     match name.strip_prefix(INTERNAL_PREFIX) {
+        Some("") => Err(BrokerError::invalid(
+            field,
+            format!("an internal name is more than {INTERNAL_PREFIX:?}"),
+        )),
         // The prefix without its `__` is a valid name; the rest must keep it one.
         Some(_) => validate(field, &name[2..]),
         None => Err(BrokerError::invalid(
