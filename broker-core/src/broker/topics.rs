@@ -37,7 +37,13 @@ impl Broker {
         let topic = Arc::new(topic);
         write(&self.topics).insert(config.name.clone(), topic.clone());
         self.spawn_topic_tasks(&topic);
-        tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
+        // The server's own topics are made at every fresh start: not news to an operator.
+        match crate::names::is_internal(&config.name) {
+            true => tracing::debug!(topic = %config.name, "created internal topic"),
+            false => {
+                tracing::info!(topic = %config.name, partitions = config.partitions, "created topic")
+            }
+        }
         Ok(self.info(&topic))
     }
 
