@@ -1,8 +1,9 @@
 //! Synthetic probes end to end: a healthy server shows a recent successful round with its
 //! latency in `/readyz` and `/metrics` while its probe topic stays out of the API; a probe
 //! made to fail (its consumer paused by the test hook) counts the failure, shows it in
-//! `/readyz` (still 200), fires a `probe` alert to a real HTTP receiver and resolves it once
-//! the probe recovers; bad `probe` rules are refused.
+//! `/readyz` (still 200), lists the built-in `__wharf.probe` alert, fires a `probe` rule's
+//! alert to a real HTTP receiver and resolves both once the probe recovers; bad `probe` rules
+//! are refused.
 
 mod common;
 
@@ -179,7 +180,7 @@ async fn a_healthy_server_shows_recent_successful_rounds_and_hides_its_probe_top
 }
 
 #[tokio::test]
-async fn a_failing_probe_is_counted_shown_in_readyz_and_fires_a_probe_alert_until_it_recovers() {
+async fn a_failing_probe_is_counted_shown_in_readyz_and_alerts_until_it_recovers() {
     let receiver = Receiver::start().await;
     let hooks = ProbeHooks::default();
     let harness = Harness::start_with(settings(Some(hooks.clone()))).await;
@@ -228,7 +229,31 @@ async fn a_failing_probe_is_counted_shown_in_readyz_and_fires_a_probe_alert_unti
         .cloned()
         .unwrap_or_else(|| panic!("probe-down not active: {active}"));
     assert_eq!(listed["kind"], "probe");
-    assert!(metric(&harness, "wharf_alerts_active{kind=\"probe\"}").await >= 1.0);
+    let builtin = active["alerts"]
+        .as_array()
+        .expect("alerts")
+        .iter()
+        .find(|a| a["rule"] == "__wharf.probe")
+        .cloned()
+        .unwrap_or_else(|| panic!("the built-in probe alert is not active: {active}"));
+    assert_eq!(builtin["kind"], "probe");
+    assert!(
+        builtin["value"].as_f64().expect("value") >= 1.0,
+        "{builtin}"
+    );
+    assert!(
+        builtin["since_ms"].as_u64() <= listed["since_ms"].as_u64(),
+        "{active}"
+    );
+    // The gauge is the process's, and other tests' servers set it too: wait to see ours.
+    let deadline = Instant::now() + LIVENESS;
+    while metric(&harness, "wharf_alerts_active{kind=\"probe\"}").await < 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the probe alerts' gauge never showed 2"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     hooks.pause_consumer(false);
     let resolved = receiver.next_verified().await;
@@ -240,6 +265,15 @@ async fn a_failing_probe_is_counted_shown_in_readyz_and_fires_a_probe_alert_unti
     })
     .await;
     assert_eq!(probe["consecutive_failures"], 0);
+    let deadline = Instant::now() + LIVENESS;
+    loop {
+        let active = json_of(harness.get("/v1/alerts").await, 200).await;
+        if active["alerts"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "alerts still active: {active}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     harness.stop().await;
 }
 

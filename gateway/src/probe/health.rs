@@ -46,6 +46,9 @@ pub struct ProbeStatus {
 #[derive(Debug)]
 pub struct ProbeHealth {
     status: RwLock<ProbeStatus>,
+    /// Steady ms (see [`broker_core::clock::steady_ms`]) of the first failed round of the
+    /// failures in a row, for the built-in alert's `since_ms`.
+    failing_since_ms: RwLock<Option<u64>>,
 }
 
 impl ProbeHealth {
@@ -65,6 +68,7 @@ impl ProbeHealth {
                 consecutive_failures: 0,
                 last_error: None,
             }),
+            failing_since_ms: RwLock::new(None),
         }
     }
 
@@ -88,8 +92,14 @@ impl ProbeHealth {
         }
     }
 
+    /// Steady ms of the first of the failures in a row, `None` unless the probe is failing.
+    pub fn failing_since_ms(&self) -> Option<u64> {
+        *read(&self.failing_since_ms)
+    }
+
     /// Records a round that succeeded at `at_ms` with this latency.
     pub fn succeeded(&self, at_ms: u64, latency_ms: f64) {
+        *write(&self.failing_since_ms) = None;
         let mut status = write(&self.status);
         status.state = ProbeState::Ok;
         status.last_at_ms = Some(at_ms);
@@ -99,8 +109,9 @@ impl ProbeHealth {
         status.last_error = None;
     }
 
-    /// Records a round that failed at `at_ms`.
-    pub fn failed(&self, at_ms: u64, failure: &ProbeFailure) {
+    /// Records a round that failed at `at_ms` (wall clock), `steady_ms` on the steady one.
+    pub fn failed(&self, at_ms: u64, steady_ms: u64, failure: &ProbeFailure) {
+        write(&self.failing_since_ms).get_or_insert(steady_ms);
         let mut status = write(&self.status);
         status.state = ProbeState::Failing;
         status.last_at_ms = Some(at_ms);
@@ -120,9 +131,10 @@ mod tests {
         let health = ProbeHealth::new(1_000);
         assert_eq!(health.failures(), None);
         let failure = ProbeFailure::new(ProbeStep::Receive, "timed out");
-        health.failed(10, &failure);
-        health.failed(20, &failure);
+        health.failed(10, 110, &failure);
+        health.failed(20, 120, &failure);
         assert_eq!(health.failures(), Some(2));
+        assert_eq!(health.failing_since_ms(), Some(110), "the first of the run");
         let status = health.status();
         assert_eq!(status.state, ProbeState::Failing);
         assert_eq!(status.last_error.as_deref(), Some("receive: timed out"));
@@ -131,5 +143,6 @@ mod tests {
         assert_eq!((status.consecutive_failures, status.last_error), (0, None));
         assert_eq!(status.last_latency_ms, Some(1.5));
         assert_eq!(health.failures(), Some(0));
+        assert_eq!(health.failing_since_ms(), None);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use broker_core::Broker;
-use broker_core::clock::now_ms;
+use broker_core::clock::{now_ms, steady_ms};
 use metrics::{counter, histogram};
 use rand::RngCore;
 use tokio::sync::watch;
@@ -102,7 +102,7 @@ async fn probe_loop(
             Err(failure) => {
                 counter!(PROBE_FAILURES, "step" => failure.step.as_str()).increment(1);
                 tracing::warn!(%failure, "the synthetic probe failed");
-                health.failed(now_ms(), &failure);
+                health.failed(now_ms(), steady_ms(), &failure);
             }
         }
     }
