@@ -76,6 +76,9 @@ pub struct TopicSpec {
     pub rate_limit: Option<RateLimit>,
     /// See [`TopicConfig::dedup_window_ms`] (default 10 minutes).
     pub dedup_window_ms: Option<u64>,
+    /// One of the server's own topics: its name is checked by
+    /// [`names::validate_internal`] instead of [`names::validate`]. Never set from a request.
+    pub internal: bool,
 }
 
 /// A change to a topic's settings: `Some(None)` clears an optional limit.
@@ -112,7 +115,10 @@ impl TopicSpec {
         uid: u64,
         nodes: u32,
     ) -> Result<TopicConfig, BrokerError> {
-        names::validate("name", &self.name)?;
+        match self.internal {
+            true => names::validate_internal("name", &self.name)?,
+            false => names::validate("name", &self.name)?,
+        }
         let partitions = check_range(
             "partitions",
             self.partitions.unwrap_or(1),

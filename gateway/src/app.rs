@@ -45,6 +45,8 @@ pub struct Shared {
     pub alerts: Arc<Alerts>,
     /// The per-minute history of this node's topics and subscriptions.
     pub history: Arc<crate::history::History>,
+    /// The synthetic probe's state (off unless [`AppState::with_probe`] gave one).
+    pub probe: Arc<crate::probe::ProbeHealth>,
     draining: AtomicBool,
 }
 
@@ -82,6 +84,7 @@ impl AppState {
             liveness: None,
             alerts,
             history: Arc::new(crate::history::History::in_memory(Default::default())),
+            probe: Arc::new(crate::probe::ProbeHealth::off()),
             draining: AtomicBool::new(false),
         }))
     }
@@ -103,6 +106,7 @@ impl AppState {
             liveness: Some(liveness),
             alerts: Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
             history: Arc::new(crate::history::History::in_memory(Default::default())),
+            probe: Arc::new(crate::probe::ProbeHealth::off()),
             draining: AtomicBool::new(false),
         }))
     }
@@ -113,6 +117,16 @@ impl AppState {
         match Arc::get_mut(&mut self.0) {
             Some(shared) => shared.history = history,
             None => tracing::warn!("the app state is shared: the history is not replaced"),
+        }
+        self
+    }
+
+    /// This state with `probe` in place of the idle one it was built with. Call it before
+    /// the state is shared (cloned); a shared state is returned unchanged.
+    pub fn with_probe(mut self, probe: Arc<crate::probe::ProbeHealth>) -> Self {
+        match Arc::get_mut(&mut self.0) {
+            Some(shared) => shared.probe = probe,
+            None => tracing::warn!("the app state is shared: the probe is not replaced"),
         }
         self
     }
@@ -146,6 +160,7 @@ pub fn app(state: AppState) -> Router {
         None => router,
     };
     router
+        .layer(axum::middleware::from_fn(crate::internal_topics::hide))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             edge::edge,

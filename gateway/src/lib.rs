@@ -55,6 +55,10 @@
 //!   into the binary.
 //! - [`history`]: the per-minute history of topics and subscriptions: the sampler, the
 //!   request figures, the ring files under `<data>/history/`; `routes::stats` serves it.
+//! - [`probe`]: the synthetic probe: a round trip through the node's internal probe topic
+//!   every `probe_interval_ms`, its latency metric, its state in `/readyz` and the `probe`
+//!   alert kind; [`internal_topics`]: request paths naming the server's own topics answer
+//!   404.
 //! - [`cli`]: the client commands of the `wharf` binary (`topics`, `produce`, `consume`,
 //!   `read`, `stats`): an HTTP client of a running node.
 //!
@@ -80,6 +84,7 @@ pub mod forward;
 pub mod gather;
 pub mod history;
 pub mod integral_floats;
+pub mod internal_topics;
 pub mod io_timeout;
 pub mod json_object;
 pub mod json_text;
@@ -94,6 +99,7 @@ pub mod openapi_links;
 pub mod openapi_rules;
 pub mod payload;
 pub mod peer;
+pub mod probe;
 pub mod problem;
 pub mod produce_errors;
 pub mod produce_origin;

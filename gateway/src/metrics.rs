@@ -53,6 +53,12 @@ pub const ALERTS_ACTIVE: &str = "wharf_alerts_active";
 /// retried or given up), `gave_up` (retries spent or too old), `dropped` (a full queue).
 pub const ALERT_DELIVERIES: &str = "wharf_alert_deliveries_total";
 
+/// Produce → received time of the synthetic probe's successful rounds (see
+/// [`crate::probe`]).
+pub const PROBE_ROUND_TRIP_SECONDS: &str = "wharf_probe_round_trip_seconds";
+/// Failed rounds of the synthetic probe, per `step` (`setup`, `produce`, `receive`, `ack`).
+pub const PROBE_FAILURES: &str = "wharf_probe_failures_total";
+
 /// The `route` label of requests no route matched (404s and the like): one value, so probing
 /// random paths cannot grow the label set.
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -123,6 +129,7 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
             LATENCY_BUCKETS_SECONDS,
         )?
         .set_buckets_for_metric(full(PEER_RPC_SECONDS), LATENCY_BUCKETS_SECONDS)?
+        .set_buckets_for_metric(full(PROBE_ROUND_TRIP_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_REQUESTS), COUNT_BUCKETS)?
         .set_buckets_for_metric(full(telemetry::WRITER_QUEUE_DEPTH), COUNT_BUCKETS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_BYTES), BYTE_BUCKETS)
@@ -172,6 +179,16 @@ fn describe() {
         ALERTS_ACTIVE,
         Unit::Count,
         "Alerts firing on this node, by kind."
+    );
+    describe_histogram!(
+        PROBE_ROUND_TRIP_SECONDS,
+        Unit::Seconds,
+        "Produce to received time of the synthetic probe's successful rounds."
+    );
+    describe_counter!(
+        PROBE_FAILURES,
+        Unit::Count,
+        "Failed rounds of the synthetic probe, by step (setup, produce, receive, ack)."
     );
     describe_counter!(
         ALERT_DELIVERIES,

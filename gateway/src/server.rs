@@ -18,6 +18,7 @@ use crate::config::Settings;
 use crate::edge::Edge;
 use crate::history::History;
 use crate::history::sampler::Sampler;
+use crate::probe::{ProbeHealth, ProbeTask};
 
 /// How long a graceful shutdown waits for open requests before it stops anyway, in
 /// milliseconds. Long-polls end within a second of draining, so only slow uploads and stuck
@@ -48,7 +49,8 @@ pub enum ServeError {
 /// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
 /// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
 /// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
-/// left behind), then stops the history sampler (writing the minutes being filled) and shuts
+/// left behind), then stops the synthetic probe (a single node's, see [`crate::probe`]; a
+/// cluster node does not probe yet) and the history sampler (writing the minutes being filled) and shuts
 /// the broker down. The history's files are loaded before serving starts.
 pub async fn serve(
     listener: TcpListener,
@@ -90,14 +92,27 @@ pub async fn serve(
     let history = open_history(&settings).await?;
     let sampler = Sampler::start(Arc::clone(&history), Arc::clone(&broker));
     let Some(port) = cluster_port else {
+        let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
         let alerts = Alerts::load(settings.alerts(), &broker)
-            .map_err(|error| ServeError::Alerts(error.to_string()))?;
+            .map_err(|error| ServeError::Alerts(error.to_string()))?
+            .with_probe(Arc::clone(&probe_health));
         let alerts = std::sync::Arc::new(alerts);
         let tasks = alerts
             .start(broker.clone(), Arc::clone(&history.produce_errors))
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
-        let state = AppState::with_alerts(broker.clone(), edge, alerts).with_history(history);
+        let probe = ProbeTask::start(
+            Arc::clone(&broker),
+            Arc::clone(&probe_health),
+            settings.probe_interval_ms(),
+            settings.probe_hooks().cloned(),
+        );
+        let state = AppState::with_alerts(broker.clone(), edge, alerts)
+            .with_history(history)
+            .with_probe(probe_health);
         serve_app(listener, state, shutdown).await;
+        if let Some(probe) = probe {
+            probe.stop().await;
+        }
         tasks.stop().await;
         sampler.stop().await;
         broker.shutdown().await;

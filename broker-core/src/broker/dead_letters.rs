@@ -179,6 +179,8 @@ impl Broker {
             name: name.clone(),
             partitions: Some(source.partitions),
             max_message_bytes: Some(source.max_message_bytes),
+            // Only an internal topic's subscription has an internal dead-letter name.
+            internal: crate::names::is_internal(name),
             ..TopicSpec::default()
         };
         match self.create_topic(spec).await {

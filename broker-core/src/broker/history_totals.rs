@@ -17,9 +17,14 @@ pub struct TopicHistoryTotals {
 }
 
 impl Broker {
-    /// Every open topic's totals, in name order (a topic being deleted is left out).
+    /// Every open topic's totals, in name order (a topic being deleted and the server's own
+    /// topics, [`crate::names::is_internal`], are left out).
     pub fn history_totals(&self) -> Vec<TopicHistoryTotals> {
-        let topics: Vec<_> = read(&self.topics).values().cloned().collect();
+        let topics: Vec<_> = read(&self.topics)
+            .iter()
+            .filter(|(name, _)| !crate::names::is_internal(name))
+            .map(|(_, topic)| topic.clone())
+            .collect();
         topics
             .iter()
             .filter(|topic| !topic.deleted.load(std::sync::atomic::Ordering::SeqCst))

@@ -55,7 +55,10 @@ impl Broker {
         self.persist().await?;
         let subscription = Arc::new(subscription);
         write(&open.subscriptions).insert(config.name.clone(), subscription.clone());
-        tracing::info!(topic, subscription = %config.name, "created subscription");
+        match crate::names::is_internal(topic) {
+            true => tracing::debug!(topic, subscription = %config.name, "created subscription"),
+            false => tracing::info!(topic, subscription = %config.name, "created subscription"),
+        }
         self.subscription_info(&open, &subscription).await
     }
 

@@ -37,13 +37,23 @@ impl Broker {
         let topic = Arc::new(topic);
         write(&self.topics).insert(config.name.clone(), topic.clone());
         self.spawn_topic_tasks(&topic);
-        tracing::info!(topic = %config.name, partitions = config.partitions, "created topic");
+        // The server's own topics are made at every fresh start: not news to an operator.
+        match crate::names::is_internal(&config.name) {
+            true => tracing::debug!(topic = %config.name, "created internal topic"),
+            false => {
+                tracing::info!(topic = %config.name, partitions = config.partitions, "created topic")
+            }
+        }
         Ok(self.info(&topic))
     }
 
-    /// Every topic, in name order.
+    /// Every topic, in name order, but the server's own ([`crate::names::is_internal`]).
     pub fn list_topics(&self) -> Vec<TopicInfo> {
-        let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
+        let topics: Vec<Arc<Topic>> = read(&self.topics)
+            .iter()
+            .filter(|(name, _)| !crate::names::is_internal(name))
+            .map(|(_, topic)| topic.clone())
+            .collect();
         topics.iter().map(|t| self.info(t)).collect()
     }
 

@@ -229,7 +229,11 @@ impl SubscriptionSpec {
                 name
             }
         };
-        names::validate("dead_letter_topic", &dead_letter_topic)?;
+        // The default dead-letter name of an internal topic's subscription is internal too.
+        match names::is_internal(topic) {
+            true => names::validate_internal("dead_letter_topic", &dead_letter_topic)?,
+            false => names::validate("dead_letter_topic", &dead_letter_topic)?,
+        }
         if dead_letter_topic == topic {
             return Err(BrokerError::invalid(
                 "dead_letter_topic",

@@ -3,7 +3,8 @@
 //! `ok → pending → firing → ok`, returning an [`AlertEvent`] exactly once per firing and
 //! once per resolution. No I/O, no clock: the caller samples, this decides.
 //!
-//! - A sample *breaches* when its value is above the rule's threshold; for
+//! - A sample *breaches* when its value is above the rule's threshold; for `probe`, when
+//!   the probe has failed (its failures in a row are above 0); for
 //!   `consumer_offline`, when the backlog is above 0, counted from the later of the first
 //!   such sample and the consumers' last activity.
 //! - The first breaching sample makes the rule pending since its time; a breach that has
@@ -32,7 +33,8 @@ pub const MAX_SAMPLE_GAP_MS: u64 = 30_000;
 pub enum Sample {
     /// The kind's measure (every kind but `consumer_offline`): backlog in messages, oldest
     /// unacked age in ms, dead letters or produce errors in the last minute (see
-    /// [`PerMinuteRate`](super::per_minute::PerMinuteRate)), or the used share of the disk.
+    /// [`PerMinuteRate`](super::per_minute::PerMinuteRate)), the used share of the disk, or
+    /// the probe's failures in a row.
     Value(f64),
     /// A subscription's consumers (`consumer_offline`).
     Consumers {
@@ -201,6 +203,16 @@ impl RuleEvaluator {
                 value: backlog as f64,
                 breach_from: (backlog > 0).then_some(last_activity_ms.unwrap_or(0).min(now_ms)),
             }),
+            // The probe's failures in a row: any is a breach, held for `for_ms`.
+            (AlertKind::Probe, Sample::Value(failures)) => {
+                if !failures.is_finite() {
+                    return Err(AlertError::SampleNotFinite { value: failures });
+                }
+                Ok(Reading {
+                    value: failures,
+                    breach_from: (failures > 0.0).then_some(0),
+                })
+            }
             (_, Sample::Value(value)) if kind.has_threshold() => {
                 if !value.is_finite() {
                     return Err(AlertError::SampleNotFinite { value });

@@ -35,10 +35,11 @@ pub struct AlertEventBody {
     pub kind: AlertKind,
     /// `firing` or `resolved`.
     pub state: EventState,
-    /// The kind's measure at the transition (for `consumer_offline`, the backlog; for a
-    /// rule changed or deleted, the last value sampled).
+    /// The kind's measure at the transition (for `consumer_offline`, the backlog; for
+    /// `probe`, the probe's failures in a row; for a rule changed or deleted, the last value
+    /// sampled).
     pub value: f64,
-    /// The rule's threshold (`null` for `consumer_offline`).
+    /// The rule's threshold (`null` for `consumer_offline` and `probe`).
     pub threshold: Option<f64>,
     /// The rule's topic, if it has one.
     pub topic: Option<String>,

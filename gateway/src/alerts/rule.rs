@@ -58,6 +58,9 @@ pub enum AlertKind {
     ProduceErrors,
     /// The share of the data folder's file system in use, 0 to 1.
     Disk,
+    /// The node's synthetic probe (see [`crate::probe`]) has failed every round for
+    /// `for_ms`; the value is its failures in a row. No topic, subscription or threshold.
+    Probe,
 }
 
 impl AlertKind {
@@ -70,10 +73,12 @@ impl AlertKind {
             AlertKind::DeadLetters => "dead_letters",
             AlertKind::ProduceErrors => "produce_errors",
             AlertKind::Disk => "disk",
+            AlertKind::Probe => "probe",
         }
     }
 
-    /// Whether the kind compares a value against `threshold` (all but `consumer_offline`).
+    /// Whether the kind compares a value against `threshold` (all but `consumer_offline` and
+    /// `probe`).
     pub fn has_threshold(self) -> bool {
         self.threshold_range().is_some()
     }
@@ -85,7 +90,7 @@ impl AlertKind {
             }
             AlertKind::DeadLetters => (Need::Required, Need::Optional),
             AlertKind::ProduceErrors => (Need::Optional, Need::Forbidden),
-            AlertKind::Disk => (Need::Forbidden, Need::Forbidden),
+            AlertKind::Disk | AlertKind::Probe => (Need::Forbidden, Need::Forbidden),
         }
     }
 
@@ -97,7 +102,7 @@ impl AlertKind {
             }
             AlertKind::OldestUnackedAge => Some((0.0, MAX_AGE_THRESHOLD_MS)),
             AlertKind::Disk => Some((0.0, MAX_DISK_THRESHOLD)),
-            AlertKind::ConsumerOffline => None,
+            AlertKind::ConsumerOffline | AlertKind::Probe => None,
         }
     }
 
@@ -137,16 +142,16 @@ pub struct AlertRule {
     pub kind: AlertKind,
     /// The topic watched: required by `backlog`, `oldest_unacked_age`, `consumer_offline`
     /// and `dead_letters`; optional for `produce_errors` (absent: every topic); refused by
-    /// `disk`.
+    /// `disk` and `probe`.
     pub topic: Option<String>,
     /// The subscription watched: required by `backlog`, `oldest_unacked_age` and
     /// `consumer_offline`; optional for `dead_letters` (absent: every subscription of the
-    /// topic); refused by `produce_errors` and `disk`.
+    /// topic); refused by `produce_errors`, `disk` and `probe`.
     pub subscription: Option<String>,
     /// The value the kind's measure must exceed: messages (`backlog`), ms
     /// (`oldest_unacked_age`), events per minute (`dead_letters`, `produce_errors`) or a
-    /// share from 0 to 0.999 (`disk`). Required, except for `consumer_offline`, which
-    /// refuses it.
+    /// share from 0 to 0.999 (`disk`). Required, except for `consumer_offline` and `probe`,
+    /// which refuse it.
     pub threshold: Option<f64>,
     /// How long the condition must hold before the alert fires, 0 to 86400000 ms (default
     /// 0: at once); `consumer_offline` needs at least 5000 ms.

@@ -19,6 +19,7 @@ use super::signature::WebhookSigner;
 use super::watcher::{ActiveAlert, Figures, evaluate_loop};
 use super::webhook_policy::WebhookPolicy;
 use crate::config::AlertSettings;
+use crate::probe::ProbeHealth;
 use crate::problem::ApiError;
 use crate::produce_errors::ProduceErrors;
 
@@ -35,6 +36,7 @@ pub struct Alerts {
     server_signer: WebhookSigner,
     tick_ms: u64,
     started_ms: u64,
+    probe: Arc<ProbeHealth>,
 }
 
 impl Alerts {
@@ -58,7 +60,20 @@ impl Alerts {
             server_signer: WebhookSigner::new(&secret),
             tick_ms: settings.tick_ms(),
             started_ms: steady_ms(),
+            probe: Arc::new(ProbeHealth::off()),
         }
+    }
+
+    /// These alerts, their `probe` rules sampling `probe` (without it, the node does not
+    /// probe and such rules never fire).
+    pub fn with_probe(mut self, probe: Arc<ProbeHealth>) -> Alerts {
+        self.probe = probe;
+        self
+    }
+
+    /// The synthetic probe's state, the value of `probe` rules.
+    pub fn probe(&self) -> &ProbeHealth {
+        &self.probe
     }
 
     /// The alerts of a node whose rules are stored in `broker`.

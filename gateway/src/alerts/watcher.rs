@@ -1,6 +1,7 @@
 //! The evaluation task: [`evaluate_loop`] samples every rule each tick, feeds its
 //! [`RuleEvaluator`], queues the events it emits ([`super::outbox`]) and publishes the
-//! active alerts ([`ActiveAlert`]) and the `wharf_alerts_active` gauge.
+//! active alerts ([`ActiveAlert`], with the built-in one of a failing synthetic probe,
+//! [`BUILTIN_PROBE_ALERT`]) and the `wharf_alerts_active` gauge.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,20 +25,21 @@ use crate::metrics::ALERTS_ACTIVE;
 use crate::produce_errors::ProduceErrors;
 
 /// Every kind, for the gauge (a kind with no active alert shows 0).
-const KINDS: [AlertKind; 6] = [
+const KINDS: [AlertKind; 7] = [
     AlertKind::Backlog,
     AlertKind::OldestUnackedAge,
     AlertKind::ConsumerOffline,
     AlertKind::DeadLetters,
     AlertKind::ProduceErrors,
     AlertKind::Disk,
+    AlertKind::Probe,
 ];
 
 /// An alert that is firing, as `GET /v1/alerts` lists it. Times are epoch ms on the node's
 /// steady clock, as in webhook bodies.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ActiveAlert {
-    /// The rule's name.
+    /// The rule's name (`__wharf.probe` for the built-in alert of a failing probe).
     pub rule: String,
     /// The rule's kind.
     pub kind: AlertKind,
@@ -51,9 +53,10 @@ pub struct ActiveAlert {
     pub since_ms: u64,
     /// When the alert fired.
     pub fired_at_ms: u64,
-    /// The value last sampled (for `consumer_offline`, the backlog).
+    /// The value last sampled (for `consumer_offline`, the backlog; for `probe`, its
+    /// failures in a row).
     pub value: f64,
-    /// The rule's threshold (`null` for `consumer_offline`).
+    /// The rule's threshold (`null` for `consumer_offline` and `probe`).
     pub threshold: Option<f64>,
 }
 
@@ -196,6 +199,10 @@ async fn sample(
             Some(share) => Sample::Value(share),
             None => return Ok(None),
         },
+        (AlertKind::Probe, None, None) => match alerts.probe().failures() {
+            Some(failures) => Sample::Value(failures as f64),
+            None => return Ok(None),
+        },
         _ => return Ok(None),
     };
     Ok(Some(sample))
@@ -234,9 +241,33 @@ fn queue(alerts: &Alerts, rule: &ValidRule, event: &AlertEvent) {
     });
 }
 
-/// Publishes the firing alerts for `GET /v1/alerts` and the gauge.
+/// The name under which `GET /v1/alerts` lists the built-in probe alert: `__` names are
+/// the server's, so no rule can take it.
+pub const BUILTIN_PROBE_ALERT: &str = "__wharf.probe";
+
+/// The built-in alert of a failing synthetic probe: active from its first failed round of a
+/// run until a round succeeds, without any rule (so without a webhook: a `probe` rule
+/// routes it to one).
+fn builtin_probe_alert(alerts: &Alerts) -> Option<ActiveAlert> {
+    let since_ms = alerts.probe().failing_since_ms()?;
+    let failures = alerts.probe().failures()?;
+    Some(ActiveAlert {
+        rule: BUILTIN_PROBE_ALERT.to_owned(),
+        kind: AlertKind::Probe,
+        state: "firing".to_owned(),
+        topic: None,
+        subscription: None,
+        since_ms,
+        fired_at_ms: since_ms,
+        value: failures as f64,
+        threshold: None,
+    })
+}
+
+/// Publishes the firing alerts (with the built-in probe alert) for `GET /v1/alerts` and the
+/// gauge.
 fn publish(alerts: &Alerts, watched: &BTreeMap<String, Watched>) {
-    let active: Vec<ActiveAlert> = watched
+    let mut active: Vec<ActiveAlert> = watched
         .values()
         .filter_map(|w| {
             let RuleState::Firing {
@@ -260,6 +291,11 @@ fn publish(alerts: &Alerts, watched: &BTreeMap<String, Watched>) {
             })
         })
         .collect();
+    if let Some(builtin) = builtin_probe_alert(alerts) {
+        // Listed in name order with the rules' alerts.
+        let at = active.partition_point(|alert| alert.rule.as_str() < BUILTIN_PROBE_ALERT);
+        active.insert(at, builtin);
+    }
     for kind in KINDS {
         let count = active.iter().filter(|a| a.kind == kind).count();
         gauge!(ALERTS_ACTIVE, "kind" => kind.as_str()).set(count as f64);

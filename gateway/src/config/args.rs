@@ -20,7 +20,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WHARF_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// TOML file with the same keys as these flags (listen, data_dir, fsync, segment_bytes,
-    /// max_body_bytes, min_free_bytes, history_retention_minutes).
+    /// max_body_bytes, min_free_bytes, history_retention_minutes, probe_interval_ms).
     #[arg(long, env = "WHARF_CONFIG")]
     pub config: Option<PathBuf>,
     /// When to fsync: `always`, `never`, or an interval in milliseconds [default: always].
@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// [default: 10080, 7 days].
     #[arg(long, env = "WHARF_HISTORY_RETENTION_MINUTES")]
     pub history_retention_minutes: Option<String>,
+    /// Milliseconds between two synthetic probe rounds (a message produced, received and
+    /// acked on the internal probe topic), 100 to 600000, or 0 for none [default: 10000].
+    #[arg(long, env = "WHARF_PROBE_INTERVAL_MS")]
+    pub probe_interval_ms: Option<String>,
     /// Serve without authentication on a non-loopback address (no keys configured).
     #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
     pub allow_anonymous: bool,
@@ -83,6 +87,10 @@ impl ServeArgs {
                 .history_retention_minutes
                 .or(file.history_retention_minutes.map(value_text)),
             history_hooks: None,
+            probe_interval_ms: self
+                .probe_interval_ms
+                .or(file.probe_interval_ms.map(value_text)),
+            probe_hooks: None,
             allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
             auth_keys: file.auth_keys,
             edge,

@@ -20,6 +20,7 @@ pub(super) struct FileSettings {
     pub(super) max_body_bytes: Option<toml::Value>,
     pub(super) min_free_bytes: Option<toml::Value>,
     pub(super) history_retention_minutes: Option<toml::Value>,
+    pub(super) probe_interval_ms: Option<toml::Value>,
     pub(super) allow_anonymous: Option<bool>,
     pub(super) alert_webhook_hosts: Option<toml::Value>,
     pub(super) alert_secret: Option<String>,

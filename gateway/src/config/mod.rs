@@ -15,6 +15,7 @@
 //! - `edge`: [`EdgeSettings`], their defaults and their validation, with the auth keys.
 //! - `alerts`: [`AlertSettings`]: the webhook allow-list, the server's signing secret, the
 //!   evaluation tick.
+//! - `probe`: `probe_interval_ms`, the synthetic probe's period ([`DEFAULT_PROBE_INTERVAL_MS`]).
 //! - `values`: one setting's text into a number, a number within a range, or a boolean.
 //! - `settings`: [`Settings`], the frozen result, and the server's defaults
 //!   ([`DEFAULT_LISTEN`], …).
@@ -27,6 +28,7 @@ mod edge;
 mod edge_args;
 mod error;
 mod file;
+mod probe;
 mod raw;
 mod settings;
 mod values;
@@ -42,6 +44,7 @@ pub use cluster::{
 pub use edge::EdgeSettings;
 pub use edge_args::{EdgeArgs, EdgeRaw};
 pub use error::ConfigError;
+pub use probe::{DEFAULT_PROBE_INTERVAL_MS, MAX_PROBE_INTERVAL_MS, MIN_PROBE_INTERVAL_MS};
 pub use raw::RawSettings;
 pub use settings::{
     DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, MIN_MAX_BODY_BYTES,

@@ -16,6 +16,7 @@ use super::cluster::{ClusterArgs, freeze_cluster};
 use super::edge::freeze_edge;
 use super::edge_args::EdgeRaw;
 use super::error::{ConfigError, invalid};
+use super::probe::freeze_probe_interval;
 use super::settings::{
     DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, MIN_MAX_BODY_BYTES,
     Settings,
@@ -23,6 +24,7 @@ use super::settings::{
 use super::values::parse_number;
 use crate::auth::KeySpec;
 use crate::history::HistoryHooks;
+use crate::probe::ProbeHooks;
 
 /// Settings before validation: every value optional and still text.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +45,10 @@ pub struct RawSettings {
     pub history_retention_minutes: Option<String>,
     /// See [`Settings::history_hooks`] (tests only; no flag or key sets it).
     pub history_hooks: Option<HistoryHooks>,
+    /// See [`Settings::probe_interval_ms`].
+    pub probe_interval_ms: Option<String>,
+    /// See [`Settings::probe_hooks`] (tests only; no flag or key sets it).
+    pub probe_hooks: Option<ProbeHooks>,
     /// Serve without auth on a non-loopback address.
     pub allow_anonymous: bool,
     /// Keys from the config file's `[[auth_keys]]`.
@@ -128,7 +134,10 @@ impl RawSettings {
         edge.check_host = listen.ip().is_loopback() || !edge.allowed_hosts.is_empty();
         let cluster = freeze_cluster(self.cluster, listen)?;
         let alerts = freeze_alerts(self.alerts)?;
+        let probe_interval_ms = freeze_probe_interval(self.probe_interval_ms)?;
         Ok(Settings {
+            probe_interval_ms,
+            probe_hooks: self.probe_hooks,
             alerts,
             listen,
             data_dir,

@@ -15,6 +15,7 @@ use super::error::ConfigError;
 use super::raw::RawSettings;
 use crate::auth::Authenticator;
 use crate::history::HistoryHooks;
+use crate::probe::ProbeHooks;
 
 /// Default listen address: loopback, so a fresh install is not open to the network.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -42,6 +43,8 @@ pub struct Settings {
     pub(super) alerts: AlertSettings,
     pub(super) history_retention: RetentionMinutes,
     pub(super) history_hooks: Option<HistoryHooks>,
+    pub(super) probe_interval_ms: u64,
+    pub(super) probe_hooks: Option<ProbeHooks>,
 }
 
 impl Settings {
@@ -114,6 +117,16 @@ impl Settings {
     /// The history's test hooks, if a test set them.
     pub fn history_hooks(&self) -> Option<&HistoryHooks> {
         self.history_hooks.as_ref()
+    }
+
+    /// Time between two synthetic probe rounds, in ms; 0: no probe.
+    pub fn probe_interval_ms(&self) -> u64 {
+        self.probe_interval_ms
+    }
+
+    /// The probe's test fault, if a test set it.
+    pub fn probe_hooks(&self) -> Option<&ProbeHooks> {
+        self.probe_hooks.as_ref()
     }
 
     /// The broker's configuration.

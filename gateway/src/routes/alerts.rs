@@ -132,6 +132,10 @@ pub async fn delete_rule(
 }
 
 /// List the alerts firing now.
+///
+/// The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+/// `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+/// create a `probe` rule for one).
 #[utoipa::path(get, path = "/v1/alerts", tag = "alerts",
     responses(
         (status = 200, description = "The active alerts", body = ActiveAlertList),

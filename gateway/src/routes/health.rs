@@ -6,13 +6,18 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppState;
+use crate::probe::ProbeStatus;
 use crate::problem::{ApiError, Problem};
 
-/// A probe's answer.
+/// A health check's answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthStatus {
     /// `ok` (liveness) or `ready` (readiness).
     pub status: &'static str,
+    /// Readiness only: the synthetic probe's last outcome (its state is shown, not judged:
+    /// a failing probe leaves the node ready).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeStatus>,
 }
 
 /// Liveness.
@@ -21,17 +26,25 @@ pub struct HealthStatus {
 #[utoipa::path(get, path = "/healthz", tag = "health",
     responses((status = 200, description = "The process is alive", body = HealthStatus)))]
 pub async fn healthz() -> Json<HealthStatus> {
-    Json(HealthStatus { status: "ok" })
+    Json(HealthStatus {
+        status: "ok",
+        probe: None,
+    })
 }
 
 /// Readiness.
 ///
 /// 200 once storage is open (in a cluster: and the controller has a leader and this node is
 /// registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-/// before stopping, so load balancers stop sending it work.
+/// before stopping, so load balancers stop sending it work. The 200 body carries the
+/// synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+/// failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+/// stuck disk) hit every node alike, and taking them all out of rotation would stop the
+/// consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+/// it instead.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
-        (status = 200, description = "Storage is open; the node takes work", body = HealthStatus),
+        (status = 200, description = "Storage is open; the node takes work (with the probe's last outcome)", body = HealthStatus),
         (status = 503, description = "The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`)", body = Problem,
             content_type = "application/problem+json"),
     ))]
@@ -48,5 +61,8 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<HealthStatus>,
         }
         .into());
     }
-    Ok(Json(HealthStatus { status: "ready" }))
+    Ok(Json(HealthStatus {
+        status: "ready",
+        probe: Some(state.probe.status()),
+    }))
 }

@@ -226,6 +226,7 @@ pub async fn create_topic(
         replication_factor: request.replication_factor,
         rate_limit: request.rate_limit.map(Into::into),
         dedup_window_ms: request.dedup_window_ms,
+        internal: false,
     };
     let info = match &state.cluster {
         Some(cluster) => cluster.create_topic(spec).await?,

@@ -6,8 +6,11 @@ use crate::alerts::rule::AlertRule;
 use crate::alerts::webhook_policy::WebhookPolicy;
 
 fn rule(kind: AlertKind, threshold: f64, for_ms: u64) -> ValidRule {
-    let subscription = !matches!(kind, AlertKind::ProduceErrors | AlertKind::Disk);
-    let topic = kind != AlertKind::Disk;
+    let subscription = !matches!(
+        kind,
+        AlertKind::ProduceErrors | AlertKind::Disk | AlertKind::Probe
+    );
+    let topic = !matches!(kind, AlertKind::Disk | AlertKind::Probe);
     AlertRule {
         name: "r".to_owned(),
         kind,
@@ -418,3 +421,25 @@ proptest! {
 }
 
 const MIN_FOR_OFFLINE: u64 = crate::alerts::rule::MIN_CONSUMER_OFFLINE_FOR_MS;
+
+#[test]
+fn a_probe_rule_fires_once_failures_have_lasted_for_ms_and_resolves_on_a_success() {
+    let mut probe = RuleEvaluator::new(rule(AlertKind::Probe, 0.0, 1_000));
+    assert_eq!(value(&mut probe, 0, 0.0), None);
+    assert_eq!(value(&mut probe, 100, 1.0), None);
+    assert_eq!(probe.state(), RuleState::Pending { since_ms: 100 });
+    assert_eq!(value(&mut probe, 600, 2.0), None);
+    assert_eq!(value(&mut probe, 1_100, 3.0), firing(3.0, 100, 1_100));
+    assert_eq!(value(&mut probe, 1_200, 4.0), None, "fires once");
+    let resolved = value(&mut probe, 1_300, 0.0);
+    assert!(
+        matches!(resolved, Some(AlertEvent::Resolved { value, fired_at_ms: 1_100, .. }) if value == 0.0),
+        "{resolved:?}"
+    );
+    let consumers = Sample::Consumers {
+        backlog: 1,
+        last_activity_ms: None,
+    };
+    assert!(probe.observe(1_400, consumers).is_err(), "wrong shape");
+    assert!(probe.observe(1_400, Sample::Value(f64::NAN)).is_err());
+}

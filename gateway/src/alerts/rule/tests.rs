@@ -19,13 +19,14 @@ fn rule(kind: AlertKind) -> AlertRule {
     }
 }
 
-const KINDS: [AlertKind; 6] = [
+const KINDS: [AlertKind; 7] = [
     AlertKind::Backlog,
     AlertKind::OldestUnackedAge,
     AlertKind::ConsumerOffline,
     AlertKind::DeadLetters,
     AlertKind::ProduceErrors,
     AlertKind::Disk,
+    AlertKind::Probe,
 ];
 
 #[test]
@@ -125,6 +126,23 @@ fn each_kind_requires_and_refuses_topic_and_subscription_as_documented() {
     assert_eq!(
         disk.validate(&open()),
         Err(unexpected(AlertKind::Disk, "topic"))
+    );
+    let mut probe = rule(AlertKind::Probe);
+    probe.subscription = Some("billing".to_owned());
+    assert_eq!(
+        probe.validate(&open()),
+        Err(unexpected(AlertKind::Probe, "subscription"))
+    );
+    probe.topic = Some("orders".to_owned());
+    assert_eq!(
+        probe.validate(&open()),
+        Err(unexpected(AlertKind::Probe, "topic"))
+    );
+    let mut probe = rule(AlertKind::Probe);
+    probe.threshold = Some(1.0);
+    assert_eq!(
+        probe.validate(&open()),
+        Err(unexpected(AlertKind::Probe, "threshold"))
     );
 }
 
