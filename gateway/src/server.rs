@@ -103,14 +103,23 @@ pub async fn serve(
         broker.shutdown().await;
         return Ok(());
     };
+    let alerts = Alerts::for_cluster(settings.alerts(), Arc::clone(&port.node), port.auth.clone())
+        .map_err(|error| ServeError::Alerts(error.to_string()))?;
+    let alerts = Arc::new(alerts);
+    let _ = port.alerts.set((Arc::clone(&broker), Arc::clone(&alerts)));
+    let tasks = alerts
+        .start(broker.clone())
+        .map_err(|error| ServeError::Alerts(error.to_string()))?;
     let state = AppState::clustered(
         broker.clone(),
         edge,
         Arc::clone(&port.node),
         port.liveness.clone(),
+        alerts,
     )
     .with_history(history);
     serve_app(listener, state, shutdown).await;
+    tasks.stop().await;
     sampler.stop().await;
     port.shutdown().await;
     broker.shutdown().await;

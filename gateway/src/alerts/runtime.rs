@@ -5,6 +5,7 @@
 use std::sync::{Arc, RwLock};
 
 use broker_core::Broker;
+use broker_core::cluster_node::ClusterNode;
 use broker_core::clock::steady_ms;
 use broker_core::sync::{read, write};
 use rand::RngCore;
@@ -12,12 +13,14 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::book::RuleBook;
+use super::cluster_figures::{Clustered, FiguresClient};
 use super::delivery_schedule::RetrySchedule;
 use super::outbox::{Outbox, send_loop, webhook_client};
 use super::produce_errors::ProduceErrors;
 use super::signature::WebhookSigner;
 use super::watcher::{ActiveAlert, evaluate_loop};
 use super::webhook_policy::WebhookPolicy;
+use crate::cluster::PeerAuth;
 use crate::config::AlertSettings;
 use crate::problem::ApiError;
 
@@ -35,6 +38,8 @@ pub struct Alerts {
     server_signer: WebhookSigner,
     tick_ms: u64,
     started_ms: u64,
+    /// On a cluster node: its part (only the controller leader evaluates).
+    clustered: Option<Clustered>,
 }
 
 impl Alerts {
@@ -59,19 +64,37 @@ impl Alerts {
             server_signer: WebhookSigner::new(&secret),
             tick_ms: settings.tick_ms(),
             started_ms: steady_ms(),
+            clustered: None,
         }
+    }
+
+    /// The alerts of cluster node `node`: its rules are the cluster metadata's
+    /// ([`RuleBook::clustered`]), and it evaluates them while it leads the controller,
+    /// gathering every node's figures with `auth` ([`super::cluster_figures`]).
+    pub fn for_cluster(
+        settings: &AlertSettings,
+        node: Arc<ClusterNode>,
+        auth: PeerAuth,
+    ) -> Result<Alerts, ApiError> {
+        warn_without_secret(settings);
+        let client = FiguresClient::new(auth).map_err(|error| ApiError::Internal {
+            detail: format!("the alert figures client: {error}"),
+        })?;
+        let book = RuleBook::clustered(Arc::clone(&node), settings.policy().clone());
+        let mut alerts = Alerts::new(settings, book);
+        alerts.clustered = Some(Clustered::new(node, client));
+        Ok(alerts)
+    }
+
+    /// On a cluster node: its part in alerts.
+    pub fn clustered(&self) -> Option<&Clustered> {
+        self.clustered.as_ref()
     }
 
     /// The alerts of a node whose rules are stored in `broker`.
     pub fn load(settings: &AlertSettings, broker: &Broker) -> Result<Alerts, ApiError> {
         let book = RuleBook::load(broker, settings.policy())?;
-        if settings.secret().is_none() {
-            tracing::warn!(
-                "no alert_secret configured: alert webhooks of rules without their own secret \
-                 are signed with a random secret made at this start, which receivers cannot \
-                 know (set alert_secret or give rules a secret)"
-            );
-        }
+        warn_without_secret(settings);
         Ok(Alerts::new(settings, book))
     }
 
@@ -135,6 +158,16 @@ impl Alerts {
             stop,
             tasks: vec![evaluator, sender],
         })
+    }
+}
+
+fn warn_without_secret(settings: &AlertSettings) {
+    if settings.secret().is_none() {
+        tracing::warn!(
+            "no alert_secret configured: alert webhooks of rules without their own secret \
+             are signed with a random secret made at this start, which receivers cannot \
+             know (set alert_secret or give rules a secret)"
+        );
     }
 }
 
