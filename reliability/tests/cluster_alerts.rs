@@ -5,6 +5,11 @@
 //! the backlog is consumed; `GET /v1/alerts` on any node answers the evaluator's list; the
 //! rule is still there after a node is killed and restarted; a delete through any node
 //! removes it everywhere.
+//!
+//! Every partition is led by a node other than the controller leader, and a consumer
+//! receives there only: a `consumer_offline` rule stays quiet while it does (the evaluator
+//! gathers the last receive from the node that served it, it saw none itself), fires once
+//! it stops, and resolves when it comes back.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,6 +26,12 @@ use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
 const TOPIC: &str = "alerted";
 const RULE: &str = "backlog-high";
+/// The `consumer_offline` rule, on subscription `slow`.
+const OFFLINE_RULE: &str = "slow-offline";
+/// Its `for_ms`, the least the kind takes.
+const OFFLINE_FOR_MS: u64 = 5_000;
+/// How often the test's consumer receives from `slow`.
+const CONSUMER_EVERY: Duration = Duration::from_millis(500);
 /// The rule's own signing secret, so the receiver can verify every event.
 const SECRET: &str = "a-rule-secret-of-the-cluster-test";
 const MESSAGES: u64 = 20;
@@ -179,28 +190,61 @@ async fn leaders(http: &reqwest::Client, url: &str) -> (u64, Vec<u64>) {
     }
 }
 
-/// Makes sure a node other than the controller leader (the evaluator) leads a partition, so
-/// the backlog the evaluator samples must be gathered from another node.
-async fn spread_leaders(http: &reqwest::Client, url: &str) {
+/// Moves every partition's leadership off the controller leader (the evaluator) to one other
+/// node, whose id it returns: whatever lives only on a partition's leader or on the node
+/// that served a receive must then be gathered from there.
+async fn lead_elsewhere(http: &reqwest::Client, url: &str) -> u64 {
     let (controller, led) = leaders(http, url).await;
-    if led.iter().any(|l| *l != controller) {
-        return;
-    }
     let other = if controller == 1 { 2 } else { 1 };
-    let (status, body) = post_when_ready(
-        http,
-        format!("{url}/v1/cluster/partitions/{TOPIC}/1/leader"),
-        json!({ "node": other }),
-    )
-    .await;
-    assert_eq!(status, 200, "move partition 1's leader: {body}");
-}
-
-/// Waits until the receiver holds `count` events.
-async fn wait_events(posts: &Posts, count: usize) -> Vec<Value> {
+    for (partition, leader) in led.iter().enumerate() {
+        if *leader == other {
+            continue;
+        }
+        let (status, body) = post_when_ready(
+            http,
+            format!("{url}/v1/cluster/partitions/{TOPIC}/{partition}/leader"),
+            json!({ "node": other }),
+        )
+        .await;
+        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
+    }
+    // The view shows a move once the new leader has reported itself.
     let deadline = Instant::now() + LIVENESS;
     loop {
-        let events = verified_events(posts);
+        let (controller_now, led) = leaders(http, url).await;
+        assert_eq!(controller_now, controller, "the controller leader stayed");
+        if led.iter().all(|l| *l == other) {
+            return other;
+        }
+        assert!(Instant::now() < deadline, "the leaders never moved: {led:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Receives one message from `slow` through `url` every [`CONSUMER_EVERY`] (never acked:
+/// its lease ends and it comes again), until the task is aborted.
+fn consume_slowly(http: reqwest::Client, url: String) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let _ = http
+                .post(format!("{url}/v1/topics/{TOPIC}/subscriptions/slow/receive"))
+                .json(&json!({ "max_messages": 1, "wait_ms": 0, "ack_timeout_ms": 1000 }))
+                .send()
+                .await;
+            tokio::time::sleep(CONSUMER_EVERY).await;
+        }
+    })
+}
+
+fn of_rule(events: &[Value], rule: &str) -> Vec<Value> {
+    events.iter().filter(|e| e["rule"] == rule).cloned().collect()
+}
+
+/// Waits until the receiver holds `count` events of `rule`.
+async fn wait_events(posts: &Posts, rule: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + LIVENESS;
+    loop {
+        let events = of_rule(&verified_events(posts), rule);
         if events.len() >= count {
             return events;
         }
@@ -237,7 +281,20 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     )
     .await;
     assert_eq!(status, 201, "create subscription: {body}");
-    spread_leaders(&http, &urls[0]).await;
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics/{TOPIC}/subscriptions", urls[0]),
+        json!({"name": "slow", "start": "earliest"}),
+    )
+    .await;
+    assert_eq!(status, 201, "create subscription: {body}");
+    let leader = lead_elsewhere(&http, &urls[0]).await;
+    let leader_url = endpoints
+        .iter()
+        .find(|e| e.node == leader)
+        .map(|e| e.url.clone())
+        .expect("the leader's URL");
+    let consumer = consume_slowly(http.clone(), leader_url.clone());
 
     let (hook, posts) = start_receiver().await;
     let rule = json!({
@@ -255,6 +312,13 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
         post_when_ready(&http, format!("{}/v1/alerts/rules", urls[2]), rule.clone()).await;
     assert_eq!(status, 409, "the same name through another node: {body}");
     assert_eq!(body["code"], "alert_rule_exists", "{body}");
+    let offline = json!({
+        "name": OFFLINE_RULE, "kind": "consumer_offline", "topic": TOPIC, "subscription": "slow",
+        "for_ms": OFFLINE_FOR_MS, "webhook_url": hook, "secret": SECRET,
+    });
+    let (status, body) =
+        post_when_ready(&http, format!("{}/v1/alerts/rules", urls[0]), offline).await;
+    assert_eq!(status, 201, "create the consumer_offline rule: {body}");
 
     let batch: Vec<Value> = (0..MESSAGES)
         .map(|i| json!({ "key": format!("k{i}"), "value": "v" }))
@@ -267,7 +331,7 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     .await;
     assert_eq!(status, 200, "produce: {body}");
 
-    let events = wait_events(&posts, 1).await;
+    let events = wait_events(&posts, RULE, 1).await;
     assert_eq!(events[0]["state"], "firing", "{events:?}");
     assert_eq!(events[0]["rule"], RULE, "{events:?}");
     assert_eq!(
@@ -310,22 +374,42 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
         assert_eq!(status, 200, "ack: {answer}");
         acked += receipts.len() as u64;
     }
-    let events = wait_events(&posts, 2).await;
+    let events = wait_events(&posts, RULE, 2).await;
     assert_eq!(
         states(&events),
         ["firing", "resolved"],
         "one firing then one resolved event: {events:?}"
     );
     tokio::time::sleep(QUIET).await;
-    let events = verified_events(&posts);
+    let events = of_rule(&verified_events(&posts), RULE);
     assert_eq!(
         states(&events),
         ["firing", "resolved"],
         "no node sent a duplicate: {events:?}"
     );
+    assert!(
+        events.iter().all(|e| e["node"].as_u64().is_some_and(|n| n != leader)),
+        "the controller leader, not the partitions' leader, sent them: {events:?}"
+    );
     for url in &urls {
         wait_for(&http, url, "/v1/alerts", |a| !lists_alert(a)).await;
     }
+
+    // The consumer has received through the partitions' leader all along, for longer than
+    // `for_ms` since the backlog appeared: the evaluator saw that receive there.
+    let quiet = of_rule(&verified_events(&posts), OFFLINE_RULE);
+    assert!(quiet.is_empty(), "a consumer that receives is not offline: {quiet:?}");
+    consumer.abort();
+    let events = wait_events(&posts, OFFLINE_RULE, 1).await;
+    assert_eq!(states(&events), ["firing"], "offline once it stopped: {events:?}");
+    let consumer = consume_slowly(http.clone(), leader_url.clone());
+    let events = wait_events(&posts, OFFLINE_RULE, 2).await;
+    assert_eq!(
+        states(&events),
+        ["firing", "resolved"],
+        "back once it receives again: {events:?}"
+    );
+    consumer.abort();
 
     // The rule is cluster metadata: a node killed and restarted still lists it.
     let restarted = endpoints[0].node;

@@ -327,7 +327,8 @@ fn gone_sample(kind: AlertKind) -> Sample {
 
 /// Queues `event` of `rule` for its webhook, signed with the rule's secret or the server's.
 fn queue(alerts: &Alerts, rule: &ValidRule, event: &AlertEvent) {
-    let body = AlertEventBody::new(rule, event, None);
+    let node = alerts.clustered().map(|c| c.node().node_id());
+    let body = AlertEventBody::new(rule, event, node);
     tracing::info!(rule = rule.name(), state = ?body.state, value = body.value, "alert event");
     let signer = match rule.secret() {
         Some(secret) => WebhookSigner::new(secret.as_bytes()),
