@@ -330,6 +330,7 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     )
     .await;
     assert_eq!(status, 200, "produce: {body}");
+    let produced = Instant::now();
 
     let events = wait_events(&posts, RULE, 1).await;
     assert_eq!(events[0]["state"], "firing", "{events:?}");
@@ -396,7 +397,10 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     }
 
     // The consumer has received through the partitions' leader all along, for longer than
-    // `for_ms` since the backlog appeared: the evaluator saw that receive there.
+    // `for_ms` (and two ticks) since the backlog appeared: the evaluator saw that receive
+    // there, or the rule would have fired by now.
+    let waited = Duration::from_millis(OFFLINE_FOR_MS) + Duration::from_secs(2);
+    tokio::time::sleep(waited.saturating_sub(produced.elapsed())).await;
     let quiet = of_rule(&verified_events(&posts), OFFLINE_RULE);
     assert!(quiet.is_empty(), "a consumer that receives is not offline: {quiet:?}");
     consumer.abort();
