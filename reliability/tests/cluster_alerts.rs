@@ -216,7 +216,10 @@ async fn lead_elsewhere(http: &reqwest::Client, url: &str) -> u64 {
         if led.iter().all(|l| *l == other) {
             return other;
         }
-        assert!(Instant::now() < deadline, "the leaders never moved: {led:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the leaders never moved: {led:?}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -227,7 +230,9 @@ fn consume_slowly(http: reqwest::Client, url: String) -> tokio::task::JoinHandle
     tokio::spawn(async move {
         loop {
             let _ = http
-                .post(format!("{url}/v1/topics/{TOPIC}/subscriptions/slow/receive"))
+                .post(format!(
+                    "{url}/v1/topics/{TOPIC}/subscriptions/slow/receive"
+                ))
                 .json(&json!({ "max_messages": 1, "wait_ms": 0, "ack_timeout_ms": 1000 }))
                 .send()
                 .await;
@@ -237,7 +242,11 @@ fn consume_slowly(http: reqwest::Client, url: String) -> tokio::task::JoinHandle
 }
 
 fn of_rule(events: &[Value], rule: &str) -> Vec<Value> {
-    events.iter().filter(|e| e["rule"] == rule).cloned().collect()
+    events
+        .iter()
+        .filter(|e| e["rule"] == rule)
+        .cloned()
+        .collect()
 }
 
 /// Waits until the receiver holds `count` events of `rule`.
@@ -304,7 +313,10 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     let (status, body) =
         post_when_ready(&http, format!("{}/v1/alerts/rules", urls[1]), rule.clone()).await;
     assert_eq!(status, 201, "create the rule on one node: {body}");
-    assert!(body.get("secret").is_none(), "the secret is never shown: {body}");
+    assert!(
+        body.get("secret").is_none(),
+        "the secret is never shown: {body}"
+    );
     for url in &urls {
         wait_for(&http, url, "/v1/alerts/rules", lists_rule).await;
     }
@@ -352,7 +364,10 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
         assert!(Instant::now() < deadline, "only {acked} messages consumed");
         let (status, body) = post_when_ready(
             &http,
-            format!("{}/v1/topics/{TOPIC}/subscriptions/workers/receive", urls[0]),
+            format!(
+                "{}/v1/topics/{TOPIC}/subscriptions/workers/receive",
+                urls[0]
+            ),
             json!({ "max_messages": 100, "wait_ms": 1000 }),
         )
         .await;
@@ -389,7 +404,9 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
         "no node sent a duplicate: {events:?}"
     );
     assert!(
-        events.iter().all(|e| e["node"].as_u64().is_some_and(|n| n != leader)),
+        events
+            .iter()
+            .all(|e| e["node"].as_u64().is_some_and(|n| n != leader)),
         "the controller leader, not the partitions' leader, sent them: {events:?}"
     );
     for url in &urls {
@@ -402,10 +419,17 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     let waited = Duration::from_millis(OFFLINE_FOR_MS) + Duration::from_secs(2);
     tokio::time::sleep(waited.saturating_sub(produced.elapsed())).await;
     let quiet = of_rule(&verified_events(&posts), OFFLINE_RULE);
-    assert!(quiet.is_empty(), "a consumer that receives is not offline: {quiet:?}");
+    assert!(
+        quiet.is_empty(),
+        "a consumer that receives is not offline: {quiet:?}"
+    );
     consumer.abort();
     let events = wait_events(&posts, OFFLINE_RULE, 1).await;
-    assert_eq!(states(&events), ["firing"], "offline once it stopped: {events:?}");
+    assert_eq!(
+        states(&events),
+        ["firing"],
+        "offline once it stopped: {events:?}"
+    );
     let consumer = consume_slowly(http.clone(), leader_url.clone());
     let events = wait_events(&posts, OFFLINE_RULE, 2).await;
     assert_eq!(

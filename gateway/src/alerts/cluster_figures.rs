@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::broker::{FiguresOf, SubscriptionStats};
+use broker_core::broker::{FiguresOf, SubscriptionStats, TopicFigures};
 use broker_core::clock::steady_ms;
 use broker_core::cluster_node::ClusterNode;
 use broker_core::{Broker, BrokerError};
@@ -95,7 +95,12 @@ pub async fn node_figures(broker: &Broker, alerts: &Alerts, ask: &FiguresAsk) ->
         produce_errors: ask
             .produce_scopes
             .iter()
-            .map(|scope| (scope.clone(), alerts.produce_errors().total(scope.as_deref())))
+            .map(|scope| {
+                (
+                    scope.clone(),
+                    alerts.produce_errors().total(scope.as_deref()),
+                )
+            })
             .collect(),
         disk_share: broker.used_disk_share(),
     }
@@ -126,7 +131,9 @@ impl FiguresClient {
         address: &str,
         ask: &FiguresAsk,
     ) -> Option<NodeFigures> {
-        let proof = self.auth.sign(cluster.node_id(), broker_core::clock::now_ms());
+        let proof = self
+            .auth
+            .sign(cluster.node_id(), broker_core::clock::now_ms());
         let sent = self
             .http
             .post(format!("http://{address}{ALERT_FIGURES_PATH}"))
@@ -153,6 +160,41 @@ impl FiguresClient {
 struct GatheredTopic {
     stats: BTreeMap<String, SubscriptionStats>,
     quiet_ms: BTreeMap<String, u64>,
+}
+
+/// One topic merged: this node's own copy of every partition (`figures`), those another node
+/// leads replaced with that leader's figures (the first answer naming a partition wins, so a
+/// partition two nodes claim across a leader change is counted once), and per subscription
+/// the least quiet time any node reported.
+fn merge_topic(mut figures: TopicFigures, answers: &[&TopicAnswer]) -> GatheredTopic {
+    let mut taken: Vec<bool> = figures.served.clone();
+    let mut quiet_ms: BTreeMap<String, u64> = BTreeMap::new();
+    for there in answers {
+        let partitions: Vec<u32> = there
+            .led
+            .delayed
+            .iter()
+            .map(|(p, _)| *p)
+            .filter(|p| taken.get(*p as usize).is_some_and(|t| !t))
+            .collect();
+        take(&mut figures, &there.led, &partitions);
+        for p in &partitions {
+            if let Some(slot) = taken.get_mut(*p as usize) {
+                *slot = true;
+            }
+        }
+        for (name, quiet) in &there.quiet_ms {
+            let least = quiet_ms.entry(name.clone()).or_insert(*quiet);
+            *least = (*least).min(*quiet);
+        }
+    }
+    GatheredTopic {
+        stats: summed(figures)
+            .into_iter()
+            .map(|info| (info.config.name, info.stats))
+            .collect(),
+        quiet_ms,
+    }
 }
 
 /// Every node's figures merged, as of one tick.
@@ -198,39 +240,15 @@ impl ClusterFigures {
             ..ClusterFigures::default()
         };
         for topic in &ask.topics {
-            // This node's own copy of every partition, those another node leads replaced
-            // with that leader's figures (the first to answer for a partition).
-            let Ok(mut figures) = broker.subscription_figures(topic, FiguresOf::All).await else {
+            let Ok(figures) = broker.subscription_figures(topic, FiguresOf::All).await else {
                 continue;
             };
-            let mut taken: Vec<bool> = figures.served.clone();
-            let mut entry = GatheredTopic::default();
-            for answer in answers.iter().chain(std::iter::once(&mine)) {
-                let Some(there) = answer.topics.iter().find(|t| &t.topic == topic) else {
-                    continue;
-                };
-                let partitions: Vec<u32> = there
-                    .led
-                    .delayed
-                    .iter()
-                    .map(|(p, _)| *p)
-                    .filter(|p| taken.get(*p as usize).is_some_and(|t| !t))
-                    .collect();
-                take(&mut figures, &there.led, &partitions);
-                for p in &partitions {
-                    if let Some(slot) = taken.get_mut(*p as usize) {
-                        *slot = true;
-                    }
-                }
-                for (name, quiet) in &there.quiet_ms {
-                    let least = entry.quiet_ms.entry(name.clone()).or_insert(*quiet);
-                    *least = (*least).min(*quiet);
-                }
-            }
-            entry.stats = summed(figures)
-                .into_iter()
-                .map(|info| (info.config.name, info.stats))
+            let there: Vec<&TopicAnswer> = answers
+                .iter()
+                .chain(std::iter::once(&mine))
+                .filter_map(|answer| answer.topics.iter().find(|t| &t.topic == topic))
                 .collect();
+            let entry = merge_topic(figures, &there);
             gathered.topics.insert(topic.clone(), entry);
         }
         for answer in answers.iter().chain(std::iter::once(&mine)) {
@@ -320,7 +338,15 @@ impl Clustered {
     }
 
     /// Every node's figures for `ask`, merged ([`ClusterFigures::gather`]).
-    pub async fn gather(&self, broker: &Broker, alerts: &Alerts, ask: &FiguresAsk) -> ClusterFigures {
+    pub async fn gather(
+        &self,
+        broker: &Broker,
+        alerts: &Alerts,
+        ask: &FiguresAsk,
+    ) -> ClusterFigures {
         ClusterFigures::gather(&self.node, &self.client, broker, alerts, ask).await
     }
 }
+
+#[cfg(test)]
+mod tests;

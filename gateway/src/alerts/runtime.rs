@@ -5,8 +5,8 @@
 use std::sync::{Arc, RwLock};
 
 use broker_core::Broker;
-use broker_core::cluster_node::ClusterNode;
 use broker_core::clock::steady_ms;
+use broker_core::cluster_node::ClusterNode;
 use broker_core::sync::{read, write};
 use rand::RngCore;
 use tokio::sync::watch;

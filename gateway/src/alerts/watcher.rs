@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use broker_core::clock::steady_ms;
 use broker_core::broker::SubscriptionStats;
+use broker_core::clock::steady_ms;
 use broker_core::{Broker, BrokerError};
 use metrics::gauge;
 use serde::Serialize;
@@ -202,7 +202,9 @@ async fn tick(
         .collect();
     let view = match clustered {
         None => View::Local(broker),
-        Some(clustered) => View::Cluster(clustered.gather(broker, alerts, &figures_ask(&rules)).await),
+        Some(clustered) => {
+            View::Cluster(clustered.gather(broker, alerts, &figures_ask(&rules)).await)
+        }
     };
     // A subscription nobody received from since counts as quiet from when this node began
     // to evaluate (its start on a single node).
