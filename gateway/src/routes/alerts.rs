@@ -59,7 +59,7 @@ pub struct ActiveAlertList {
             body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "In a cluster: no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`; retry)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_rule(
@@ -113,7 +113,7 @@ pub async fn get_rule(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such rule (`alert_rule_not_found`)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "In a cluster: no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`; retry)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn delete_rule(
@@ -135,7 +135,7 @@ pub async fn delete_rule(
 #[utoipa::path(get, path = "/v1/alerts", tag = "alerts",
     responses(
         (status = 200, description = "The active alerts", body = ActiveAlertList),
-        (status = 503, description = "In a cluster: no controller leader is known to forward to (`not_leader`; retry)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader is known to forward to (`not_leader`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn active_alerts(
