@@ -67,7 +67,8 @@ struct Watched {
 }
 
 /// Samples and evaluates every rule of `alerts` each [`Alerts::tick_ms`] until `stop`
-/// turns true. In a cluster only the controller leader evaluates (see [`tick`]).
+/// turns true. In a cluster only the controller leader evaluates; a node that stops leading
+/// drops its evaluators without events, and one that comes to lead starts every rule afresh.
 pub async fn evaluate_loop(
     alerts: Arc<Alerts>,
     broker: Arc<Broker>,
