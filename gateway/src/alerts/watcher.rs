@@ -203,6 +203,8 @@ async fn tick(
         .collect();
     let view = match clustered {
         None => View::Local(broker),
+        // No rule: nothing to ask the other nodes.
+        Some(_) if rules.is_empty() => View::Cluster(ClusterFigures::default()),
         Some(clustered) => {
             View::Cluster(clustered.gather(broker, alerts, &figures_ask(&rules)).await)
         }
