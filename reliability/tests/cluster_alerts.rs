@@ -9,7 +9,8 @@
 //! Every partition is led by a node other than the controller leader, and a consumer
 //! receives there only: a `consumer_offline` rule stays quiet while it does (the evaluator
 //! gathers the last receive from the node that served it, it saw none itself), fires once
-//! it stops, and resolves when it comes back.
+//! it stops, and resolves when it comes back. When the evaluator is killed, another node
+//! takes over and fires the still-offline rule once more (it starts afresh), and only it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -191,9 +192,9 @@ async fn leaders(http: &reqwest::Client, url: &str) -> (u64, Vec<u64>) {
 }
 
 /// Moves every partition's leadership off the controller leader (the evaluator) to one other
-/// node, whose id it returns: whatever lives only on a partition's leader or on the node
-/// that served a receive must then be gathered from there.
-async fn lead_elsewhere(http: &reqwest::Client, url: &str) -> u64 {
+/// node; returns the controller leader's id and that node's: whatever lives only on a
+/// partition's leader or on the node that served a receive must then be gathered from there.
+async fn lead_elsewhere(http: &reqwest::Client, url: &str) -> (u64, u64) {
     let (controller, led) = leaders(http, url).await;
     let other = if controller == 1 { 2 } else { 1 };
     for (partition, leader) in led.iter().enumerate() {
@@ -214,7 +215,7 @@ async fn lead_elsewhere(http: &reqwest::Client, url: &str) -> u64 {
         let (controller_now, led) = leaders(http, url).await;
         assert_eq!(controller_now, controller, "the controller leader stayed");
         if led.iter().all(|l| *l == other) {
-            return other;
+            return (controller, other);
         }
         assert!(
             Instant::now() < deadline,
@@ -297,7 +298,7 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     )
     .await;
     assert_eq!(status, 201, "create subscription: {body}");
-    let leader = lead_elsewhere(&http, &urls[0]).await;
+    let (evaluator, leader) = lead_elsewhere(&http, &urls[0]).await;
     let leader_url = endpoints
         .iter()
         .find(|e| e.node == leader)
@@ -440,14 +441,56 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
     consumer.abort();
 
     // The rule is cluster metadata: a node killed and restarted still lists it.
-    let restarted = endpoints[0].node;
+    // The consumer stops for good: the evaluator fires again. Then it is killed: another
+    // node leads the controller and evaluates, starting afresh (its own `for_ms`), so it
+    // fires once more; the rules are cluster metadata, so the killed node, restarted, still
+    // lists them.
+    let events = wait_events(&posts, OFFLINE_RULE, 3).await;
+    assert_eq!(
+        states(&events),
+        ["firing", "resolved", "firing"],
+        "{events:?}"
+    );
+    let evaluator_url = endpoints
+        .iter()
+        .find(|e| e.node == evaluator)
+        .map(|e| e.url.clone())
+        .expect("the evaluator's URL");
+    tokio::task::block_in_place(|| cluster.kill9(evaluator).expect("kill the evaluator"));
+    let events = wait_events(&posts, OFFLINE_RULE, 4).await;
+    assert_eq!(
+        states(&events),
+        ["firing", "resolved", "firing", "firing"],
+        "{events:?}"
+    );
+    let successor = events[3]["node"].as_u64().expect("a node");
+    assert_ne!(successor, evaluator, "a new evaluator: {events:?}");
     tokio::task::block_in_place(|| {
-        cluster.kill9(restarted).expect("kill a node");
-        cluster.restart(restarted).expect("the node starts again");
+        cluster
+            .restart(evaluator)
+            .expect("the killed node starts again")
     });
-    wait_for(&http, &urls[0], &format!("/v1/alerts/rules/{RULE}"), |r| {
-        r["name"] == RULE && r["threshold"].as_f64() == Some(THRESHOLD as f64)
-    })
+    tokio::time::sleep(QUIET).await;
+    let events = of_rule(&verified_events(&posts), OFFLINE_RULE);
+    assert_eq!(
+        events.len(),
+        4,
+        "one evaluator after the change: {events:?}"
+    );
+    for url in &urls {
+        wait_for(&http, url, "/v1/alerts", |a| {
+            a["alerts"]
+                .as_array()
+                .is_some_and(|alerts| alerts.iter().any(|a| a["rule"] == OFFLINE_RULE))
+        })
+        .await;
+    }
+    wait_for(
+        &http,
+        &evaluator_url,
+        &format!("/v1/alerts/rules/{RULE}"),
+        |r| r["name"] == RULE && r["threshold"].as_f64() == Some(THRESHOLD as f64),
+    )
     .await;
 
     // A delete through any node removes it everywhere.
