@@ -40,8 +40,7 @@ pub struct Shared {
     pub cluster: Option<Arc<ClusterNode>>,
     /// In a cluster: when each other node was last heard from.
     pub liveness: Option<crate::cluster::Liveness>,
-    /// Alert rules, active alerts and the webhook outbox (single node; see
-    /// [`crate::routes::alerts`]).
+    /// Alert rules, active alerts and the webhook outbox (see [`crate::routes::alerts`]).
     pub alerts: Arc<Alerts>,
     /// The per-minute history of this node's topics and subscriptions.
     pub history: Arc<crate::history::History>,
@@ -89,12 +88,13 @@ impl AppState {
         }))
     }
 
-    /// State of a cluster node: [`AppState::with_edge`] steering `cluster`.
+    /// State of a cluster node: [`AppState::with_alerts`] steering `cluster`.
     pub fn clustered(
         broker: Arc<Broker>,
         edge: Edge,
         cluster: Arc<ClusterNode>,
         liveness: crate::cluster::Liveness,
+        alerts: Arc<Alerts>,
     ) -> Self {
         broker.set_memory_budget(edge.memory.clone());
         metrics::install();
@@ -104,7 +104,7 @@ impl AppState {
             edge: Arc::new(edge),
             cluster: Some(cluster),
             liveness: Some(liveness),
-            alerts: Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
+            alerts,
             history: Arc::new(crate::history::History::in_memory(Default::default())),
             probe: Arc::new(crate::probe::ProbeHealth::off()),
             draining: AtomicBool::new(false),

@@ -99,7 +99,8 @@ pub const CLUSTER_CONFLICT: Code = Code::new("cluster_conflict", "Cluster confli
 pub const ALERT_RULE_NOT_FOUND: Code = Code::new("alert_rule_not_found", "Alert rule not found");
 /// An alert rule of that name exists (delete it first to change it).
 pub const ALERT_RULE_EXISTS: Code = Code::new("alert_rule_exists", "Alert rule already exists");
-/// The route is not available on a cluster node yet (alert rules are single-node only).
+/// The route is not available on a cluster node yet (no route answers it since alerts work
+/// in a cluster; kept for routes that may come single-node first).
 pub const NOT_SUPPORTED_IN_CLUSTER: Code =
     Code::new("not_supported_in_cluster", "Not supported in a cluster");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.

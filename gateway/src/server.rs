@@ -95,10 +95,11 @@ pub async fn serve(
         let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
         let alerts = Alerts::load(settings.alerts(), &broker)
             .map_err(|error| ServeError::Alerts(error.to_string()))?
-            .with_probe(Arc::clone(&probe_health));
+            .with_probe(Arc::clone(&probe_health))
+            .with_produce_errors(Arc::clone(&history.produce_errors));
         let alerts = std::sync::Arc::new(alerts);
         let tasks = alerts
-            .start(broker.clone(), Arc::clone(&history.produce_errors))
+            .start(broker.clone())
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
         let probe = ProbeTask::start(
             Arc::clone(&broker),
@@ -118,14 +119,24 @@ pub async fn serve(
         broker.shutdown().await;
         return Ok(());
     };
+    let alerts = Alerts::for_cluster(settings.alerts(), Arc::clone(&port.node), port.auth.clone())
+        .map_err(|error| ServeError::Alerts(error.to_string()))?
+        .with_produce_errors(Arc::clone(&history.produce_errors));
+    let alerts = Arc::new(alerts);
+    let _ = port.alerts.set((Arc::clone(&broker), Arc::clone(&alerts)));
+    let tasks = alerts
+        .start(broker.clone())
+        .map_err(|error| ServeError::Alerts(error.to_string()))?;
     let state = AppState::clustered(
         broker.clone(),
         edge,
         Arc::clone(&port.node),
         port.liveness.clone(),
+        alerts,
     )
     .with_history(history);
     serve_app(listener, state, shutdown).await;
+    tasks.stop().await;
     sampler.stop().await;
     port.shutdown().await;
     broker.shutdown().await;

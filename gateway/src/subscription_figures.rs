@@ -132,7 +132,7 @@ async fn from_leaders(
 }
 
 /// This node's figures of the partitions it serves.
-fn led(figures: &TopicFigures) -> LedFigures {
+pub(crate) fn led(figures: &TopicFigures) -> LedFigures {
     let served = |p: &u32| figures.served.get(*p as usize).copied().unwrap_or(false);
     let delayed = (0u32..)
         .zip(&figures.delayed)
@@ -160,7 +160,7 @@ fn led(figures: &TopicFigures) -> LedFigures {
 
 /// Puts a leader's figures of `partitions` (those this node asked it for) in place of this
 /// node's.
-fn take(figures: &mut TopicFigures, answer: &LedFigures, partitions: &[u32]) {
+pub(crate) fn take(figures: &mut TopicFigures, answer: &LedFigures, partitions: &[u32]) {
     for (partition, count) in &answer.delayed {
         if partitions.contains(partition)
             && let Some(slot) = figures.delayed.get_mut(*partition as usize)
@@ -188,7 +188,7 @@ fn take(figures: &mut TopicFigures, answer: &LedFigures, partitions: &[u32]) {
 
 /// Each subscription's stats: its partitions' figures added up, with the topic's delayed
 /// messages.
-fn summed(figures: TopicFigures) -> Vec<SubscriptionInfo> {
+pub(crate) fn summed(figures: TopicFigures) -> Vec<SubscriptionInfo> {
     let delayed: u64 = figures.delayed.iter().sum();
     figures
         .subscriptions

@@ -17,8 +17,10 @@ use std::time::{Duration, Instant};
 use broker_core::{Broker, Origin};
 use futures_util::future::join_all;
 use gateway::accept::serve_connections;
+use gateway::alerts::Alerts;
+use gateway::alerts::book::RuleBook;
 use gateway::cluster::{ClusterPort, start_node};
-use gateway::config::{ClusterArgs, EdgeRaw, RawSettings};
+use gateway::config::{AlertSettings, ClusterArgs, EdgeRaw, RawSettings};
 use gateway::edge::Edge;
 use gateway::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
 use gateway::{AppState, app};
@@ -90,6 +92,7 @@ async fn start(
         edge,
         Arc::clone(&started.port.node),
         started.port.liveness.clone(),
+        Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
     );
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = tokio::spawn(async move {

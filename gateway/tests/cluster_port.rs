@@ -9,7 +9,7 @@ use broker_core::raft::{
     GroupId, HandlerFuture, Rpc, RpcCall, RpcError, RpcHandler, Transport, TransportError,
 };
 use bytes::Bytes;
-use gateway::cluster::{Liveness, PeerAuth, PeerClient, serve_cluster_port};
+use gateway::cluster::{AlertsSlot, Liveness, PeerAuth, PeerClient, serve_cluster_port};
 
 const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
 
@@ -45,6 +45,7 @@ async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>
         PeerAuth::new(SECRET),
         Arc::new(Echo),
         Liveness::default(),
+        AlertsSlot::default(),
         async move {
             let _ = stopped.await;
         },

@@ -38,6 +38,12 @@ impl ClusterState {
                 node,
                 term,
             } => self.set_partition_leader(topic, *uid, *partition, *node, *term)?,
+            Command::PutAlertRule { name, rule } => {
+                self.alert_rules.insert(name.clone(), rule.clone());
+            }
+            Command::DeleteAlertRule { name } => {
+                self.alert_rules.remove(name);
+            }
         }
         debug_assert_eq!(self.validate(), Ok(()), "after {command:?}");
         Ok(())

@@ -76,4 +76,17 @@ pub enum Command {
         /// Its term: a report of an older term than the one recorded is refused.
         term: u64,
     },
+    /// Stores (or replaces) an alert rule. `rule` is the gateway's JSON of the rule with its
+    /// secret, kept as text: the broker never reads it.
+    PutAlertRule {
+        /// The rule's name.
+        name: String,
+        /// The rule as the gateway encoded it.
+        rule: String,
+    },
+    /// Forgets an alert rule; forgetting one that is not stored changes nothing.
+    DeleteAlertRule {
+        /// The rule's name.
+        name: String,
+    },
 }

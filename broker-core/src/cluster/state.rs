@@ -50,6 +50,10 @@ pub struct ClusterState {
     /// placed on one joins its existing group (its leader adds it), never forms one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) moved: BTreeMap<String, BTreeSet<u32>>,
+    /// The gateway's alert rules by name, each as the text the gateway encoded (opaque
+    /// here). Absent from snapshots taken before alerts were cluster metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) alert_rules: BTreeMap<String, String>,
 }
 
 impl ClusterState {
@@ -108,6 +112,16 @@ impl ClusterState {
     /// The leader a partition's leader last reported, if any did.
     pub fn partition_leader(&self, topic: &str, partition: u32) -> Option<PartitionLeader> {
         self.leaders.get(topic)?.get(&partition).copied()
+    }
+
+    /// Every alert rule, `(name, encoded rule)` in name order.
+    pub fn alert_rules(&self) -> &BTreeMap<String, String> {
+        &self.alert_rules
+    }
+
+    /// One alert rule, as the gateway encoded it.
+    pub fn alert_rule(&self, name: &str) -> Option<&str> {
+        self.alert_rules.get(name).map(String::as_str)
     }
 
     /// The first partition (topic, partition) whose placement names the node, if any.

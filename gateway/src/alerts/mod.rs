@@ -1,5 +1,6 @@
-//! Alerts (issue 12): rules an operator creates over the API, evaluated on the node, whose
-//! firing and resolved events are posted, signed, to a webhook. Most of this module is the
+//! Alerts (issue 12): rules an operator creates over the API, evaluated on the node (in a
+//! cluster, on the controller leader alone), whose firing and resolved events are posted,
+//! signed, to a webhook. Most of this module is the
 //! pure core (no storage, no clock, no I/O); [`runtime`], [`book`], [`watcher`] and
 //! [`outbox`] wire it to the broker and the network, and `routes::alerts` serves it.
 //!
@@ -19,7 +20,10 @@
 //! - [`error`]: [`AlertError`], the module's one error.
 //! - [`runtime`]: [`Alerts`], what a node's routes, evaluator and sender share, and the two
 //!   tasks' start and stop.
-//! - [`book`]: [`RuleBook`], the rules, written through to the broker's metadata store.
+//! - [`book`]: [`RuleBook`], the rules, written through to the broker's metadata store (the
+//!   cluster metadata on a cluster node).
+//! - [`cluster_figures`]: on a cluster node, the figures the evaluating node (the controller
+//!   leader) gathers from every node, and each node's answer.
 //! - [`watcher`]: the evaluation task: samples every rule each tick, publishes
 //!   [`ActiveAlert`]s.
 //! - [`outbox`]: the sender task behind the bounded [`Outbox`].
@@ -28,6 +32,7 @@
 //! [`crate::produce_errors::ProduceErrors`], which the per-minute history reads too.
 
 pub mod book;
+pub mod cluster_figures;
 pub mod delivery_queue;
 pub mod delivery_schedule;
 pub mod error;

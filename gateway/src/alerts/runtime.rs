@@ -1,23 +1,26 @@
 //! [`Alerts`]: what the routes, the evaluator and the sender share on one node (the rule
 //! book, the active alerts, the outbox, the settings), and [`Alerts::start`], which runs the
-//! evaluator (over the node's produce error counter) and the sender until
+//! evaluator and the sender until
 //! [`AlertTasks::stop`].
 
 use std::sync::{Arc, RwLock};
 
 use broker_core::Broker;
 use broker_core::clock::steady_ms;
+use broker_core::cluster_node::ClusterNode;
 use broker_core::sync::{read, write};
 use rand::RngCore;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::book::RuleBook;
+use super::cluster_figures::{Clustered, FiguresClient};
 use super::delivery_schedule::RetrySchedule;
 use super::outbox::{Outbox, send_loop, webhook_client};
 use super::signature::WebhookSigner;
-use super::watcher::{ActiveAlert, Figures, evaluate_loop};
+use super::watcher::{ActiveAlert, evaluate_loop};
 use super::webhook_policy::WebhookPolicy;
+use crate::cluster::PeerAuth;
 use crate::config::AlertSettings;
 use crate::probe::ProbeHealth;
 use crate::problem::ApiError;
@@ -37,6 +40,9 @@ pub struct Alerts {
     tick_ms: u64,
     started_ms: u64,
     probe: Arc<ProbeHealth>,
+    produce_errors: Arc<ProduceErrors>,
+    /// On a cluster node: its part (only the controller leader evaluates).
+    clustered: Option<Clustered>,
 }
 
 impl Alerts {
@@ -61,6 +67,8 @@ impl Alerts {
             tick_ms: settings.tick_ms(),
             started_ms: steady_ms(),
             probe: Arc::new(ProbeHealth::off()),
+            produce_errors: Arc::new(ProduceErrors::default()),
+            clustered: None,
         }
     }
 
@@ -76,16 +84,47 @@ impl Alerts {
         &self.probe
     }
 
+    /// These alerts, their `produce_errors` rules reading `counter`: the node's, which the
+    /// request middleware feeds ([`crate::history::History::produce_errors`]). Without it
+    /// they read a counter nothing counts.
+    pub fn with_produce_errors(mut self, counter: Arc<ProduceErrors>) -> Alerts {
+        self.produce_errors = counter;
+        self
+    }
+
+    /// The node's failed produce requests, the value of `produce_errors` rules (summed over
+    /// the nodes in a cluster).
+    pub fn produce_errors(&self) -> &ProduceErrors {
+        &self.produce_errors
+    }
+
+    /// The alerts of cluster node `node`: its rules are the cluster metadata's
+    /// ([`RuleBook::clustered`]), and it evaluates them while it leads the controller,
+    /// gathering every node's figures with `auth` ([`super::cluster_figures`]).
+    pub fn for_cluster(
+        settings: &AlertSettings,
+        node: Arc<ClusterNode>,
+        auth: PeerAuth,
+    ) -> Result<Alerts, ApiError> {
+        warn_without_secret(settings);
+        let client = FiguresClient::new(auth).map_err(|error| ApiError::Internal {
+            detail: format!("the alert figures client: {error}"),
+        })?;
+        let book = RuleBook::clustered(Arc::clone(&node), settings.policy().clone());
+        let mut alerts = Alerts::new(settings, book);
+        alerts.clustered = Some(Clustered::new(node, client));
+        Ok(alerts)
+    }
+
+    /// On a cluster node: its part in alerts.
+    pub fn clustered(&self) -> Option<&Clustered> {
+        self.clustered.as_ref()
+    }
+
     /// The alerts of a node whose rules are stored in `broker`.
     pub fn load(settings: &AlertSettings, broker: &Broker) -> Result<Alerts, ApiError> {
         let book = RuleBook::load(broker, settings.policy())?;
-        if settings.secret().is_none() {
-            tracing::warn!(
-                "no alert_secret configured: alert webhooks of rules without their own secret \
-                 are signed with a random secret made at this start, which receivers cannot \
-                 know (set alert_secret or give rules a secret)"
-            );
-        }
+        warn_without_secret(settings);
         Ok(Alerts::new(settings, book))
     }
 
@@ -129,21 +168,12 @@ impl Alerts {
         self.started_ms
     }
 
-    /// Starts the evaluator, reading `broker` and the node's `produce_errors` (the counter the
-    /// request middleware feeds: [`crate::history::History::produce_errors`]), and the
-    /// sender.
-    pub fn start(
-        self: &Arc<Self>,
-        broker: Arc<Broker>,
-        produce_errors: Arc<ProduceErrors>,
-    ) -> reqwest::Result<AlertTasks> {
+    /// Starts the evaluator, reading `broker` (and, in a cluster, every node's figures), and
+    /// the sender.
+    pub fn start(self: &Arc<Self>, broker: Arc<Broker>) -> reqwest::Result<AlertTasks> {
         let client = webhook_client()?;
         let (stop, stopped) = watch::channel(false);
-        let figures = Figures {
-            broker,
-            produce_errors,
-        };
-        let evaluator = tokio::spawn(evaluate_loop(Arc::clone(self), figures, stopped.clone()));
+        let evaluator = tokio::spawn(evaluate_loop(Arc::clone(self), broker, stopped.clone()));
         let sender = tokio::spawn(send_loop(
             Arc::clone(&self.outbox),
             client,
@@ -154,6 +184,16 @@ impl Alerts {
             stop,
             tasks: vec![evaluator, sender],
         })
+    }
+}
+
+fn warn_without_secret(settings: &AlertSettings) {
+    if settings.secret().is_none() {
+        tracing::warn!(
+            "no alert_secret configured: alert webhooks of rules without their own secret \
+             are signed with a random secret made at this start, which receivers cannot \
+             know (set alert_secret or give rules a secret)"
+        );
     }
 }
 

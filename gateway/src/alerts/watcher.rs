@@ -1,12 +1,15 @@
 //! The evaluation task: [`evaluate_loop`] samples every rule each tick, feeds its
 //! [`RuleEvaluator`], queues the events it emits ([`super::outbox`]) and publishes the
 //! active alerts ([`ActiveAlert`], with the built-in one of a failing synthetic probe,
-//! [`BUILTIN_PROBE_ALERT`]) and the `wharf_alerts_active` gauge.
+//! [`BUILTIN_PROBE_ALERT`]) and the `wharf_alerts_active` gauge. In a cluster the
+//! controller leader alone evaluates, over figures gathered from every node
+//! ([`super::cluster_figures`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use broker_core::broker::SubscriptionStats;
 use broker_core::clock::steady_ms;
 use broker_core::{Broker, BrokerError};
 use metrics::gauge;
@@ -14,6 +17,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
+use super::cluster_figures::{ClusterFigures, FiguresAsk};
 use super::evaluation::{AlertEvent, RuleEvaluator, RuleState, Sample};
 use super::event_body::AlertEventBody;
 use super::outbox::Pending;
@@ -22,7 +26,6 @@ use super::rule::{AlertKind, ValidRule};
 use super::runtime::Alerts;
 use super::signature::WebhookSigner;
 use crate::metrics::ALERTS_ACTIVE;
-use crate::produce_errors::ProduceErrors;
 
 /// Every kind, for the gauge (a kind with no active alert shows 0).
 const KINDS: [AlertKind; 7] = [
@@ -66,19 +69,16 @@ struct Watched {
     rate: PerMinuteRate,
 }
 
-/// What the rules are sampled from: the broker, and the node's produce error counter.
-#[derive(Debug, Clone)]
-pub struct Figures {
-    /// The broker (backlogs, ages, dead letters, the disk).
-    pub broker: Arc<Broker>,
-    /// Failed produce requests, as the request middleware counts them.
-    pub produce_errors: Arc<ProduceErrors>,
-}
-
 /// Samples and evaluates every rule of `alerts` each [`Alerts::tick_ms`] until `stop`
-/// turns true.
-pub async fn evaluate_loop(alerts: Arc<Alerts>, figures: Figures, mut stop: watch::Receiver<bool>) {
+/// turns true. In a cluster only the controller leader evaluates; a node that stops leading
+/// drops its evaluators without events, and one that comes to lead starts every rule afresh.
+pub async fn evaluate_loop(
+    alerts: Arc<Alerts>,
+    broker: Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut watched: BTreeMap<String, Watched> = BTreeMap::new();
+    let mut evaluating_since: Option<u64> = None;
     let mut interval = tokio::time::interval(Duration::from_millis(alerts.tick_ms()));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -86,19 +86,140 @@ pub async fn evaluate_loop(alerts: Arc<Alerts>, figures: Figures, mut stop: watc
             _ = stop.changed() => break,
             _ = interval.tick() => {}
         }
-        tick(&alerts, &figures, &mut watched).await;
+        tick(&alerts, &broker, &mut watched, &mut evaluating_since).await;
     }
 }
 
+/// Where a tick's samples come from: this node's broker (a single node), or every node's
+/// figures gathered by the evaluating node of a cluster.
+enum View<'a> {
+    Local(&'a Broker),
+    Cluster(ClusterFigures),
+}
+
+impl View<'_> {
+    async fn subscription(&self, topic: &str, sub: &str) -> Result<SubscriptionStats, BrokerError> {
+        match self {
+            View::Local(broker) => Ok(broker.describe_subscription(topic, sub).await?.stats),
+            View::Cluster(figures) => figures.subscription(topic, sub),
+        }
+    }
+
+    async fn dead_letters(&self, topic: &str) -> Result<u64, BrokerError> {
+        Ok(match self {
+            View::Local(broker) => broker
+                .list_subscriptions(topic)
+                .await?
+                .iter()
+                .map(|info| info.stats.dead_lettered)
+                .sum(),
+            View::Cluster(figures) => figures
+                .subscriptions(topic)?
+                .iter()
+                .map(|stats| stats.dead_lettered)
+                .sum(),
+        })
+    }
+
+    fn last_receive_ms(&self, topic: &str, sub: &str) -> Result<Option<u64>, BrokerError> {
+        match self {
+            View::Local(broker) => broker.last_receive_ms(topic, sub),
+            View::Cluster(figures) => figures.last_receive_ms(topic, sub),
+        }
+    }
+
+    fn produce_errors(&self, alerts: &Alerts, topic: Option<&str>) -> u64 {
+        match self {
+            View::Local(_) => alerts.produce_errors().total(topic),
+            View::Cluster(figures) => figures.produce_errors(topic),
+        }
+    }
+
+    fn disk_share(&self) -> Option<f64> {
+        match self {
+            View::Local(broker) => broker.used_disk_share(),
+            View::Cluster(figures) => figures.disk_share(),
+        }
+    }
+}
+
+/// What every node is asked for so that `rules` can be sampled.
+fn figures_ask(rules: &BTreeMap<String, ValidRule>) -> FiguresAsk {
+    let mut ask = FiguresAsk::default();
+    for rule in rules.values() {
+        let topic = rule.rule().topic.clone();
+        match rule.kind() {
+            AlertKind::ProduceErrors => {
+                if !ask.produce_scopes.contains(&topic) {
+                    ask.produce_scopes.push(topic);
+                }
+            }
+            AlertKind::Disk => {}
+            _ => {
+                if let Some(topic) = topic
+                    && !ask.topics.contains(&topic)
+                {
+                    ask.topics.push(topic);
+                }
+            }
+        }
+    }
+    ask
+}
+
 /// One round: reconcile the evaluators with the rule book, sample, evaluate, publish.
-async fn tick(alerts: &Alerts, figures: &Figures, watched: &mut BTreeMap<String, Watched>) {
+///
+/// In a cluster only the controller leader evaluates: a node that does not lead drops its
+/// evaluators (no events: the leader evaluates those rules now) and lists no alerts, and a
+/// node that comes to lead starts every rule afresh from ok (a pending rule's `for_ms`
+/// starts again; an alert the previous leader had fired fires again if its condition still
+/// holds once `for_ms` has passed). `evaluating_since` is when this node began to evaluate.
+async fn tick(
+    alerts: &Alerts,
+    broker: &Broker,
+    watched: &mut BTreeMap<String, Watched>,
+    evaluating_since: &mut Option<u64>,
+) {
     let now = steady_ms();
+    let clustered = alerts.clustered();
+    if let Some(clustered) = clustered
+        && !clustered.evaluates()
+    {
+        if evaluating_since.take().is_some() {
+            tracing::info!("this node no longer evaluates alert rules (not the controller leader)");
+        }
+        watched.clear();
+        publish(alerts, watched);
+        return;
+    }
+    let since = *evaluating_since.get_or_insert_with(|| {
+        if clustered.is_some() {
+            tracing::info!("this node evaluates the alert rules (the controller leader)");
+        }
+        now
+    });
     let rules: BTreeMap<String, ValidRule> = alerts
         .book()
         .all()
         .into_iter()
         .map(|rule| (rule.name().to_owned(), rule))
         .collect();
+    let view = match clustered {
+        None => View::Local(broker),
+        // No rule: nothing to ask the other nodes.
+        Some(_) if rules.is_empty() => View::Cluster(ClusterFigures::default()),
+        Some(clustered) => {
+            View::Cluster(clustered.gather(broker, alerts, &figures_ask(&rules)).await)
+        }
+    };
+    // A subscription nobody received from since counts as quiet from when this node began
+    // to evaluate (its start on a single node).
+    let quiet_from = match clustered {
+        None => alerts.started_ms(),
+        Some(_) => since,
+    };
+    // Gathering took time: the samples are as of now.
+    let now = steady_ms();
     let gone: Vec<String> = watched
         .keys()
         .filter(|name| !rules.contains_key(*name))
@@ -124,7 +245,8 @@ async fn tick(alerts: &Alerts, figures: &Figures, watched: &mut BTreeMap<String,
             }
             entry.rate = PerMinuteRate::new();
         }
-        let sample = match sample(alerts, figures, &rule, &mut entry.rate, now).await {
+        let sampled = sample(alerts, &view, &rule, &mut entry.rate, now, quiet_from).await;
+        let sample = match sampled {
             Ok(Some(sample)) => sample,
             Ok(None) => continue,
             // What the rule watches is gone: its condition no longer holds, so a firing
@@ -149,53 +271,49 @@ async fn tick(alerts: &Alerts, figures: &Figures, watched: &mut BTreeMap<String,
 }
 
 /// What `rule` watches, now; `None` when there is nothing to sample (a disk that cannot be
-/// asked).
+/// asked). `quiet_from` is the steady ms from which a subscription never received from
+/// counts as quiet.
 async fn sample(
     alerts: &Alerts,
-    figures: &Figures,
+    view: &View<'_>,
     rule: &ValidRule,
     rate: &mut PerMinuteRate,
     now: u64,
+    quiet_from: u64,
 ) -> Result<Option<Sample>, BrokerError> {
-    let broker = &figures.broker;
     let given = rule.rule();
     let topic = given.topic.as_deref();
     let subscription = given.subscription.as_deref();
     let sample = match (rule.kind(), topic, subscription) {
         (AlertKind::Backlog, Some(topic), Some(sub)) => {
-            let stats = broker.describe_subscription(topic, sub).await?.stats;
+            let stats = view.subscription(topic, sub).await?;
             Sample::Value(stats.backlog as f64)
         }
         (AlertKind::OldestUnackedAge, Some(topic), Some(sub)) => {
-            let stats = broker.describe_subscription(topic, sub).await?.stats;
+            let stats = view.subscription(topic, sub).await?;
             Sample::Value(stats.oldest_unacked_age_ms.unwrap_or(0) as f64)
         }
         (AlertKind::ConsumerOffline, Some(topic), Some(sub)) => {
-            let stats = broker.describe_subscription(topic, sub).await?.stats;
-            let last = broker.last_receive_ms(topic, sub)?.unwrap_or(0);
+            let stats = view.subscription(topic, sub).await?;
+            let last = view.last_receive_ms(topic, sub)?.unwrap_or(0);
             Sample::Consumers {
                 backlog: stats.backlog,
-                last_activity_ms: Some(last.max(alerts.started_ms())),
+                last_activity_ms: Some(last.max(quiet_from)),
             }
         }
         (AlertKind::DeadLetters, Some(topic), Some(sub)) => {
-            let stats = broker.describe_subscription(topic, sub).await?.stats;
+            let stats = view.subscription(topic, sub).await?;
             Sample::Value(rate.observe(now, stats.dead_lettered) as f64)
         }
         (AlertKind::DeadLetters, Some(topic), None) => {
-            let total = broker
-                .list_subscriptions(topic)
-                .await?
-                .iter()
-                .map(|info| info.stats.dead_lettered)
-                .sum();
+            let total = view.dead_letters(topic).await?;
             Sample::Value(rate.observe(now, total) as f64)
         }
         (AlertKind::ProduceErrors, topic, None) => {
-            let total = figures.produce_errors.total(topic);
+            let total = view.produce_errors(alerts, topic);
             Sample::Value(rate.observe(now, total) as f64)
         }
-        (AlertKind::Disk, None, None) => match broker.used_disk_share() {
+        (AlertKind::Disk, None, None) => match view.disk_share() {
             Some(share) => Sample::Value(share),
             None => return Ok(None),
         },
@@ -221,7 +339,8 @@ fn gone_sample(kind: AlertKind) -> Sample {
 
 /// Queues `event` of `rule` for its webhook, signed with the rule's secret or the server's.
 fn queue(alerts: &Alerts, rule: &ValidRule, event: &AlertEvent) {
-    let body = AlertEventBody::new(rule, event, None);
+    let node = alerts.clustered().map(|c| c.node().node_id());
+    let body = AlertEventBody::new(rule, event, node);
     tracing::info!(rule = rule.name(), state = ?body.state, value = body.value, "alert event");
     let signer = match rule.secret() {
         Some(secret) => WebhookSigner::new(secret.as_bytes()),

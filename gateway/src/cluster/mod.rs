@@ -5,7 +5,8 @@
 //! - `peer_auth`: the header every call carries, an HMAC of the caller's id and the time keyed
 //!   by the cluster secret (the secret itself never travels), and its check.
 //! - `port`: [`serve_cluster_port`]: `POST /cluster/v1/raft/{group}/{rpc}` handed to the
-//!   broker's [`broker_core::raft::RpcHandler`], behind the peer check, with the public edge's
+//!   broker's [`broker_core::raft::RpcHandler`] (and the alert evaluator's figures), behind
+//!   the peer check, with the public edge's
 //!   connection cap and timeouts.
 //! - `liveness`: [`Liveness`], when each other node was last heard from (either way).
 //! - `node_start`: [`start_node`]: this process as a cluster node (cluster port bound, broker
@@ -23,4 +24,4 @@ pub use liveness::{LIVE_WITHIN, Liveness};
 pub use node_start::{ClusterPort, StartedNode, start_node};
 pub use peer_auth::{AUTH_HEADER, MAX_CLOCK_SKEW_MS, PeerAuth};
 pub use peer_client::{CONNECT_TIMEOUT, PeerClient};
-pub use port::{CLUSTER_DRAIN_TIMEOUT, cluster_router, serve_cluster_port};
+pub use port::{AlertsSlot, CLUSTER_DRAIN_TIMEOUT, cluster_router, serve_cluster_port};

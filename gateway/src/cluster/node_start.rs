@@ -35,6 +35,10 @@ pub struct ClusterPort {
     pub node: Arc<ClusterNode>,
     /// When each other node was last heard from.
     pub liveness: Liveness,
+    /// Where the cluster port finds this node's alerts: set it once they are made.
+    pub alerts: super::AlertsSlot,
+    /// The cluster secret's proof, for the alert evaluator's calls to other nodes.
+    pub auth: PeerAuth,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -71,11 +75,13 @@ pub async fn start_node(
     // The port serves before any group starts, so peers' votes and appends reach this node
     // while it opens its partitions (a group not open yet answers 404 and is retried).
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let alerts = super::AlertsSlot::default();
     let task = tokio::spawn(super::serve_cluster_port(
         listener,
         auth.clone(),
         Arc::clone(&groups) as Arc<dyn broker_core::raft::RpcHandler>,
         liveness.clone(),
+        Arc::clone(&alerts),
         async move {
             let _ = stopped.await;
         },
@@ -130,6 +136,8 @@ pub async fn start_node(
         port: ClusterPort {
             node,
             liveness,
+            alerts,
+            auth,
             stop,
             task,
         },

@@ -1,7 +1,9 @@
 //! Alerts: create, list, describe and delete alert rules, and list the alerts firing now.
-//! Rules are kept on this node ([`crate::alerts::RuleBook`]); a cluster node answers 501
-//! `not_supported_in_cluster` (rules are not cluster metadata yet). A rule cannot be
-//! changed in place: delete it and create it again (`409 alert_rule_exists` otherwise).
+//! Rules are kept on this node ([`crate::alerts::RuleBook`]), or in a cluster as cluster
+//! metadata: any node answers, a change is forwarded to the controller leader, and the
+//! active alerts are the evaluating node's (the controller leader's; others forward there).
+//! A rule cannot be changed in place: delete it and create it again (`409
+//! alert_rule_exists` otherwise).
 
 use axum::Json;
 use axum::extract::State;
@@ -41,7 +43,10 @@ pub struct ActiveAlertList {
 ///
 /// Validated, stored durably, then evaluated from the next tick. Its firing and resolved
 /// events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-/// (or the server's). The answer never shows the secret. Needs `admin:*`.
+/// (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+/// rule is cluster metadata, created through the controller leader (any node forwards
+/// there) and listed on every node once it has applied it; the controller leader evaluates
+/// it and posts its events.
 #[utoipa::path(post, path = "/v1/alerts/rules", tag = "alerts",
     request_body = AlertRule,
     responses(
@@ -54,14 +59,13 @@ pub struct ActiveAlertList {
             body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 501, description = "A cluster node (`not_supported_in_cluster`)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_rule(
     State(state): State<AppState>,
     JsonBody(rule): JsonBody<AlertRule>,
 ) -> Result<(StatusCode, Json<AlertRule>), ApiError> {
-    single_node(&state)?;
     let valid = rule
         .validate(state.alerts.policy())
         .map_err(|error| ApiError::invalid(error.to_string()))?;
@@ -74,11 +78,8 @@ pub async fn create_rule(
 #[utoipa::path(get, path = "/v1/alerts/rules", tag = "alerts",
     responses(
         (status = 200, description = "The rules", body = AlertRuleList),
-        (status = 501, description = "A cluster node (`not_supported_in_cluster`)",
-            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_rules(State(state): State<AppState>) -> Result<Json<AlertRuleList>, ApiError> {
-    single_node(&state)?;
     let rules = state
         .alerts
         .book()
@@ -95,14 +96,11 @@ pub async fn list_rules(State(state): State<AppState>) -> Result<Json<AlertRuleL
         (status = 200, description = "The rule", body = AlertRule),
         (status = 404, description = "No such rule (`alert_rule_not_found`)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 501, description = "A cluster node (`not_supported_in_cluster`)",
-            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn get_rule(
     State(state): State<AppState>,
     PathParams(path): PathParams<RulePath>,
 ) -> Result<Json<AlertRule>, ApiError> {
-    single_node(&state)?;
     Ok(Json(state.alerts.book().get(&path.name)?.rule().clone()))
 }
 
@@ -115,14 +113,13 @@ pub async fn get_rule(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such rule (`alert_rule_not_found`)",
             body = Problem, content_type = "application/problem+json"),
-        (status = 501, description = "A cluster node (`not_supported_in_cluster`)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn delete_rule(
     State(state): State<AppState>,
     PathParams(path): PathParams<RulePath>,
 ) -> Result<StatusCode, ApiError> {
-    single_node(&state)?;
     state
         .alerts
         .book()
@@ -136,28 +133,30 @@ pub async fn delete_rule(
 /// The alerts of the rules, and while the node's synthetic probe fails the built-in alert
 /// `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
 /// create a `probe` rule for one).
+///
+/// In a cluster, the evaluating node's list (the controller leader's; any other node
+/// forwards there).
 #[utoipa::path(get, path = "/v1/alerts", tag = "alerts",
     responses(
         (status = 200, description = "The active alerts", body = ActiveAlertList),
-        (status = 501, description = "A cluster node (`not_supported_in_cluster`)",
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader is known to forward to (`not_leader`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn active_alerts(
     State(state): State<AppState>,
 ) -> Result<Json<ActiveAlertList>, ApiError> {
-    single_node(&state)?;
+    if let Some(clustered) = state.alerts.clustered()
+        && !clustered.evaluates()
+    {
+        // `not_leader` naming the evaluator: the forwarding layer asks it instead.
+        return Err(ApiError::Broker(BrokerError::NotLeader {
+            what: "alert evaluation".to_owned(),
+            leader: clustered.node().controller_leader(),
+        }));
+    }
     Ok(Json(ActiveAlertList {
         alerts: state.alerts.active(),
     }))
-}
-
-fn single_node(state: &AppState) -> Result<(), ApiError> {
-    match state.cluster {
-        Some(_) => Err(ApiError::NotSupportedInCluster {
-            what: "alerting (rules live on a single node only)",
-        }),
-        None => Ok(()),
-    }
 }
 
 /// A rule's topic and subscription must exist when it is created (a typo would otherwise

@@ -25,6 +25,11 @@ fn every_command() -> Vec<Command> {
             partition: 1,
             replicas: vec![3, 1, 2],
         },
+        Command::PutAlertRule {
+            name: "r".into(),
+            rule: r#"{"rule":{"name":"r"},"secret":null}"#.into(),
+        },
+        Command::DeleteAlertRule { name: "r".into() },
     ]
 }
 
@@ -61,4 +66,29 @@ fn the_state_survives_a_json_round_trip() {
     assert_eq!(back, state);
     assert_eq!(serde_json::to_string(&back).expect("serializable"), json);
     back.validate().expect("valid");
+}
+
+#[test]
+fn alert_rules_are_put_replaced_and_deleted_and_old_snapshots_still_decode() {
+    let mut state = cluster(&nodes(3, 3));
+    let before = serde_json::to_string(&state).expect("serializable");
+    assert!(
+        !before.contains("alert_rules"),
+        "a state without rules serializes as before alerts were metadata: {before}"
+    );
+    let old: ClusterState = serde_json::from_str(&before).expect("an old snapshot decodes");
+    assert_eq!(old, state);
+    let put = |rule: &str| Command::PutAlertRule {
+        name: "r".into(),
+        rule: rule.into(),
+    };
+    accept(&mut state, put("one"));
+    accept(&mut state, put("two"));
+    assert_eq!(state.alert_rule("r"), Some("two"));
+    let json = serde_json::to_string(&state).expect("serializable");
+    let back: ClusterState = serde_json::from_str(&json).expect("deserializable");
+    assert_eq!(back, state);
+    accept(&mut state, Command::DeleteAlertRule { name: "r".into() });
+    accept(&mut state, Command::DeleteAlertRule { name: "r".into() });
+    assert!(state.alert_rules().is_empty());
 }
