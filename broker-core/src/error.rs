@@ -35,7 +35,10 @@ pub enum BrokerError {
         subscription: String,
     },
     /// No message of that id is known (or it can no longer be acted on).
-    #[error("message '{id}' of topic '{topic}' does not exist or is no longer scheduled")]
+    #[error(
+        "message '{id}' of topic '{topic}' was not found (a cancel finds only a delayed message \
+         not yet due)"
+    )]
     MessageNotFound {
         /// The topic.
         topic: String,
