@@ -97,7 +97,12 @@ export interface paths {
          * Readiness.
          * @description 200 once storage is open (in a cluster: and the controller has a leader and this node is
          *     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-         *     before stopping, so load balancers stop sending it work.
+         *     before stopping, so load balancers stop sending it work. The 200 body carries the
+         *     synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+         *     failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+         *     stuck disk) hit every node alike, and taking them all out of rotation would stop the
+         *     consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+         *     it instead.
          */
         get: operations["readyz"];
         put?: never;
@@ -157,7 +162,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the alerts firing now. */
+        /**
+         * List the alerts firing now.
+         * @description The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+         *     `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+         *     create a `probe` rule for one).
+         *
+         *     In a cluster, the evaluating node's list (the controller leader's; any other node
+         *     forwards there).
+         */
         get: operations["active_alerts"];
         put?: never;
         post?: never;
@@ -181,7 +194,10 @@ export interface paths {
          * Create an alert rule.
          * @description Validated, stored durably, then evaluated from the next tick. Its firing and resolved
          *     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-         *     (or the server's). The answer never shows the secret. Needs `admin:*`.
+         *     (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+         *     rule is cluster metadata, created through the controller leader (any node forwards
+         *     there) and listed on every node once it has applied it; the controller leader evaluates
+         *     it and posts its events.
          */
         post: operations["create_rule"];
         delete?: never;
@@ -431,7 +447,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the newest messages with a key.
+         * @description Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
+         *
+         *     ```text
+         *     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
+         *     ```
+         */
+        get: operations["messages_by_key"];
         put?: never;
         /**
          * Produce messages.
@@ -486,7 +510,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Look a message up by id, with its trace.
+         * @description The message, who produced it, and for each subscription its state and every step:
+         *     deliveries (attempt, consumer, lease end), nacks with their error, acks, dead-lettering
+         *     and redrive, oldest first. Needs `consume` on the topic; principals and client addresses
+         *     are shown to `admin` on the topic only. The trace index follows the log within a second,
+         *     and a lookup brings it up to date first.
+         *
+         *     ```text
+         *     curl localhost:8080/v1/topics/orders/messages/order-42
+         *     ```
+         */
+        get: operations["trace_message"];
         put?: never;
         post?: never;
         /**
@@ -838,7 +874,7 @@ export interface components {
          *     steady clock, as in webhook bodies.
          */
         ActiveAlert: {
-            /** @description The rule's name. */
+            /** @description The rule's name (`__wharf.probe` for the built-in alert of a failing probe). */
             rule: string;
             /** @description The rule's kind. */
             kind: components["schemas"]["AlertKind"];
@@ -860,12 +896,13 @@ export interface components {
             fired_at_ms: number;
             /**
              * Format: double
-             * @description The value last sampled (for `consumer_offline`, the backlog).
+             * @description The value last sampled (for `consumer_offline`, the backlog; for `probe`, its
+             *     failures in a row).
              */
             value: number;
             /**
              * Format: double
-             * @description The rule's threshold (`null` for `consumer_offline`).
+             * @description The rule's threshold (`null` for `consumer_offline` and `probe`).
              */
             threshold?: number | null;
         };
@@ -874,13 +911,28 @@ export interface components {
             /** @description The alerts, in rule name order, as of the last evaluation (at most one tick old). */
             alerts: components["schemas"]["ActiveAlert"][];
         };
+        /** @description Who did something: a producer or a consumer. */
+        Actor: {
+            /** @description The token's `sub`; `null` with auth off, or when the token asking may not see it. */
+            principal?: string | null;
+            /**
+             * @description The client's address; `null` when unknown (a request forwarded between cluster
+             *     nodes), or when the token asking may not see it.
+             */
+            client_addr?: string | null;
+            /**
+             * Format: int64
+             * @description The node that took the request; `null` on a single node.
+             */
+            node?: number | null;
+        };
         /**
          * @description What a rule watches. Each kind says what its samples' value is (see
          *     [`Sample`](super::evaluation::Sample)); the condition is "value above `threshold`",
          *     held for `for_ms`, except for [`AlertKind::ConsumerOffline`].
          * @enum {string}
          */
-        AlertKind: "backlog" | "oldest_unacked_age" | "consumer_offline" | "dead_letters" | "produce_errors" | "disk";
+        AlertKind: "backlog" | "oldest_unacked_age" | "consumer_offline" | "dead_letters" | "produce_errors" | "disk" | "probe";
         /**
          * @description An alert rule as the API takes and shows it. Unknown fields are refused, as in every
          *     request body of the API. Check it with [`AlertRule::validate`].
@@ -896,21 +948,21 @@ export interface components {
             /**
              * @description The topic watched: required by `backlog`, `oldest_unacked_age`, `consumer_offline`
              *     and `dead_letters`; optional for `produce_errors` (absent: every topic); refused by
-             *     `disk`.
+             *     `disk` and `probe`.
              */
             topic?: string | null;
             /**
              * @description The subscription watched: required by `backlog`, `oldest_unacked_age` and
              *     `consumer_offline`; optional for `dead_letters` (absent: every subscription of the
-             *     topic); refused by `produce_errors` and `disk`.
+             *     topic); refused by `produce_errors`, `disk` and `probe`.
              */
             subscription?: string | null;
             /**
              * Format: double
              * @description The value the kind's measure must exceed: messages (`backlog`), ms
              *     (`oldest_unacked_age`), events per minute (`dead_letters`, `produce_errors`) or a
-             *     share from 0 to 0.999 (`disk`). Required, except for `consumer_offline`, which
-             *     refuses it.
+             *     share from 0 to 0.999 (`disk`). Required, except for `consumer_offline` and `probe`,
+             *     which refuse it.
              */
             threshold?: number | null;
             /**
@@ -1093,10 +1145,11 @@ export interface components {
              */
             term: number;
         };
-        /** @description A probe's answer. */
+        /** @description A health check's answer. */
         HealthStatus: {
             /** @description `ok` (liveness) or `ready` (readiness). */
             status: string;
+            probe?: null | components["schemas"]["ProbeStatus"];
         };
         /**
          * @description A history: one point per minute that has a record, oldest first; the last is the current
@@ -1112,6 +1165,23 @@ export interface components {
         };
         /** @description One minute of a topic or of a subscription. */
         HistoryPoint: components["schemas"]["TopicPoint"] | components["schemas"]["SubscriptionPoint"];
+        /** @description The messages of a key. */
+        KeyAnswer: {
+            /** @description The topic. */
+            topic: string;
+            /** @description The key. */
+            key: string;
+            /** @description The newest messages with the key, newest first. */
+            messages: components["schemas"]["KeyedMessage"][];
+        };
+        /** @description A message found by key. */
+        KeyedMessage: components["schemas"]["LogMessage"] & {
+            /**
+             * Format: int32
+             * @description Its partition.
+             */
+            partition: number;
+        };
         /** @description A partition's leadership after a move. */
         LeaderView: {
             /** @description The topic. */
@@ -1175,6 +1245,42 @@ export interface components {
             traceparent?: string | null;
             /** @description The producer's W3C `tracestate`, as given (absent when none was). */
             tracestate?: string | null;
+        };
+        /** @description A later copy of a message. */
+        MessageCopy: {
+            /**
+             * Format: int32
+             * @description Its partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description Its offset.
+             */
+            offset: number;
+            /**
+             * Format: int64
+             * @description When it was appended, Unix epoch milliseconds.
+             */
+            time_ms: number;
+            /** @description The subscription it was redriven to, if it is a redriven dead letter. */
+            redriven_to?: string | null;
+        };
+        /** @description A message and its trace. */
+        MessageTraceAnswer: {
+            /** @description The topic. */
+            topic: string;
+            /** @description The message as an offset read shows it (the first copy: the one its producer made). */
+            message: components["schemas"]["LogMessage"];
+            /** @description Where, when and by whom it was produced. */
+            produced: components["schemas"]["Produced"];
+            /** @description For each subscription of the topic, by name. */
+            subscriptions: components["schemas"]["SubscriptionTraceView"][];
+            /**
+             * @description Copies of the message with the same id made later (redriven dead letters), oldest
+             *     first: partition, offset and time.
+             */
+            copies: components["schemas"]["MessageCopy"][];
         };
         /** @description Where a partition's leadership is to go. */
         MoveLeaderRequest: {
@@ -1326,6 +1432,43 @@ export interface components {
              */
             dedup_window_ms?: number | null;
         };
+        /**
+         * @description Where the probe stands.
+         * @enum {string}
+         */
+        ProbeState: "off" | "starting" | "ok" | "failing";
+        /** @description The probe as `/readyz` shows it. Times are Unix epoch ms. */
+        ProbeStatus: {
+            /** @description Where the probe stands. */
+            state: components["schemas"]["ProbeState"];
+            /**
+             * Format: int64
+             * @description The time between two rounds, in ms (0: off).
+             */
+            interval_ms: number;
+            /**
+             * Format: int64
+             * @description When the last round ended, success or not.
+             */
+            last_at_ms?: number | null;
+            /**
+             * Format: int64
+             * @description When the last successful round ended.
+             */
+            last_success_at_ms?: number | null;
+            /**
+             * Format: double
+             * @description The produce → received time of the last successful round, in ms.
+             */
+            last_latency_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Rounds failed in a row (0 after a success).
+             */
+            consecutive_failures: number;
+            /** @description Why the last failed round failed (`<step>: <reason>`), kept until a success. */
+            last_error?: string | null;
+        };
         /** @description An RFC 9457 problem details body. */
         Problem: {
             /** @description A URI naming the problem type: `urn:wharf:problem:<code>`. */
@@ -1404,6 +1547,33 @@ export interface components {
         ProduceResponse: {
             /** @description One entry per message, in request order. */
             messages: components["schemas"]["ProducedMessage"][];
+        };
+        /** @description Where and when the message was produced, and by whom. */
+        Produced: {
+            /**
+             * Format: int64
+             * @description Publish time, Unix epoch milliseconds.
+             */
+            time_ms: number;
+            /** @description The producer's principal (see [`Actor`]). */
+            principal?: string | null;
+            /** @description The producer's address (see [`Actor`]). */
+            client_addr?: string | null;
+            /**
+             * Format: int64
+             * @description The node that took the produce; `null` on a single node.
+             */
+            node?: number | null;
+            /**
+             * Format: int32
+             * @description Its partition.
+             */
+            partition: number;
+            /**
+             * Format: int64
+             * @description Its offset.
+             */
+            offset: number;
         };
         /** @description Where one produced message went. */
         ProducedMessage: {
@@ -1763,6 +1933,24 @@ export interface components {
              */
             unacked_limit_reached_partitions: number;
         };
+        /** @description The message on one subscription. */
+        SubscriptionTraceView: {
+            /** @description The subscription. */
+            name: string;
+            /**
+             * @description `pending`, `delayed`, `in_flight`, `acked`, `filtered`, `dead_lettered` or `skipped`
+             *     (settled without an ack: a seek passed it, the subscription began after it, or
+             *     retention removed it before it was delivered).
+             */
+            state: string;
+            /**
+             * Format: int64
+             * @description Until when it is delayed or leased, Unix epoch milliseconds.
+             */
+            state_until_ms?: number | null;
+            /** @description Its events, oldest first. */
+            events: components["schemas"]["TraceEvent"][];
+        };
         /** @description A ranking. */
         TopAnswer: {
             /** @description What it ranks by. */
@@ -1883,6 +2071,38 @@ export interface components {
              *     (bucket bounds 1 ms to 30 s; long-polls, streams and offset reads are left out).
              */
             latency_p99_ms: number;
+        };
+        /** @description One step of a message's life on a subscription. */
+        TraceEvent: {
+            /**
+             * Format: int64
+             * @description When, Unix epoch milliseconds.
+             */
+            time_ms: number;
+            /**
+             * @description `delivered`, `lease_extended`, `lease_expired` (it was delivered again with no
+             *     answer to the delivery before), `nacked`, `acked`, `dead_lettered` or `redriven`.
+             */
+            kind: string;
+            /**
+             * Format: int32
+             * @description The delivery attempt it is about (1 for the first delivery).
+             */
+            attempt?: number | null;
+            consumer?: null | components["schemas"]["Actor"];
+            /** @description A nack's error text. */
+            error?: string | null;
+            /**
+             * Format: int64
+             * @description A nack's retry time, or a delivery's lease end when known, Unix epoch milliseconds.
+             */
+            until_ms?: number | null;
+            /**
+             * Format: int64
+             * @description The offset of the copy the event is about (a redriven copy's differs from the
+             *     message's).
+             */
+            offset: number;
         };
     };
     responses: never;
@@ -2126,7 +2346,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Storage is open; the node takes work */
+            /** @description Storage is open; the node takes work (with the probe's last outcome) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2295,16 +2515,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A cluster node (`not_supported_in_cluster`) */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader is known to forward to (`not_leader`); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2362,15 +2573,6 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A cluster node (`not_supported_in_cluster`) */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2483,16 +2685,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A cluster node (`not_supported_in_cluster`) */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2562,15 +2755,6 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A cluster node (`not_supported_in_cluster`) */
-            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2653,16 +2837,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A cluster node (`not_supported_in_cluster`) */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3724,6 +3899,97 @@ export interface operations {
             };
         };
     };
+    messages_by_key: {
+        parameters: {
+            query?: {
+                /** @description The key (required). */
+                key?: string;
+                /** @description At most this many messages, 1 to 100 (default 20). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Topic name. */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The messages, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyAnswer"];
+                };
+            };
+            /** @description No key, or a bad parameter (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such topic (`topic_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     produce: {
         parameters: {
             query?: {
@@ -3856,6 +4122,97 @@ export interface operations {
             };
             /** @description The disk is full (`storage_full`) */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    trace_message: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Topic name. */
+                topic: string;
+                /**
+                 * @description The message id from the produce reply (the client's `id` or `Idempotency-Key`, or the
+                 *     server-assigned one).
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message and its trace */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageTraceAnswer"];
+                };
+            };
+            /** @description The id is not 1 to 200 printable ASCII characters without spaces or `/` (`invalid_request`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid bearer token (`unauthorized`); see `WWW-Authenticate` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's scope lacks the grant on the topic (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such topic (`topic_not_found`), or no message of that id is stored (`message_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body did not arrive within `body_read_timeout_ms`, or no answer within `request_timeout_ms` (`request_timeout`) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

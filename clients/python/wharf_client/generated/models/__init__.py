@@ -4,6 +4,7 @@ from .ack_request import AckRequest
 from .ack_response import AckResponse
 from .active_alert import ActiveAlert
 from .active_alert_list import ActiveAlertList
+from .actor import Actor
 from .alert_kind import AlertKind
 from .alert_rule import AlertRule
 from .alert_rule_list import AlertRuleList
@@ -19,9 +20,13 @@ from .filter_body import FilterBody
 from .group_view import GroupView
 from .health_status import HealthStatus
 from .history_answer import HistoryAnswer
+from .key_answer import KeyAnswer
+from .keyed_message import KeyedMessage
 from .leader_view import LeaderView
 from .log_message import LogMessage
 from .log_message_headers import LogMessageHeaders
+from .message_copy import MessageCopy
+from .message_trace_answer import MessageTraceAnswer
 from .move_leader_request import MoveLeaderRequest
 from .nack_request import NackRequest
 from .nack_response import NackResponse
@@ -32,12 +37,15 @@ from .partition_page import PartitionPage
 from .partition_stats import PartitionStats
 from .partition_view import PartitionView
 from .patch_topic_request import PatchTopicRequest
+from .probe_state import ProbeState
+from .probe_status import ProbeStatus
 from .problem import Problem
 from .produce_ack import ProduceAck
 from .produce_message import ProduceMessage
 from .produce_message_headers_type_0 import ProduceMessageHeadersType0
 from .produce_request import ProduceRequest
 from .produce_response import ProduceResponse
+from .produced import Produced
 from .produced_message import ProducedMessage
 from .rate_limit_body import RateLimitBody
 from .rebalance_view import RebalanceView
@@ -59,18 +67,21 @@ from .subscription import Subscription
 from .subscription_list import SubscriptionList
 from .subscription_point import SubscriptionPoint
 from .subscription_stats_view import SubscriptionStatsView
+from .subscription_trace_view import SubscriptionTraceView
 from .top_answer import TopAnswer
 from .top_by import TopBy
 from .top_item import TopItem
 from .topic import Topic
 from .topic_list import TopicList
 from .topic_point import TopicPoint
+from .trace_event import TraceEvent
 
 __all__ = (
     "AckRequest",
     "AckResponse",
     "ActiveAlert",
     "ActiveAlertList",
+    "Actor",
     "AlertKind",
     "AlertRule",
     "AlertRuleList",
@@ -86,9 +97,13 @@ __all__ = (
     "GroupView",
     "HealthStatus",
     "HistoryAnswer",
+    "KeyAnswer",
+    "KeyedMessage",
     "LeaderView",
     "LogMessage",
     "LogMessageHeaders",
+    "MessageCopy",
+    "MessageTraceAnswer",
     "MoveLeaderRequest",
     "NackRequest",
     "NackResponse",
@@ -99,12 +114,15 @@ __all__ = (
     "PartitionStats",
     "PartitionView",
     "PatchTopicRequest",
+    "ProbeState",
+    "ProbeStatus",
     "Problem",
     "ProduceAck",
     "ProduceMessage",
     "ProduceMessageHeadersType0",
     "ProduceRequest",
     "ProduceResponse",
+    "Produced",
     "ProducedMessage",
     "RateLimitBody",
     "RebalanceView",
@@ -126,10 +144,12 @@ __all__ = (
     "SubscriptionList",
     "SubscriptionPoint",
     "SubscriptionStatsView",
+    "SubscriptionTraceView",
     "TopAnswer",
     "TopBy",
     "TopItem",
     "Topic",
     "TopicList",
     "TopicPoint",
+    "TraceEvent",
 )

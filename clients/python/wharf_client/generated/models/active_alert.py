@@ -18,17 +18,18 @@ class ActiveAlert:
     steady clock, as in webhook bodies.
 
         Attributes:
-            rule (str): The rule's name.
+            rule (str): The rule's name (`__wharf.probe` for the built-in alert of a failing probe).
             kind (AlertKind): What a rule watches. Each kind says what its samples' value is (see
                 [`Sample`](super::evaluation::Sample)); the condition is "value above `threshold`",
                 held for `for_ms`, except for [`AlertKind::ConsumerOffline`].
             state (str): Always `firing` (pending rules are not alerts yet).
             since_ms (int): When the condition began to hold.
             fired_at_ms (int): When the alert fired.
-            value (float): The value last sampled (for `consumer_offline`, the backlog).
+            value (float): The value last sampled (for `consumer_offline`, the backlog; for `probe`, its
+                failures in a row).
             topic (None | str | Unset): The rule's topic, if it has one.
             subscription (None | str | Unset): The rule's subscription, if it has one.
-            threshold (float | None | Unset): The rule's threshold (`null` for `consumer_offline`).
+            threshold (float | None | Unset): The rule's threshold (`null` for `consumer_offline` and `probe`).
     """
 
     rule: str

@@ -7,6 +7,7 @@ class AlertKind(StrEnum):
     DEAD_LETTERS = "dead_letters"
     DISK = "disk"
     OLDEST_UNACKED_AGE = "oldest_unacked_age"
+    PROBE = "probe"
     PRODUCE_ERRORS = "produce_errors"
 
     def __str__(self) -> str:

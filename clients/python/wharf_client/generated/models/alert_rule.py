@@ -26,14 +26,14 @@ class AlertRule:
                 name or password, at most 2048 bytes, allowed by the server's webhook allow-list.
             topic (None | str | Unset): The topic watched: required by `backlog`, `oldest_unacked_age`, `consumer_offline`
                 and `dead_letters`; optional for `produce_errors` (absent: every topic); refused by
-                `disk`.
+                `disk` and `probe`.
             subscription (None | str | Unset): The subscription watched: required by `backlog`, `oldest_unacked_age` and
                 `consumer_offline`; optional for `dead_letters` (absent: every subscription of the
-                topic); refused by `produce_errors` and `disk`.
+                topic); refused by `produce_errors`, `disk` and `probe`.
             threshold (float | None | Unset): The value the kind's measure must exceed: messages (`backlog`), ms
                 (`oldest_unacked_age`), events per minute (`dead_letters`, `produce_errors`) or a
-                share from 0 to 0.999 (`disk`). Required, except for `consumer_offline`, which
-                refuses it.
+                share from 0 to 0.999 (`disk`). Required, except for `consumer_offline` and `probe`,
+                which refuse it.
             for_ms (int | Unset): How long the condition must hold before the alert fires, 0 to 86400000 ms (default
                 0: at once); `consumer_offline` needs at least 5000 ms.
             secret (None | str | Unset): The key of this rule's `Wharf-Signature` HMAC, 16 to 256 bytes (absent: the

@@ -48,11 +48,6 @@ def _parse_response(
 
         return response_429
 
-    if response.status_code == 501:
-        response_501 = Problem.from_dict(response.json())
-
-        return response_501
-
     if response.status_code == 503:
         response_503 = Problem.from_dict(response.json())
 
@@ -81,6 +76,13 @@ def sync_detailed(
 ) -> Response[ActiveAlertList | Problem]:
     """List the alerts firing now.
 
+     The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+    `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+    create a `probe` rule for one).
+
+    In a cluster, the evaluating node's list (the controller leader's; any other node
+    forwards there).
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -104,6 +106,13 @@ def sync(
 ) -> ActiveAlertList | Problem | None:
     """List the alerts firing now.
 
+     The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+    `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+    create a `probe` rule for one).
+
+    In a cluster, the evaluating node's list (the controller leader's; any other node
+    forwards there).
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -122,6 +131,13 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
 ) -> Response[ActiveAlertList | Problem]:
     """List the alerts firing now.
+
+     The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+    `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+    create a `probe` rule for one).
+
+    In a cluster, the evaluating node's list (the controller leader's; any other node
+    forwards there).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -143,6 +159,13 @@ async def asyncio(
     client: AuthenticatedClient,
 ) -> ActiveAlertList | Problem | None:
     """List the alerts firing now.
+
+     The alerts of the rules, and while the node's synthetic probe fails the built-in alert
+    `__wharf.probe` (kind `probe`, its value the failures in a row; no rule, so no webhook:
+    create a `probe` rule for one).
+
+    In a cluster, the evaluating node's list (the controller leader's; any other node
+    forwards there).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -77,11 +77,6 @@ def _parse_response(
 
         return response_429
 
-    if response.status_code == 501:
-        response_501 = Problem.from_dict(response.json())
-
-        return response_501
-
     if response.status_code == 503:
         response_503 = Problem.from_dict(response.json())
 
@@ -113,7 +108,10 @@ def sync_detailed(
 
      Validated, stored durably, then evaluated from the next tick. Its firing and resolved
     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-    (or the server's). The answer never shows the secret. Needs `admin:*`.
+    (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+    rule is cluster metadata, created through the controller leader (any node forwards
+    there) and listed on every node once it has applied it; the controller leader evaluates
+    it and posts its events.
 
     Args:
         body (AlertRule): An alert rule as the API takes and shows it. Unknown fields are refused,
@@ -148,7 +146,10 @@ def sync(
 
      Validated, stored durably, then evaluated from the next tick. Its firing and resolved
     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-    (or the server's). The answer never shows the secret. Needs `admin:*`.
+    (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+    rule is cluster metadata, created through the controller leader (any node forwards
+    there) and listed on every node once it has applied it; the controller leader evaluates
+    it and posts its events.
 
     Args:
         body (AlertRule): An alert rule as the API takes and shows it. Unknown fields are refused,
@@ -178,7 +179,10 @@ async def asyncio_detailed(
 
      Validated, stored durably, then evaluated from the next tick. Its firing and resolved
     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-    (or the server's). The answer never shows the secret. Needs `admin:*`.
+    (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+    rule is cluster metadata, created through the controller leader (any node forwards
+    there) and listed on every node once it has applied it; the controller leader evaluates
+    it and posts its events.
 
     Args:
         body (AlertRule): An alert rule as the API takes and shows it. Unknown fields are refused,
@@ -211,7 +215,10 @@ async def asyncio(
 
      Validated, stored durably, then evaluated from the next tick. Its firing and resolved
     events are posted to `webhook_url`, signed in `Wharf-Signature` with the rule's `secret`
-    (or the server's). The answer never shows the secret. Needs `admin:*`.
+    (or the server's). The answer never shows the secret. Needs `admin:*`. In a cluster the
+    rule is cluster metadata, created through the controller leader (any node forwards
+    there) and listed on every node once it has applied it; the controller leader evaluates
+    it and posts its events.
 
     Args:
         body (AlertRule): An alert rule as the API takes and shows it. Unknown fields are refused,

@@ -63,7 +63,12 @@ def sync_detailed(
 
      200 once storage is open (in a cluster: and the controller has a leader and this node is
     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-    before stopping, so load balancers stop sending it work.
+    before stopping, so load balancers stop sending it work. The 200 body carries the
+    synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+    failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+    stuck disk) hit every node alike, and taking them all out of rotation would stop the
+    consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+    it instead.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -90,7 +95,12 @@ def sync(
 
      200 once storage is open (in a cluster: and the controller has a leader and this node is
     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-    before stopping, so load balancers stop sending it work.
+    before stopping, so load balancers stop sending it work. The 200 body carries the
+    synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+    failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+    stuck disk) hit every node alike, and taking them all out of rotation would stop the
+    consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+    it instead.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -113,7 +123,12 @@ async def asyncio_detailed(
 
      200 once storage is open (in a cluster: and the controller has a leader and this node is
     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-    before stopping, so load balancers stop sending it work.
+    before stopping, so load balancers stop sending it work. The 200 body carries the
+    synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+    failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+    stuck disk) hit every node alike, and taking them all out of rotation would stop the
+    consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+    it instead.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,7 +153,12 @@ async def asyncio(
 
      200 once storage is open (in a cluster: and the controller has a leader and this node is
     registered); 503 `not_leader` until then, and `shutting_down` while the server drains
-    before stopping, so load balancers stop sending it work.
+    before stopping, so load balancers stop sending it work. The 200 body carries the
+    synthetic probe's last outcome (`probe`): its time, latency and failures in a row. A
+    failing probe does not make the node unready: its usual causes (a full disk's reserve, a
+    stuck disk) hit every node alike, and taking them all out of rotation would stop the
+    consumers that drain them; the `probe` alert kind and `wharf_probe_failures_total` say
+    it instead.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
