@@ -5,9 +5,9 @@
 //! took the request from the client.
 //!
 //! A receive or settle that another node forwarded here (a gather's share, a whole request
-//! sent to the partitions' leader) keeps its principal (the client's token travels with it)
-//! and names the forwarding node; its client address is not known here and none is recorded
-//! (no header between nodes is believed to carry it for a consume).
+//! sent to the partitions' leader) keeps its principal (the client's token travels with it),
+//! names the forwarding node, and keeps the client's address from `Wharf-Client-Address`,
+//! believed only with a believed `Wharf-Forwarded` ([`crate::produce_origin::cluster_origin`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;

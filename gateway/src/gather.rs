@@ -75,7 +75,8 @@ pub struct ReceiveAsk {
     pub attempt_id: Option<String>,
     /// Who receives ([`crate::consumed_by`]), named in the events of this node's own
     /// deliveries; the other leaders name the consumer as they see it (the forwarded
-    /// credentials' principal, this node, no address).
+    /// credentials' principal, this node, and the client's address this node passed on in
+    /// `Wharf-Client-Address`).
     pub consumer: Option<std::sync::Arc<broker_core::Origin>>,
 }
 
