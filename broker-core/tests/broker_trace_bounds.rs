@@ -78,18 +78,27 @@ async fn the_trace_index_stays_within_its_bound_under_a_million_messages() {
 
     let mut acked = 0;
     let mut peak_index_bytes = 0;
+    let mut peak_log_bytes = 0;
     for from in (0..messages).step_by(BATCH) {
         produce(&broker, from..(from + BATCH).min(messages)).await;
         acked += receive_and_ack(&broker).await;
         peak_index_bytes = peak_index_bytes.max(broker.trace_index_bytes("t").expect("bytes"));
+        let log_bytes = broker.describe_topic("t").expect("describe").partitions[0].bytes;
+        peak_log_bytes = peak_log_bytes.max(log_bytes);
     }
+    // Retention runs every RETENTION_CHECK_MS behind the subscription checkpoints and the
+    // follower prunes every TRACE_FOLLOW_MS, so both exceed their settled sizes during the
+    // run by what the lag lets through: printed, not bounded.
+    eprintln!(
+        "peak during the run: log {peak_log_bytes} bytes, trace index {peak_index_bytes} bytes"
+    );
     eprintln!(
         "produced {messages} messages and acked {acked} in {:?}",
         started.elapsed()
     );
     let log = settle(&broker, dir.path(), messages).await;
     let events_per_message = events_per_acked_message(&broker).await;
-    check_index(&broker, &log, events_per_message, peak_index_bytes);
+    check_index(&broker, &log, events_per_message);
     check_lookups(&broker, messages, log.start_offset).await;
     broker.shutdown().await;
     eprintln!("{messages} messages: whole run {:?}", started.elapsed());
@@ -280,7 +289,7 @@ fn read_index(dir: &Path) -> Indexed {
 /// when the next frame's entries would overfill it (a frame holds at most [`BATCH`]
 /// messages, 2 entries each, under half a run) or its segment ends, so a file has at most
 /// one run besides those at least half full.
-fn check_index(broker: &Broker, log: &Log, events_per_message: u64, peak_index_bytes: u64) {
+fn check_index(broker: &Broker, log: &Log, events_per_message: u64) {
     let indexed = read_index(&log.dir);
     let on_disk = broker.trace_index_bytes("t").expect("bytes");
     assert_eq!(on_disk, indexed.bytes, "trace_index_bytes counts the files");
@@ -331,7 +340,7 @@ fn check_index(broker: &Broker, log: &Log, events_per_message: u64, peak_index_b
         "log: {} bytes in {segments} segments, {retained} messages retained; \
          trace index: {on_disk} bytes in {} files, {} runs, {} messages and {} events \
          indexed; {:.2} bytes per indexed message with its share of events and runs, \
-         {:.2} bytes per byte of log, bound {bound}, peak during the run {peak_index_bytes}",
+         {:.2} bytes per byte of log, bound {bound}",
         log.bytes,
         indexed.files.len(),
         indexed.runs,
