@@ -209,12 +209,19 @@ impl TraceStore {
         Ok(RunBuilder::new(*base, covered))
     }
 
-    /// Appends the builder's run to its segment's file, if it holds anything.
+    /// Appends the builder's run to its segment's file, if it holds anything. Only the
+    /// index folder is created, never the partition's: a partition whose folder is gone was
+    /// deleted under this round (its topic was), and its index goes with it.
     fn seal(&self, builder: &RunBuilder) -> Result<()> {
         if builder.is_empty() {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| BrokerError::io(&self.dir, e))?;
+        match std::fs::create_dir(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(BrokerError::io(&self.dir, e)),
+        }
         let path = self.file_of(builder_segment_of(builder));
         let mut file = std::fs::OpenOptions::new()
             .create(true)

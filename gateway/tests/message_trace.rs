@@ -110,8 +110,11 @@ fn kinds(sub: &Value) -> Vec<String> {
         .collect()
 }
 
+/// One event of a trace as the test compares it: kind, attempt, consumer principal, error.
+type Step = (String, Option<u64>, Option<String>, Option<String>);
+
 /// Kind, attempt, consumer principal and error of each event.
-fn steps(sub: &Value) -> Vec<(String, Option<u64>, Option<String>, Option<String>)> {
+fn steps(sub: &Value) -> Vec<Step> {
     sub["events"]
         .as_array()
         .expect("events")
@@ -127,12 +130,7 @@ fn steps(sub: &Value) -> Vec<(String, Option<u64>, Option<String>, Option<String
         .collect()
 }
 
-fn step(
-    kind: &str,
-    attempt: Option<u64>,
-    by: Option<&str>,
-    error: Option<&str>,
-) -> (String, Option<u64>, Option<String>, Option<String>) {
+fn step(kind: &str, attempt: Option<u64>, by: Option<&str>, error: Option<&str>) -> Step {
     (
         kind.to_owned(),
         attempt,

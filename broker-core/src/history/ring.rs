@@ -150,6 +150,13 @@ impl<const C: usize, const G: usize> MinuteRing<C, G> {
         retention.get() as usize * size_of::<MinuteRecord<C, G>>() + size_of::<Self>()
     }
 
+    /// Bytes this ring takes now: its slots as allocated and the ring itself; 0 slots
+    /// before its first record, and never more than [`MinuteRing::memory_bytes`] of its
+    /// retention.
+    pub fn allocated_bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<MinuteRecord<C, G>>() + size_of::<Self>()
+    }
+
     fn slot_count(&self) -> usize {
         usize::try_from(self.retention.get()).unwrap_or(usize::MAX)
     }

@@ -340,6 +340,27 @@ impl History {
         finished
     }
 
+    /// Bytes the series' rings take ([`MinuteRing::allocated_bytes`] summed): at most
+    /// [`MinuteRing::memory_bytes`] of the retention per topic and subscription there is,
+    /// as series of deleted ones are dropped at the next sample.
+    ///
+    /// [`MinuteRing::allocated_bytes`]: broker_core::history::MinuteRing::allocated_bytes
+    /// [`MinuteRing::memory_bytes`]: broker_core::history::MinuteRing::memory_bytes
+    pub fn memory_bytes(&self) -> usize {
+        let series = lock(&self.series);
+        let topics: usize = series
+            .topics
+            .values()
+            .map(|entry| entry.ring.allocated_bytes())
+            .sum();
+        let subscriptions: usize = series
+            .subscriptions
+            .values()
+            .map(|entry| entry.ring.allocated_bytes())
+            .sum();
+        topics + subscriptions
+    }
+
     /// `topic`'s records of the `minutes` ending with the current one (the minute being
     /// filled included), oldest first; `None` if the topic has no series here.
     pub fn topic_points(&self, topic: &str, minutes: u64) -> Option<Vec<TopicMinute>> {

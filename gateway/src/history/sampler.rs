@@ -85,9 +85,9 @@ pub async fn sample(history: &Arc<History>, broker: &Broker) {
     write(history, finished).await;
 }
 
-/// Writes `finished` to the files (if any) on the blocking pool; a failure is logged, the
-/// minutes stay in memory.
-async fn write(history: &Arc<History>, finished: Finished) {
+/// Writes `finished` (what [`History::observe`] or [`History::close_all`] returned) to the
+/// files (if any) on the blocking pool; a failure is logged, the minutes stay in memory.
+pub async fn write(history: &Arc<History>, finished: Finished) {
     if history.files().is_none()
         || (finished.topics.is_empty()
             && finished.subscriptions.is_empty()

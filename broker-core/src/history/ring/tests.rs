@@ -119,6 +119,7 @@ fn a_range_of_max_query_minutes_is_answered_and_wider_or_reversed_refused() {
 fn an_empty_ring_takes_no_slots_and_answers_nothing() {
     let ring = SubscriptionRing::new(RetentionMinutes::default());
     assert_eq!(ring.slots.capacity(), 0);
+    assert_eq!(ring.allocated_bytes(), size_of::<SubscriptionRing>());
     assert_eq!((ring.newest_minute(), ring.oldest_kept()), (None, None));
     assert_eq!(ring.get(0), None);
     assert_eq!(ring.range(0, 10).expect("valid").count(), 0);
@@ -141,6 +142,18 @@ fn the_memory_figures_in_the_rustdoc_are_the_types_sizes() {
     let mut ring = SubscriptionRing::new(default);
     ring.insert(record(5, 5)).expect("kept");
     assert_eq!(ring.slots.len() as u64, DEFAULT_RETENTION_MINUTES);
+    assert_eq!(
+        ring.allocated_bytes(),
+        SubscriptionRing::memory_bytes(default)
+    );
+    for minute in 6..6 + 2 * DEFAULT_RETENTION_MINUTES {
+        ring.insert(record(minute, minute)).expect("kept");
+    }
+    assert_eq!(
+        ring.allocated_bytes(),
+        SubscriptionRing::memory_bytes(default),
+        "twice the retention later, no more"
+    );
 }
 
 /// One step of the ring's property test.
