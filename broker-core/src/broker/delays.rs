@@ -117,15 +117,7 @@ impl Broker {
     /// if no such message was scheduled.
     pub async fn cancel_delayed(&self, topic: &str, id: &str) -> Result<()> {
         self.check_running()?;
-        if !super::produce::valid_id(id) {
-            return Err(BrokerError::invalid(
-                "id",
-                format!(
-                    "must be 1 to {} printable ASCII characters without spaces or '/'",
-                    crate::limits::MAX_ID_BYTES
-                ),
-            ));
-        }
+        super::produce::check_path_id(id)?;
         let open = self.topic(topic)?;
         super::tables::wait_for_room(&open, || open.delays.check_room()).await?;
         let not_found = || BrokerError::MessageNotFound {

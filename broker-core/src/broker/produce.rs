@@ -467,6 +467,17 @@ fn validate(
     tags::validate("tags", &message.tags)
 }
 
+/// An id asked for in a URL path (a cancel, a trace): `invalid_request` unless [`valid_id`].
+pub fn check_path_id(id: &str) -> Result<()> {
+    if valid_id(id) {
+        return Ok(());
+    }
+    Err(BrokerError::invalid(
+        "id",
+        format!("must be 1 to {MAX_ID_BYTES} printable ASCII characters without spaces or '/'"),
+    ))
+}
+
 /// Message ids travel in URL paths (`DELETE /v1/topics/{topic}/messages/{id}`): printable
 /// ASCII without spaces or slashes.
 pub fn valid_id(id: &str) -> bool {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::{Broker, Topic, background_blocking, blocking};
 use crate::control::{self, ControlOwner};
-use crate::error::{BrokerError, Result};
+use crate::error::Result;
 use crate::message::StoredRecord;
 use crate::storage::{FrameBody, PartitionHandle};
 use crate::subscription::events::SubscriptionEvent;
@@ -89,15 +89,7 @@ impl Broker {
     /// The messages of `topic` whose id is `id` (one, but for redriven copies and reused
     /// ids), oldest first, each with its trace. Empty when there is none.
     pub async fn trace_message(&self, topic: &str, id: &str) -> Result<Vec<MessageTrace>> {
-        if !super::produce::valid_id(id) {
-            return Err(BrokerError::invalid(
-                "id",
-                format!(
-                    "must be 1 to {} printable ASCII characters without spaces or '/'",
-                    crate::limits::MAX_ID_BYTES
-                ),
-            ));
-        }
+        super::produce::check_path_id(id)?;
         let topic = self.topic(topic)?;
         let id = id.to_owned();
         blocking(move || {
