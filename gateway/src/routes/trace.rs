@@ -128,9 +128,9 @@ pub struct MessageCopy {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct KeyQuery {
-    /// The key (required).
+    /// The key.
     #[param(min_length = 1, max_length = 4096)]
-    pub key: Option<String>,
+    pub key: String,
     /// At most this many messages, 1 to 100 (default 20).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
@@ -215,10 +215,10 @@ pub async fn messages_by_key(
     PathParams(path): PathParams<TopicPath>,
     QueryParams(query): QueryParams<KeyQuery>,
 ) -> Result<Json<KeyAnswer>, ApiError> {
-    let key = query
-        .key
-        .filter(|k| !k.is_empty())
-        .ok_or_else(|| ApiError::invalid("key: required (the key to look up)"))?;
+    let key = query.key;
+    if key.is_empty() {
+        return Err(ApiError::invalid("key: must not be empty"));
+    }
     if key.len() > broker_core::limits::MAX_KEY_BYTES {
         return Err(ApiError::invalid(format!(
             "key: at most {} bytes, got {}",

@@ -3901,9 +3901,9 @@ export interface operations {
     };
     messages_by_key: {
         parameters: {
-            query?: {
-                /** @description The key (required). */
-                key?: string;
+            query: {
+                /** @description The key. */
+                key: string;
                 /** @description At most this many messages, 1 to 100 (default 20). */
                 limit?: number;
             };

@@ -14,7 +14,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     topic: str,
     *,
-    key: str | Unset = UNSET,
+    key: str,
     limit: int | Unset = UNSET,
 ) -> dict[str, Any]:
 
@@ -101,7 +101,7 @@ def sync_detailed(
     topic: str,
     *,
     client: AuthenticatedClient,
-    key: str | Unset = UNSET,
+    key: str,
     limit: int | Unset = UNSET,
 ) -> Response[KeyAnswer | Problem]:
     """List the newest messages with a key.
@@ -114,7 +114,7 @@ def sync_detailed(
 
     Args:
         topic (str):
-        key (str | Unset):
+        key (str):
         limit (int | Unset):
 
     Raises:
@@ -142,7 +142,7 @@ def sync(
     topic: str,
     *,
     client: AuthenticatedClient,
-    key: str | Unset = UNSET,
+    key: str,
     limit: int | Unset = UNSET,
 ) -> KeyAnswer | Problem | None:
     """List the newest messages with a key.
@@ -155,7 +155,7 @@ def sync(
 
     Args:
         topic (str):
-        key (str | Unset):
+        key (str):
         limit (int | Unset):
 
     Raises:
@@ -178,7 +178,7 @@ async def asyncio_detailed(
     topic: str,
     *,
     client: AuthenticatedClient,
-    key: str | Unset = UNSET,
+    key: str,
     limit: int | Unset = UNSET,
 ) -> Response[KeyAnswer | Problem]:
     """List the newest messages with a key.
@@ -191,7 +191,7 @@ async def asyncio_detailed(
 
     Args:
         topic (str):
-        key (str | Unset):
+        key (str):
         limit (int | Unset):
 
     Raises:
@@ -217,7 +217,7 @@ async def asyncio(
     topic: str,
     *,
     client: AuthenticatedClient,
-    key: str | Unset = UNSET,
+    key: str,
     limit: int | Unset = UNSET,
 ) -> KeyAnswer | Problem | None:
     """List the newest messages with a key.
@@ -230,7 +230,7 @@ async def asyncio(
 
     Args:
         topic (str):
-        key (str | Unset):
+        key (str):
         limit (int | Unset):
 
     Raises:
