@@ -166,6 +166,7 @@ impl PartitionHandle {
         let request = AppendRequest {
             payload: Payload::Raft(op),
             reply: None,
+            lazy_sync: false,
             _queued: queued,
             _held: None,
         };

@@ -88,6 +88,10 @@ impl Payload {
 pub(super) struct AppendRequest {
     pub(super) payload: Payload,
     pub(super) reply: Option<oneshot::Sender<Result<AppendResult>>>,
+    /// Durable with the writer's next fsync rather than one of its own: nobody waits for
+    /// it (a delivery's trace event). A group made only of these is fsynced within
+    /// [`crate::limits::LAZY_SYNC_MS`] or by the next group, whichever comes first.
+    pub(super) lazy_sync: bool,
     pub(super) _queued: QueuedBytes,
     /// Memory charged for a detached append, returned once it is written.
     pub(super) _held: Option<MemoryCharge>,
@@ -192,6 +196,7 @@ impl PartitionHandle {
         let request = AppendRequest {
             payload,
             reply: Some(reply),
+            lazy_sync: false,
             _queued: queued,
             _held: None,
         };
@@ -293,6 +298,7 @@ impl PartitionHandle {
         let request = AppendRequest {
             payload,
             reply,
+            lazy_sync: false,
             _queued: queued,
             _held: held,
         };
@@ -559,12 +565,15 @@ impl ControlSlot {
         PendingAppend(answer)
     }
 
-    /// [`ControlSlot::send`] without an answer; a failure is logged.
+    /// [`ControlSlot::send`] without an answer, and without an fsync of its own: the batch is
+    /// durable with the writer's next fsync, at most [`crate::limits::LAZY_SYNC_MS`] later
+    /// (so a receive that logs its deliveries costs no fsync); a failure is logged.
     pub fn send_detached(self, entries: Vec<Bytes>) {
         self.send_with(entries, None);
     }
 
     fn send_with(self, entries: Vec<Bytes>, reply: Option<oneshot::Sender<Result<AppendResult>>>) {
+        let lazy_sync = reply.is_none();
         match self.0 {
             SlotKind::Queue {
                 permit,
@@ -575,6 +584,7 @@ impl ControlSlot {
                 permit.send(AppendRequest {
                     payload,
                     reply,
+                    lazy_sync,
                     _queued: queued,
                     _held: None,
                 });

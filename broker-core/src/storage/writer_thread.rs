@@ -14,7 +14,7 @@ use super::raft_handle::{EntriesWritten, RaftOp};
 use super::writer::{AppendRequest, AppendResult, Payload};
 use crate::config::FsyncPolicy;
 use crate::error::Result;
-use crate::limits::WRITER_QUEUE_DEPTH;
+use crate::limits::{LAZY_SYNC_MS, WRITER_QUEUE_DEPTH};
 use crate::telemetry;
 
 /// What woke the writer.
@@ -155,7 +155,13 @@ impl PartitionWriter {
                     }
                 })
                 .collect();
-            self.flush_per_policy().and_then(|fsynced| {
+            // A group nobody waits for is fsynced later (by the next group or the deadline),
+            // not now: no fsync of its own on a receive.
+            let synced = match group.iter().all(|r| r.lazy_sync) {
+                true => Ok(self.defer_sync()),
+                false => self.flush_per_policy(),
+            };
+            synced.and_then(|fsynced| {
                 self.log.commit(batches)?;
                 if fsynced || self.fsync == FsyncPolicy::Never {
                     self.publish();
@@ -269,10 +275,29 @@ impl PartitionWriter {
         }
     }
 
+    /// Leaves a group's writes to a later fsync: the next group's, or at the latest the
+    /// deadline ([`LAZY_SYNC_MS`] under `always`, the interval under `interval_ms`, none
+    /// under `never`); whether the group is now fsynced (never).
+    fn defer_sync(&mut self) -> bool {
+        let wait_ms = match self.fsync {
+            FsyncPolicy::Always => LAZY_SYNC_MS,
+            FsyncPolicy::IntervalMs(ms) => ms,
+            FsyncPolicy::Never => return false,
+        };
+        // A deadline already set is sooner than or as soon as this one.
+        self.fsync_deadline
+            .get_or_insert(Instant::now() + Duration::from_millis(wait_ms));
+        false
+    }
+
     /// Fsyncs as the policy asks after a group's writes; whether the group is now fsynced.
     fn flush_per_policy(&mut self) -> Result<bool> {
         match self.fsync {
-            FsyncPolicy::Always => self.sync_timed().map(|()| true),
+            FsyncPolicy::Always => {
+                // Covers any deferred group too.
+                self.fsync_deadline = None;
+                self.sync_timed().map(|()| true)
+            }
             FsyncPolicy::Never => Ok(false),
             FsyncPolicy::IntervalMs(ms) => {
                 let now = Instant::now();
