@@ -110,8 +110,11 @@ fn kinds(sub: &Value) -> Vec<String> {
         .collect()
 }
 
+/// One event as the tests compare it: kind, attempt, consumer principal and error.
+type Step = (String, Option<u64>, Option<String>, Option<String>);
+
 /// Kind, attempt, consumer principal and error of each event.
-fn steps(sub: &Value) -> Vec<(String, Option<u64>, Option<String>, Option<String>)> {
+fn steps(sub: &Value) -> Vec<Step> {
     sub["events"]
         .as_array()
         .expect("events")
