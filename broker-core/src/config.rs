@@ -72,6 +72,11 @@ pub struct BrokerConfig {
     /// Produces are refused (storage full) while less than this many bytes are free on the
     /// data folder's file system; 0 turns the reserve off (see [`crate::disk_space`]).
     pub min_free_bytes: u64,
+    /// Whether the message trace is kept: each topic's trace index follows its logs, and a
+    /// single node records every first delivery (see [`crate::broker::Broker::trace_index`]).
+    /// Off, message lookups by id or key are not served, and a single node records a
+    /// delivery only from its second attempt on (the attempt count `max_deliveries` needs).
+    pub trace_index: bool,
 }
 
 /// What a node of a cluster needs to replicate its partitions: its id, the transport to
@@ -112,6 +117,7 @@ impl BrokerConfig {
             max_delay_ms: DEFAULT_MAX_DELAY_MS,
             replication: None,
             min_free_bytes: crate::disk_space::DEFAULT_MIN_FREE_BYTES,
+            trace_index: true,
         }
     }
 }

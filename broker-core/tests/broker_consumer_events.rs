@@ -13,7 +13,7 @@ use broker_core::control::{self, ControlOwner};
 use broker_core::storage::{LogPosition, PartitionHandle};
 use broker_core::subscription::RetryPolicy;
 use broker_core::subscription::events::SubscriptionEvent;
-use broker_core::{Broker, LogConfig, Origin};
+use broker_core::{Broker, BrokerConfig, LogConfig, Origin};
 
 fn consumer(principal: &str, address: &str) -> Origin {
     Origin {
@@ -38,7 +38,15 @@ async fn receive(broker: &Broker, by: &Origin) -> Vec<Delivery> {
 /// A broker with the one-partition topic `t` holding one message, and its subscription `s`
 /// redelivering a nacked message at once.
 async fn broker_with_a_message(dir: &Path) -> Arc<Broker> {
-    let broker = broker_support::open(dir, FsyncPolicy::Always).await;
+    broker_with_a_message_traced(dir, true).await
+}
+
+/// [`broker_with_a_message`] with the message trace on or off.
+async fn broker_with_a_message_traced(dir: &Path, trace_index: bool) -> Arc<Broker> {
+    let mut config = BrokerConfig::new(dir);
+    config.log.fsync = FsyncPolicy::Always;
+    config.trace_index = trace_index;
+    let broker = broker_support::open_with(config).await;
     broker_support::create_topic(&broker, 1).await;
     let no_backoff = RetryPolicy {
         initial_backoff_ms: 0,
@@ -232,4 +240,36 @@ async fn from_the_log_alone_a_second_delivery_counts_after_a_restart_and_a_first
     again.sort_unstable();
     assert_eq!(again, vec![(0, 3), (1, 1)]);
     broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_trace_off_a_first_delivery_is_not_logged_and_a_second_still_is() {
+    let dir = tempfile::tempdir().expect("dir");
+    let broker = broker_with_a_message_traced(dir.path(), false).await;
+    assert!(!broker.trace_index());
+    let alice = consumer("alice", "192.0.2.7");
+    let first = receive(&broker, &alice).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].delivery_attempt, 1);
+    broker
+        .nack_from("t", "s", &[first[0].receipt.clone()], (Some(0), None), None)
+        .await
+        .expect("nack");
+    let second = receive(&broker, &alice).await;
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].delivery_attempt, 2);
+    let partition_dir = broker.partition_dir("t", 0).expect("partition 0");
+    broker.shutdown().await;
+    drop(broker);
+
+    let delivered: Vec<(u64, u32)> = subscription_events(&partition_dir)
+        .into_iter()
+        .filter_map(|event| match event {
+            SubscriptionEvent::Delivered {
+                offset, attempts, ..
+            } => Some((offset, attempts)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(delivered, vec![(first[0].message.offset, 2)]);
 }

@@ -103,6 +103,10 @@ pub const ALERT_RULE_EXISTS: Code = Code::new("alert_rule_exists", "Alert rule a
 /// in a cluster; kept for routes that may come single-node first).
 pub const NOT_SUPPORTED_IN_CLUSTER: Code =
     Code::new("not_supported_in_cluster", "Not supported in a cluster");
+/// Message lookups by id or key are off on this server: it runs with `trace_index = false`.
+pub const TRACE_DISABLED: Code = Code::new("trace_disabled", "Message trace disabled");
+/// The per-minute history is off on this server: it runs with `history = false`.
+pub const HISTORY_DISABLED: Code = Code::new("history_disabled", "History disabled");
 /// A server-side failure; always a bug or a broken disk. Details are in the server log.
 pub const INTERNAL_ERROR: Code = Code::new("internal_error", "Internal error");
 
@@ -144,6 +148,8 @@ pub const ALL: &[Code] = &[
     ALERT_RULE_NOT_FOUND,
     ALERT_RULE_EXISTS,
     NOT_SUPPORTED_IN_CLUSTER,
+    TRACE_DISABLED,
+    HISTORY_DISABLED,
 ];
 
 #[cfg(test)]

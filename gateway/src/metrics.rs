@@ -200,8 +200,9 @@ fn describe() {
 /// Counts and times every request by method, matched route template and status (the
 /// outermost layer but the request id and tracing, so the edge's refusals count too); a
 /// request on a topic (a `/v1/topics/{topic}` route, less long-polls, streams and offset
-/// reads) also goes to the per-minute history's figures, and a failed produce to the node's
-/// one produce error count ([`crate::produce_errors::ProduceErrors`]).
+/// reads) also goes to the per-minute history's figures (when the history is kept), and a
+/// failed produce to the node's one produce error count
+/// ([`crate::produce_errors::ProduceErrors`]).
 pub async fn track_requests(
     State(state): State<AppState>,
     request: Request,
@@ -223,8 +224,10 @@ pub async fn track_requests(
     if let Some((topic, produce)) = topic
         && status != StatusCode::NOT_FOUND
     {
-        let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        state.history.requests.record(&topic, latency_ms);
+        if state.history.is_on() {
+            let latency_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+            state.history.requests.record(&topic, latency_ms);
+        }
         if produce && !status.is_success() {
             state.history.produce_errors.count(&topic);
         }

@@ -136,6 +136,18 @@ pub enum ApiError {
         /// What was asked for.
         what: &'static str,
     },
+    /// A message lookup on a server that keeps no trace.
+    #[error(
+        "message lookups are off on this server: it runs with trace_index = false \
+         (--trace-index, WHARF_TRACE_INDEX)"
+    )]
+    TraceDisabled,
+    /// A history route on a server that keeps no history.
+    #[error(
+        "the per-minute history is off on this server: it runs with history = false \
+         (--history, WHARF_HISTORY)"
+    )]
+    HistoryDisabled,
     /// The request or its body took longer than `limit_ms`.
     #[error("the request took longer than the server's {limit_ms} ms limit")]
     RequestTimeout {
@@ -199,6 +211,8 @@ impl ApiError {
             ApiError::NotSupportedInCluster { .. } => {
                 (StatusCode::NOT_IMPLEMENTED, codes::NOT_SUPPORTED_IN_CLUSTER)
             }
+            ApiError::TraceDisabled => (StatusCode::NOT_IMPLEMENTED, codes::TRACE_DISABLED),
+            ApiError::HistoryDisabled => (StatusCode::NOT_IMPLEMENTED, codes::HISTORY_DISABLED),
             ApiError::Internal { .. } => (StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL_ERROR),
         }
     }
@@ -336,6 +350,7 @@ impl IntoResponse for ApiError {
         let problem = self.problem();
         match problem.status {
             503 => tracing::debug!(error = %self, code = problem.code, "request shed"),
+            501 => tracing::debug!(error = %self, code = problem.code, "route turned off"),
             500.. => tracing::error!(error = %self, code = problem.code, "request failed"),
             _ => {}
         }

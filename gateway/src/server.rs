@@ -50,8 +50,9 @@ pub enum ServeError {
 /// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
 /// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
 /// left behind), then stops the synthetic probe (a single node's, see [`crate::probe`]; a
-/// cluster node does not probe yet) and the history sampler (writing the minutes being filled) and shuts
-/// the broker down. The history's files are loaded before serving starts.
+/// cluster node does not probe yet) and the history sampler (writing the minutes being
+/// filled) and shuts the broker down. The history's files are loaded before serving starts;
+/// with `history = false` there are none and no sampler runs.
 pub async fn serve(
     listener: TcpListener,
     settings: Settings,
@@ -89,8 +90,13 @@ pub async fn serve(
         settings.edge().clone(),
         settings.max_body_bytes(),
     );
-    let history = open_history(&settings).await?;
-    let sampler = Sampler::start(Arc::clone(&history), Arc::clone(&broker));
+    let history = match settings.history() {
+        true => open_history(&settings).await?,
+        false => Arc::new(History::off()),
+    };
+    let sampler = settings
+        .history()
+        .then(|| Sampler::start(Arc::clone(&history), Arc::clone(&broker)));
     let Some(port) = cluster_port else {
         let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
         let alerts = Alerts::load(settings.alerts(), &broker)
@@ -115,7 +121,9 @@ pub async fn serve(
             probe.stop().await;
         }
         tasks.stop().await;
-        sampler.stop().await;
+        if let Some(sampler) = sampler {
+            sampler.stop().await;
+        }
         broker.shutdown().await;
         return Ok(());
     };
@@ -137,7 +145,9 @@ pub async fn serve(
     .with_history(history);
     serve_app(listener, state, shutdown).await;
     tasks.stop().await;
-    sampler.stop().await;
+    if let Some(sampler) = sampler {
+        sampler.stop().await;
+    }
     port.shutdown().await;
     broker.shutdown().await;
     Ok(())

@@ -3,6 +3,7 @@
 //! ratio (the ratio of medians, and the range of the per-round ratios, each round's pair
 //! measured back to back), checks the targets, and writes Markdown and JSON.
 
+mod governance;
 mod render;
 mod rows;
 
@@ -10,6 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use governance::{GOVERNANCE_GOAL, GOVERNANCE_OFF, GOVERNANCE_ON, GovernanceRow, governance};
 pub use render::markdown;
 pub use rows::{Figure, Row, TargetCheck, rows, targets};
 
@@ -47,6 +49,10 @@ pub struct Machine {
     pub kernel: String,
     /// `MemTotal`, MiB.
     pub memory_mib: u64,
+    /// The load averages over 1, 5 and 15 minutes (`/proc/loadavg`) when the report was
+    /// made, right after the runs: how busy the machine was while they ran.
+    #[serde(default)]
+    pub load_average: String,
 }
 
 impl Machine {
@@ -70,6 +76,11 @@ impl Machine {
             cpu_model: field(&read("/proc/cpuinfo"), "model name"),
             kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
             memory_mib: memory_kib / 1024,
+            load_average: read("/proc/loadavg")
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 }
@@ -100,6 +111,9 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The targets, met or missed.
     pub targets: Vec<TargetCheck>,
+    /// The governance cost: produce-1 and consume with the trace and history on and off.
+    #[serde(default)]
+    pub governance: Vec<GovernanceRow>,
     /// Servers' lifetime totals.
     pub servers: Vec<ServerRecord>,
     /// Every measurement, as recorded.
@@ -158,12 +172,16 @@ pub fn build(run: RunInfo, machine: Machine, records: Vec<Record>) -> Report {
             Record::Server(s) => servers.push(s),
         }
     }
+    let governance = governance(&measurements);
+    let mut targets = targets(&measurements, &servers);
+    targets.extend(governance::checks(&governance));
     Report {
         run,
         machine,
         rounds: measurements.iter().map(|m| m.round).max().unwrap_or(0),
         rows: rows(&measurements),
-        targets: targets(&measurements, &servers),
+        targets,
+        governance,
         servers,
         measurements,
     }

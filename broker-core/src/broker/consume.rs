@@ -287,17 +287,18 @@ impl Broker {
         };
         let candidates: Vec<Candidate> = peeked.iter().map(|r| candidate(sub, r)).collect();
         let now = steady_ms();
-        let (grants, leases) = sub.grant(partition, log, consumer, |table| {
-            table.grant(
-                now,
-                wanted,
-                start,
-                &candidates,
-                lease_ms,
-                &sub.config.retry,
-                rand::random,
-            )
-        })?;
+        let (grants, leases) =
+            sub.grant(partition, log, consumer, self.config.trace_index, |table| {
+                table.grant(
+                    now,
+                    wanted,
+                    start,
+                    &candidates,
+                    lease_ms,
+                    &sub.config.retry,
+                    rand::random,
+                )
+            })?;
         if grants.is_empty() {
             return Ok(0);
         }

@@ -272,11 +272,21 @@ impl Broker {
         }
     }
 
-    /// Starts a topic's delay mover and table applier.
+    /// Starts a topic's delay mover and table applier, and its trace follower unless the
+    /// trace is off ([`BrokerConfig::trace_index`]).
     fn spawn_topic_tasks(&self, topic: &Arc<Topic>) {
         self.spawn_task(delays::delay_loop(self.me.clone(), Arc::clone(topic)));
         self.spawn_task(tables::apply_loop(self.me.clone(), Arc::clone(topic)));
-        self.spawn_task(trace::follow_loop(self.me.clone(), Arc::clone(topic)));
+        if self.config.trace_index {
+            self.spawn_task(trace::follow_loop(self.me.clone(), Arc::clone(topic)));
+        }
+    }
+
+    /// Whether the message trace is kept ([`BrokerConfig::trace_index`]): off, nothing
+    /// indexes the logs for lookups by id or key, and a single node records no first
+    /// deliveries.
+    pub fn trace_index(&self) -> bool {
+        self.config.trace_index
     }
 
     /// Starts a background task that shutdown stops.

@@ -86,6 +86,10 @@ struct ReplicaTable {
     live_term: Option<u64>,
 }
 
+/// The attempt number of a first delivery: the one a [`SubscriptionEvent::Delivered`] exists
+/// for only to show it in the trace (a restart forgets it, see `restore`).
+const FIRST_ATTEMPT: u32 = 1;
+
 /// Nack error texts remembered per subscription: enough for every unacked message of a few
 /// partitions; past it, dead letters go without the text.
 pub const MAX_REMEMBERED_ERRORS: usize = 10_000;
@@ -485,7 +489,9 @@ impl Subscription {
     /// `change` returns is queued in the log as [`SubscriptionEvent::Delivered`] without
     /// waiting (when the queue has room): the message trace's delivery, and from the second
     /// attempt on the attempt count, so `max_deliveries` survives a restart; losing one costs
-    /// a delivery missing from the trace, or at most an extra delivery. In a cluster every
+    /// a delivery missing from the trace, or at most an extra delivery. With `traced` false
+    /// (the trace is off) a first attempt is not queued: it is there for the trace only, and
+    /// a restart forgets it anyway. In a cluster every
     /// grant is recorded as [`SubscriptionEvent::Leased`], and the caller awaits the returned
     /// append before it hands the messages out: its commit proves this node still led the
     /// partition when it granted them (a deposed leader's table may show as waiting what the
@@ -496,6 +502,7 @@ impl Subscription {
         partition: usize,
         log: &PartitionHandle,
         consumer: Option<&Origin>,
+        traced: bool,
         change: impl FnOnce(&mut LeaseTable) -> Vec<Grant>,
     ) -> Result<(Vec<Grant>, Option<PendingAppend>)> {
         if self.is_replicated() {
@@ -514,6 +521,7 @@ impl Subscription {
         let grants = change(&mut table);
         let events: Vec<bytes::Bytes> = grants
             .iter()
+            .filter(|g| traced || g.attempt > FIRST_ATTEMPT)
             .map(|g| {
                 SubscriptionEvent::Delivered {
                     subscription: self.config.uid,

@@ -23,6 +23,11 @@ use broker_core::{Broker, BrokerConfig};
 pub async fn open(dir: &Path, fsync: FsyncPolicy) -> Arc<Broker> {
     let mut config = BrokerConfig::new(dir);
     config.log.fsync = fsync;
+    open_with(config).await
+}
+
+/// Opens a broker with `config`, waiting (at most 10 s) as [`open`] does.
+pub async fn open_with(config: BrokerConfig) -> Arc<Broker> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match Broker::open(config.clone()).await {

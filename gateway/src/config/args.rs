@@ -20,7 +20,8 @@ pub struct ServeArgs {
     #[arg(long, env = "WHARF_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// TOML file with the same keys as these flags (listen, data_dir, fsync, segment_bytes,
-    /// max_body_bytes, min_free_bytes, history_retention_minutes, probe_interval_ms).
+    /// max_body_bytes, min_free_bytes, history_retention_minutes, probe_interval_ms,
+    /// trace_index, history).
     #[arg(long, env = "WHARF_CONFIG")]
     pub config: Option<PathBuf>,
     /// When to fsync: `always`, `never`, or an interval in milliseconds [default: always].
@@ -54,6 +55,14 @@ pub struct ServeArgs {
     /// acked on the internal probe topic), 100 to 600000, or 0 for none [default: 10000].
     #[arg(long, env = "WHARF_PROBE_INTERVAL_MS")]
     pub probe_interval_ms: Option<String>,
+    /// Keep the message trace: index each topic's logs for lookups by id or key and record
+    /// every delivery; `false` turns the lookups off (501) [default: true].
+    #[arg(long, env = "WHARF_TRACE_INDEX")]
+    pub trace_index: Option<String>,
+    /// Keep the per-minute history of topics and subscriptions; `false` turns
+    /// `/v1/stats/history` and `/v1/stats/top` off (501) [default: true].
+    #[arg(long, env = "WHARF_HISTORY")]
+    pub history: Option<String>,
     /// Serve without authentication on a non-loopback address (no keys configured).
     #[arg(long, env = "WHARF_ALLOW_ANONYMOUS")]
     pub allow_anonymous: bool,
@@ -91,6 +100,8 @@ impl ServeArgs {
                 .probe_interval_ms
                 .or(file.probe_interval_ms.map(value_text)),
             probe_hooks: None,
+            trace_index: self.trace_index.or(file.trace_index.map(value_text)),
+            history: self.history.or(file.history.map(value_text)),
             allow_anonymous: self.allow_anonymous || file.allow_anonymous.unwrap_or(false),
             auth_keys: file.auth_keys,
             edge,
@@ -126,6 +137,22 @@ mod tests {
         assert_eq!(settings.listen().to_string(), "127.0.0.1:7000");
         assert_eq!(settings.fsync(), FsyncPolicy::IntervalMs(250));
         assert_eq!(settings.segment_bytes(), 8192);
+    }
+
+    #[test]
+    fn trace_index_and_history_are_on_by_default_and_turned_off_by_file_or_flag() {
+        let defaults = ServeArgs::default().load().expect("valid");
+        assert!(defaults.trace_index() && defaults.history());
+        let config = file("trace_index = false\nhistory = true\n");
+        let settings = ServeArgs {
+            config: Some(config.path().to_owned()),
+            history: Some("false".into()),
+            ..ServeArgs::default()
+        }
+        .load()
+        .expect("valid");
+        assert!(!settings.trace_index() && !settings.history());
+        assert!(!settings.broker_config().trace_index);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub(super) struct FileSettings {
     pub(super) min_free_bytes: Option<toml::Value>,
     pub(super) history_retention_minutes: Option<toml::Value>,
     pub(super) probe_interval_ms: Option<toml::Value>,
+    pub(super) trace_index: Option<toml::Value>,
+    pub(super) history: Option<toml::Value>,
     pub(super) allow_anonymous: Option<bool>,
     pub(super) alert_webhook_hosts: Option<toml::Value>,
     pub(super) alert_secret: Option<String>,

@@ -18,10 +18,10 @@ use super::edge_args::EdgeRaw;
 use super::error::{ConfigError, invalid};
 use super::probe::freeze_probe_interval;
 use super::settings::{
-    DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES, MIN_MAX_BODY_BYTES,
-    Settings,
+    DEFAULT_DATA_DIR, DEFAULT_FSYNC, DEFAULT_HISTORY, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_TRACE_INDEX, MIN_MAX_BODY_BYTES, Settings,
 };
-use super::values::parse_number;
+use super::values::{boolean, parse_number};
 use crate::auth::KeySpec;
 use crate::history::HistoryHooks;
 use crate::probe::ProbeHooks;
@@ -49,6 +49,10 @@ pub struct RawSettings {
     pub probe_interval_ms: Option<String>,
     /// See [`Settings::probe_hooks`] (tests only; no flag or key sets it).
     pub probe_hooks: Option<ProbeHooks>,
+    /// See [`Settings::trace_index`].
+    pub trace_index: Option<String>,
+    /// See [`Settings::history`].
+    pub history: Option<String>,
     /// Serve without auth on a non-loopback address.
     pub allow_anonymous: bool,
     /// Keys from the config file's `[[auth_keys]]`.
@@ -135,7 +139,11 @@ impl RawSettings {
         let cluster = freeze_cluster(self.cluster, listen)?;
         let alerts = freeze_alerts(self.alerts)?;
         let probe_interval_ms = freeze_probe_interval(self.probe_interval_ms)?;
+        let trace_index = boolean("trace_index", self.trace_index, DEFAULT_TRACE_INDEX)?;
+        let history = boolean("history", self.history, DEFAULT_HISTORY)?;
         Ok(Settings {
+            trace_index,
+            history,
             probe_interval_ms,
             probe_hooks: self.probe_hooks,
             alerts,
@@ -211,6 +219,26 @@ mod tests {
             error.to_string().contains("history_retention_minutes"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn trace_index_and_history_take_booleans_and_name_themselves_when_refused() {
+        let with = |trace_index: &str, history: &str| {
+            RawSettings {
+                trace_index: Some(trace_index.to_owned()),
+                history: Some(history.to_owned()),
+                ..RawSettings::default()
+            }
+            .freeze()
+        };
+        let off = with("false", "off").expect("valid");
+        assert!(!off.trace_index() && !off.history());
+        let on = with("true", "1").expect("valid");
+        assert!(on.trace_index() && on.history());
+        let error = with("maybe", "true").expect_err("not a boolean");
+        assert!(error.to_string().contains("trace_index"), "{error}");
+        let error = with("true", "sometimes").expect_err("not a boolean");
+        assert!(error.to_string().contains("history"), "{error}");
     }
 
     #[test]

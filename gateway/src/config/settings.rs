@@ -27,6 +27,11 @@ pub const DEFAULT_FSYNC: &str = "always";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Smallest `max_body_bytes` accepted: below 1 KiB even a small JSON batch cannot be sent.
 pub const MIN_MAX_BODY_BYTES: usize = 1024;
+/// Default `trace_index`: on, so a message can be looked up and its deliveries followed
+/// without asking for it first; a deployment that measures the cost too high turns it off.
+pub const DEFAULT_TRACE_INDEX: bool = true;
+/// Default `history`: on, so the console and `/v1/stats/history` show the last week at once.
+pub const DEFAULT_HISTORY: bool = true;
 
 /// Validated, frozen settings of one server.
 #[derive(Debug, Clone)]
@@ -45,6 +50,8 @@ pub struct Settings {
     pub(super) history_hooks: Option<HistoryHooks>,
     pub(super) probe_interval_ms: u64,
     pub(super) probe_hooks: Option<ProbeHooks>,
+    pub(super) trace_index: bool,
+    pub(super) history: bool,
 }
 
 impl Settings {
@@ -129,12 +136,27 @@ impl Settings {
         self.probe_hooks.as_ref()
     }
 
+    /// Whether the message trace is kept (`trace_index`): off, the broker indexes nothing
+    /// for lookups by id or key and records no first deliveries, and the lookup routes
+    /// answer 501 `trace_disabled`.
+    pub fn trace_index(&self) -> bool {
+        self.trace_index
+    }
+
+    /// Whether the per-minute history is kept (`history`): off, nothing samples or records
+    /// it, and `/v1/stats/history` and `/v1/stats/top` answer 501 `history_disabled` (the
+    /// produce error count the alerts read goes on).
+    pub fn history(&self) -> bool {
+        self.history
+    }
+
     /// The broker's configuration.
     pub fn broker_config(&self) -> BrokerConfig {
         let mut config = BrokerConfig::new(&self.data_dir);
         config.log.fsync = self.fsync;
         config.log.segment_bytes = self.segment_bytes;
         config.min_free_bytes = self.min_free_bytes;
+        config.trace_index = self.trace_index;
         config
     }
 }

@@ -129,6 +129,8 @@ pub struct History {
     /// which the alerts read too ([`crate::alerts::Alerts::start`]).
     pub produce_errors: Arc<ProduceErrors>,
     series: Mutex<Series>,
+    /// Whether it is kept (see [`History::off`]).
+    on: bool,
 }
 
 impl History {
@@ -143,7 +145,23 @@ impl History {
             requests: RequestFigures::default(),
             produce_errors: Arc::default(),
             series: Mutex::default(),
+            on: true,
         }
+    }
+
+    /// A history that keeps nothing (the server runs with `history = false`): nothing
+    /// samples it, the request middleware records no figures in it and its routes answer
+    /// 501; only its produce error count goes on, which the alerts read.
+    pub fn off() -> Self {
+        History {
+            on: false,
+            ..History::in_memory(RetentionMinutes::default())
+        }
+    }
+
+    /// Whether it is kept: false for [`History::off`].
+    pub fn is_on(&self) -> bool {
+        self.on
     }
 
     /// A history with its files under `data_dir` and the minutes they keep loaded (blocking:

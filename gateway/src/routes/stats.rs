@@ -221,6 +221,8 @@ fn minutes_in_range(name: &str, value: Option<u64>, default: u64) -> Result<u64,
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "The server runs with `history = false` (`history_disabled`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn history(
     State(state): State<AppState>,
@@ -228,6 +230,9 @@ pub async fn history(
     principal: Option<Extension<Principal>>,
     QueryParams(query): QueryParams<HistoryQuery>,
 ) -> Result<Json<HistoryAnswer>, ApiError> {
+    if !state.history.is_on() {
+        return Err(ApiError::HistoryDisabled);
+    }
     let minutes = minutes_in_range("minutes", query.minutes, DEFAULT_HISTORY_MINUTES)?;
     let topic = query.topic;
     if !may_read(principal.as_deref(), &topic) {
@@ -342,6 +347,8 @@ pub struct TopItem {
         (status = 200, description = "The ranking", body = TopAnswer),
         (status = 400, description = "A parameter missing or out of range (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "The server runs with `history = false` (`history_disabled`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn top(
     State(state): State<AppState>,
@@ -349,6 +356,9 @@ pub async fn top(
     principal: Option<Extension<Principal>>,
     QueryParams(query): QueryParams<TopQuery>,
 ) -> Result<Json<TopAnswer>, ApiError> {
+    if !state.history.is_on() {
+        return Err(ApiError::HistoryDisabled);
+    }
     let minutes = minutes_in_range("minutes", query.minutes, DEFAULT_TOP_MINUTES)?;
     let limit = query.limit.unwrap_or(DEFAULT_TOP_LIMIT);
     if !(1..=MAX_TOP_LIMIT).contains(&limit) {

@@ -176,12 +176,17 @@ pub struct KeyAnswer {
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic (`topic_not_found`), or no message of that id is stored (`message_not_found`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "The server runs with `trace_index = false` (`trace_disabled`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn trace_message(
     State(state): State<AppState>,
     principal: Option<Extension<Principal>>,
     PathParams(path): PathParams<MessagePath>,
 ) -> Result<Json<MessageTraceAnswer>, ApiError> {
+    if !state.broker.trace_index() {
+        return Err(ApiError::TraceDisabled);
+    }
     let traces = state.broker.trace_message(&path.topic, &path.id).await?;
     let sees_actors = may_see_actors(principal.as_deref(), &path.topic);
     let Some((first, copies)) = traces.split_first() else {
@@ -209,12 +214,17 @@ pub async fn trace_message(
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "The server runs with `trace_index = false` (`trace_disabled`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn messages_by_key(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
     QueryParams(query): QueryParams<KeyQuery>,
 ) -> Result<Json<KeyAnswer>, ApiError> {
+    if !state.broker.trace_index() {
+        return Err(ApiError::TraceDisabled);
+    }
     let key = query.key;
     if key.is_empty() {
         return Err(ApiError::invalid("key: must not be empty"));

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Figure, Report, Row, TargetCheck};
+use super::{Figure, GOVERNANCE_OFF, GOVERNANCE_ON, GovernanceRow, Report, Row, TargetCheck};
 use crate::scenario::Measurement;
 
 /// The report as Markdown.
@@ -11,6 +11,7 @@ pub fn markdown(report: &Report) -> String {
     header(&mut out, report);
     targets(&mut out, &report.targets);
     rows(&mut out, &report.rows);
+    governance(&mut out, &report.governance);
     overload(&mut out, &report.measurements);
     details(&mut out, &report.measurements);
     servers(&mut out, report);
@@ -29,8 +30,8 @@ fn header(out: &mut String, report: &Report) {
     );
     let _ = writeln!(
         out,
-        "Machine: {} cores, {}, Linux {}, {} MiB memory. The load generator, Wharf and the ceiling server share these cores, so every figure is a lower bound for a machine where the load comes from elsewhere.\n",
-        m.cores, m.cpu_model, m.kernel, m.memory_mib
+        "Machine: {} cores, {}, Linux {}, {} MiB memory, load average {} (1, 5, 15 min) just after the runs. The load generator, Wharf and the ceiling server share these cores, so every figure is a lower bound for a machine where the load comes from elsewhere.\n",
+        m.cores, m.cpu_model, m.kernel, m.memory_mib, m.load_average
     );
     let _ = writeln!(out, "Wharf: {}\n", run.wharf_settings);
 }
@@ -100,6 +101,43 @@ fn rows(out: &mut String, rows: &[Row]) {
             cpu(row.wharf_cpu_s, row.wharf_cpu_cores),
             cpu(row.ceiling_cpu_s, row.ceiling_cpu_cores),
             optional(row.wharf_rss_peak_mib),
+        );
+    }
+    out.push('\n');
+}
+
+/// The governance cost: each compared scenario's rate with the trace and history on, off,
+/// and the ratio on/off.
+fn governance(out: &mut String, rows: &[GovernanceRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Governance cost\n");
+    let _ = writeln!(
+        out,
+        "Two fresh Wharfs side by side: `{GOVERNANCE_ON}` with the defaults (message trace and per-minute history on) and `{GOVERNANCE_OFF}` with `--trace-index false --history false`; in every round each scenario runs against both, back to back, the one with governance on first in odd rounds and second in even ones.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| scenario | metric | governance on | governance off | ratio on/off [per round] |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|");
+    for row in rows {
+        let min = row.round_ratios.iter().copied().reduce(f64::min);
+        let max = row.round_ratios.iter().copied().reduce(f64::max);
+        let ratio = match (row.ratio, min.zip(max)) {
+            (Some(r), Some((min, max))) => format!("{r:.2} [{min:.2}–{max:.2}]"),
+            (Some(r), None) => format!("{r:.2}"),
+            (None, _) => "–".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            row.scenario,
+            row.metric,
+            figure(Some(&row.on)),
+            figure(Some(&row.off)),
+            ratio
         );
     }
     out.push('\n');

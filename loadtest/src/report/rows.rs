@@ -556,7 +556,12 @@ pub struct TargetCheck {
     pub margin: Option<f64>,
 }
 
-fn check(target: &str, measured: Option<f64>, at_least: bool, threshold: f64) -> TargetCheck {
+pub(super) fn check(
+    target: &str,
+    measured: Option<f64>,
+    at_least: bool,
+    threshold: f64,
+) -> TargetCheck {
     let met = measured.map(|m| {
         if at_least {
             m >= threshold

@@ -3373,6 +3373,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The server runs with `history = false` (`history_disabled`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -3451,6 +3460,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server runs with `history = false` (`history_disabled`) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3979,6 +3997,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The server runs with `trace_index = false` (`trace_disabled`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -4204,6 +4231,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server runs with `trace_index = false` (`trace_disabled`) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
