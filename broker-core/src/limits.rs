@@ -122,6 +122,13 @@ pub fn check_range<T: PartialOrd + Display>(
     })
 }
 
+/// How long a log write nobody waits for (a delivery's trace event) may stay unsynced when no
+/// other write's fsync covers it first: one fsync a second at most per partition for them,
+/// instead of one per receive, and the trace shows a delivery within about a second. A crash
+/// in that window loses such events only (an attempt count, so `max_deliveries` may allow one
+/// more delivery, as it did before they were logged).
+pub const LAZY_SYNC_MS: u64 = 1_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,10 +152,3 @@ mod tests {
         );
     }
 }
-
-/// How long a log write nobody waits for (a delivery's trace event) may stay unsynced when no
-/// other write's fsync covers it first: one fsync a second at most per partition for them,
-/// instead of one per receive, and the trace shows a delivery within about a second. A crash
-/// in that window loses such events only (an attempt count, so `max_deliveries` may allow one
-/// more delivery, as it did before they were logged).
-pub const LAZY_SYNC_MS: u64 = 1_000;
