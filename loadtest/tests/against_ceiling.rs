@@ -82,6 +82,7 @@ async fn consume_acks_every_received_message() {
         partitions: 1,
         connections: 2,
         max_messages: 10,
+        settle: Duration::ZERO,
         fill_limit: Duration::from_secs(5),
     };
     let m = consume(&load, &spec).await.expect("runs");

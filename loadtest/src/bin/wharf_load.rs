@@ -167,6 +167,10 @@ struct ConsumeArgs {
     /// max_messages per receive.
     #[arg(long, default_value_t = 100)]
     max_messages: usize,
+    /// Milliseconds to wait between the fill and the drain, so that work the server does
+    /// after taking the fill (indexing it for the message trace) is not counted in the drain.
+    #[arg(long, default_value_t = 0)]
+    settle_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -374,6 +378,7 @@ async fn run(command: Command) -> Result<(), String> {
                 connections: args.connections,
                 max_messages: args.max_messages,
                 fill_limit: Duration::from_secs(300),
+                settle: Duration::from_millis(args.settle_ms),
             };
             emit(&args.common.out, scenario::consume(&load, &spec).await)
         }

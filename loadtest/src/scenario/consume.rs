@@ -28,6 +28,8 @@ pub struct ConsumeSpec {
     pub max_messages: usize,
     /// Longest the fill may take.
     pub fill_limit: Duration,
+    /// Pause between the fill and the drain (and the CPU measurement).
+    pub settle: Duration,
 }
 
 /// Runs the scenario on a fresh topic and subscription.
@@ -41,6 +43,7 @@ pub async fn consume(load: &Load, spec: &ConsumeSpec) -> Result<Measurement, Sce
     } else {
         0
     };
+    tokio::time::sleep(spec.settle).await;
     let window = Window::after_warmup(Duration::ZERO, load.duration);
     let budget = Budget::new(load.max_requests);
     let usage = Usage::start(load);
