@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
-use broker_core::broker::{AckMode, NewMessage, ReceiveRequest};
+use broker_core::broker::{AckMode, Delivery, NewMessage, ReceiveRequest};
 use broker_core::cluster_node::ClusterNode;
 use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
@@ -140,7 +140,11 @@ async fn a_topic_created_at_the_controller_leader_is_served_by_every_node() {
 /// After a failover slower than the lease: b is acked by its old receipt unless it came
 /// back already; b (then) and c come back with their attempts raised, a (acked) never does;
 /// all are acked here.
-async fn redelivered_after_a_slow_failover(new_leader: &ClusterNode, b_receipt: &str) {
+async fn redelivered_after_a_slow_failover(
+    new_leader: &ClusterNode,
+    b_receipt: &str,
+    first: Vec<Delivery>,
+) {
     let deadline = std::time::Instant::now() + Duration::from_millis(LEASE_MS + 10_000);
     let b_acked = new_leader
         .broker()
@@ -153,12 +157,16 @@ async fn redelivered_after_a_slow_failover(new_leader: &ClusterNode, b_receipt: 
     let done = |seen: &BTreeSet<Vec<u8>>| {
         seen.contains(&b"c"[..]) && (b_acked || seen.contains(&b"b"[..]))
     };
+    let mut first = Some(first);
     while !done(&seen) && std::time::Instant::now() < deadline {
-        let got = new_leader
-            .broker()
-            .receive("jobs", "work", receive(10, 2_000))
-            .await
-            .expect("received");
+        let got = match first.take() {
+            Some(first) => first,
+            None => new_leader
+                .broker()
+                .receive("jobs", "work", receive(10, 2_000))
+                .await
+                .expect("received"),
+        };
         for delivery in &got {
             let value = delivery.message.record.value.to_vec();
             assert_ne!(value, b"a".to_vec(), "the acked message came back");
@@ -338,19 +346,31 @@ async fn a_subscription_keeps_its_acks_and_leases_when_its_partition_leader_dies
     let new_id = partition_leader(&survivors, "jobs").await;
     let new_leader = nodes[(new_id - 1) as usize].clone();
 
-    // A failover slower than most of the lease (a loaded machine) leaves too little of it
-    // to check the lease's timing: then b and c may already be delivered again.
-    let fast = granted_at.elapsed() < Duration::from_millis(LEASE_MS - 500);
-    eprintln!("failover done {:?} after the grant", granted_at.elapsed());
-    if !fast {
-        redelivered_after_a_slow_failover(&new_leader, &got[1].receipt).await;
-    } else {
-        // b and c are in flight until their leases end: nothing to deliver before then.
-        let early = new_leader
+    // The new leader serves the subscription once it has proved its leadership (applied its
+    // term's first entry); until then a receive answers not_leader: ask again until it serves.
+    let (early, served_at) = loop {
+        let asked_at = granted_at.elapsed();
+        match new_leader
             .broker()
             .receive("jobs", "work", receive(10, 0))
             .await
-            .expect("received");
+        {
+            Err(BrokerError::NotLeader { .. })
+                if asked_at < Duration::from_millis(LEASE_MS + 10_000) =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => break (other.expect("received"), asked_at),
+        }
+    };
+    // A failover slower than most of the lease (a loaded machine) leaves too little of it
+    // to check the lease's timing: then b and c may already be delivered again.
+    let fast = served_at < Duration::from_millis(LEASE_MS - 500);
+    eprintln!("failover done {served_at:?} after the grant");
+    if !fast {
+        redelivered_after_a_slow_failover(&new_leader, &got[1].receipt, early).await;
+    } else {
+        // b and c are in flight until their leases end: nothing to deliver before then.
         assert!(early.is_empty(), "delivered during the lease: {early:?}");
         // b's receipt from the dead leader acks it on the new one.
         let acked = new_leader
