@@ -2,6 +2,8 @@
 //! with each subscription's events about a message in log order, and after a restart, also
 //! when the newest index file's tail was torn.
 
+mod broker_support;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,6 +12,7 @@ use broker_core::subscription::events::SubscriptionEvent;
 use broker_core::subscription::{StartPosition, SubscriptionSpec};
 use broker_core::topic::TopicSpec;
 use broker_core::{Broker, BrokerConfig};
+use broker_support::{find_dir, open_with};
 
 /// Messages produced: with a key and an id each, more than one run of the index
 /// (`broker_core::trace_index::RUN_ENTRIES` is 16,384 entries) over several segments.
@@ -19,17 +22,7 @@ const KEYS: usize = 7;
 async fn open(dir: &Path) -> Arc<Broker> {
     let mut config = BrokerConfig::new(dir);
     config.log.segment_bytes = 256 * 1024;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Broker::open(config.clone()).await {
-            Ok(broker) => return broker,
-            Err(error) if std::time::Instant::now() < deadline => {
-                eprintln!("retrying the open: {error}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            Err(error) => panic!("open: {error}"),
-        }
-    }
+    open_with(config).await
 }
 
 async fn produce_all(broker: &Broker) {
@@ -188,19 +181,4 @@ async fn messages_are_found_by_id_and_key_with_their_events_and_after_a_torn_ind
         ["delivered", "nacked", "delivered", "acked"]
     );
     broker.shutdown().await;
-}
-
-fn find_dir(root: &Path, name: &str) -> Option<std::path::PathBuf> {
-    for entry in std::fs::read_dir(root).ok()? {
-        let path = entry.ok()?.path();
-        if path.is_dir() {
-            if path.file_name().and_then(|n| n.to_str()) == Some(name) {
-                return Some(path);
-            }
-            if let Some(found) = find_dir(&path, name) {
-                return Some(found);
-            }
-        }
-    }
-    None
 }

@@ -7,6 +7,8 @@
 //!
 //! The figures (bytes of log and index, per message) are printed: run with `--nocapture`.
 
+mod broker_support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +21,7 @@ use broker_core::trace_index::run::{ENTRY_LEN, HEADER_LEN};
 use broker_core::trace_index::{RUN_ENTRIES, split_runs};
 use broker_core::trace_store::TRACE_DIR;
 use broker_core::{Broker, BrokerConfig};
+use broker_support::find_dir;
 
 /// Messages produced: the million the issue names, some 14 times what the retention keeps
 /// (70,000 of these messages), so retention deletes segments all through the run.
@@ -216,21 +219,6 @@ async fn settle(broker: &Broker, data_dir: &Path, messages: usize) -> Log {
 /// The folder of partition 0: the one holding the trace folder.
 fn partition_dir(data_dir: &Path) -> Option<PathBuf> {
     find_dir(data_dir, TRACE_DIR).and_then(|d| d.parent().map(Path::to_path_buf))
-}
-
-fn find_dir(root: &Path, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(root).ok()? {
-        let path = entry.ok()?.path();
-        if path.is_dir() {
-            if path.file_name().and_then(|n| n.to_str()) == Some(name) {
-                return Some(path);
-            }
-            if let Some(found) = find_dir(&path, name) {
-                return Some(found);
-            }
-        }
-    }
-    None
 }
 
 /// The base offsets in the names of `dir`'s files ending in `suffix`, ascending.

@@ -14,38 +14,19 @@ use broker_core::control::{self, ControlOwner};
 use broker_core::storage::{LogPosition, PartitionHandle};
 use broker_core::subscription::events::SubscriptionEvent;
 use broker_core::{LogConfig, Origin};
-use common::{Harness, json_of};
+use common::Harness;
 use edge_common::{token, with_secret};
 use gateway::config::EdgeRaw;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-/// POSTs `body` to `path` as `bearer`, asserting 200 or 201; the reply's JSON.
-async fn post(harness: &Harness, bearer: &str, path: &str, body: Value) -> Value {
-    let response = harness
-        .client
-        .post(harness.url(path))
-        .bearer_auth(bearer)
-        .json(&body)
-        .send()
-        .await
-        .expect("request");
-    let status = response.status().as_u16();
-    assert!(status == 200 || status == 201, "{path}: {status}");
-    json_of(response, status).await
-}
 
 /// The one message a receive as `bearer` gets: its receipt and delivery attempt.
 async fn receive_one(harness: &Harness, bearer: &str) -> (String, u64) {
     let path = "/v1/topics/t/subscriptions/s/receive";
-    let reply = post(
-        harness,
-        bearer,
-        path,
-        json!({"max_messages": 1, "wait_ms": 5000}),
-    )
-    .await;
+    let reply = harness
+        .post_as(bearer, path, json!({"max_messages": 1, "wait_ms": 5000}))
+        .await;
     let message = &reply["messages"][0];
     let receipt = message["receipt"].as_str().expect("a message").to_owned();
     (
@@ -141,35 +122,43 @@ async fn receives_streams_nacks_and_acks_name_the_token_and_the_client_address()
     let data = tempfile::tempdir().expect("dir");
     let harness = Harness::start_in(data.path(), with_secret(EdgeRaw::default())).await;
     let admin = token("ops", "admin:*");
-    post(
-        &harness,
-        &admin,
-        "/v1/topics",
-        json!({"name": "t", "partitions": 1}),
-    )
-    .await;
+    harness
+        .post_as(&admin, "/v1/topics", json!({"name": "t", "partitions": 1}))
+        .await;
     let subscription = json!({"name": "s", "start": "earliest"});
-    post(&harness, &admin, "/v1/topics/t/subscriptions", subscription).await;
+    harness
+        .post_as(&admin, "/v1/topics/t/subscriptions", subscription)
+        .await;
     let producer = token("producer", "produce:t");
     let messages = json!({"messages": [{"value": "m0"}]});
-    post(&harness, &producer, "/v1/topics/t/messages", messages).await;
+    harness
+        .post_as(&producer, "/v1/topics/t/messages", messages)
+        .await;
 
     let worker = token("worker-1", "consume:t");
     let (receipt, attempt) = receive_one(&harness, &worker).await;
     assert_eq!(attempt, 1);
     let nack = json!({"receipts": [receipt], "delay_ms": 0, "error": "boom"});
-    post(&harness, &worker, "/v1/topics/t/subscriptions/s/nack", nack).await;
+    harness
+        .post_as(&worker, "/v1/topics/t/subscriptions/s/nack", nack)
+        .await;
     let (receipt, attempt) = receive_one(&harness, &worker).await;
     assert_eq!(attempt, 2);
     let ack = json!({"receipts": [receipt]});
-    post(&harness, &worker, "/v1/topics/t/subscriptions/s/ack", ack).await;
+    harness
+        .post_as(&worker, "/v1/topics/t/subscriptions/s/ack", ack)
+        .await;
 
     let messages = json!({"messages": [{"value": "m1"}]});
-    post(&harness, &producer, "/v1/topics/t/messages", messages).await;
+    harness
+        .post_as(&producer, "/v1/topics/t/messages", messages)
+        .await;
     let streamer = token("streamer", "consume:t");
     let receipt = stream_one(&harness, &streamer).await;
     let ack = json!({"receipts": [receipt]});
-    let acked = post(&harness, &streamer, "/v1/topics/t/subscriptions/s/ack", ack).await;
+    let acked = harness
+        .post_as(&streamer, "/v1/topics/t/subscriptions/s/ack", ack)
+        .await;
     assert_eq!(acked["acked"], 1);
     harness.stop().await;
 

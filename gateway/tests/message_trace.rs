@@ -18,20 +18,6 @@ const TOPIC: &str = "orders";
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const STATE: &str = "rojo=00f067aa0ba902b7";
 
-async fn post(node: &Harness, bearer: &str, path: &str, body: Value) -> Value {
-    let response = node
-        .client
-        .post(node.url(path))
-        .bearer_auth(bearer)
-        .json(&body)
-        .send()
-        .await
-        .expect("request");
-    let status = response.status().as_u16();
-    assert!(status == 200 || status == 201, "{path}: {status}");
-    json_of(response, status).await
-}
-
 async fn get(node: &Harness, bearer: &str, path: &str) -> reqwest::Response {
     node.client
         .get(node.url(path))
@@ -50,13 +36,9 @@ async fn receive_one(node: &Harness, bearer: &str, sub: &str) -> Value {
             Instant::now() < deadline,
             "nothing to receive on {sub} in 10 s"
         );
-        let reply = post(
-            node,
-            bearer,
-            &path,
-            json!({"max_messages": 1, "wait_ms": 2000}),
-        )
-        .await;
+        let reply = node
+            .post_as(bearer, &path, json!({"max_messages": 1, "wait_ms": 2000}))
+            .await;
         if let Some(message) = reply["messages"].get(0) {
             return message.clone();
         }
@@ -66,7 +48,7 @@ async fn receive_one(node: &Harness, bearer: &str, sub: &str) -> Value {
 async fn nack(node: &Harness, bearer: &str, message: &Value, error: &str) {
     let path = format!("/v1/topics/{TOPIC}/subscriptions/billing/nack");
     let body = json!({"receipts": [message["receipt"]], "delay_ms": 0, "error": error});
-    post(node, bearer, &path, body).await;
+    node.post_as(bearer, &path, body).await;
 }
 
 /// The trace of `id` as `bearer` once `done` holds of it (delivery events are written
@@ -143,8 +125,7 @@ fn step(kind: &str, attempt: Option<u64>, by: Option<&str>, error: Option<&str>)
 async fn a_trace_shows_every_step_of_a_message_in_order_with_who_took_it() {
     let node = Harness::start_with(with_secret(EdgeRaw::default())).await;
     let admin = token("ops", "admin:*");
-    post(
-        &node,
+    node.post_as(
         &admin,
         "/v1/topics",
         json!({"name": TOPIC, "partitions": 2}),
@@ -153,23 +134,19 @@ async fn a_trace_shows_every_step_of_a_message_in_order_with_who_took_it() {
     let subs = format!("/v1/topics/{TOPIC}/subscriptions");
     let billing = json!({"name": "billing", "start": "earliest", "max_deliveries": 2,
         "retry": {"initial_backoff_ms": 10}});
-    post(&node, &admin, &subs, billing).await;
-    post(
-        &node,
-        &admin,
-        &subs,
-        json!({"name": "audit", "start": "earliest"}),
-    )
-    .await;
+    node.post_as(&admin, &subs, billing).await;
+    node.post_as(&admin, &subs, json!({"name": "audit", "start": "earliest"}))
+        .await;
     let only_red = json!({"name": "red", "start": "earliest", "filter": {"tags": ["red"]}});
-    post(&node, &admin, &subs, only_red).await;
+    node.post_as(&admin, &subs, only_red).await;
     let short = json!({"name": "short", "start": "earliest", "ack_timeout_ms": 1000});
-    post(&node, &admin, &subs, short).await;
+    node.post_as(&admin, &subs, short).await;
 
     let shop = token("shop", &format!("produce:{TOPIC}"));
     let batch = json!({"messages": [{"id": "order-42", "key": "customer-7", "value": "42",
         "traceparent": PARENT, "tracestate": STATE}]});
-    post(&node, &shop, &format!("/v1/topics/{TOPIC}/messages"), batch).await;
+    node.post_as(&shop, &format!("/v1/topics/{TOPIC}/messages"), batch)
+        .await;
 
     // billing: two deliveries by two workers, both nacked, so it is dead-lettered.
     let first = token("worker-1", &format!("consume:{TOPIC}"));
@@ -188,14 +165,15 @@ async fn a_trace_shows_every_step_of_a_message_in_order_with_who_took_it() {
 
     // The redriven copy comes back with the trace context; worker-1 acks it.
     let redrive = format!("/v1/topics/{TOPIC}/subscriptions/billing/redrive");
-    let reply = post(&node, &admin, &redrive, json!({})).await;
+    let reply = node.post_as(&admin, &redrive, json!({})).await;
     assert_eq!(reply["redriven"], 1, "{reply}");
     let copy = receive_one(&node, &first, "billing").await;
     assert_eq!(copy["id"], "order-42", "{copy}");
     assert_eq!(copy["traceparent"], PARENT, "{copy}");
     assert_eq!(copy["tracestate"], STATE, "{copy}");
     let ack = json!({"receipts": [copy["receipt"]]});
-    post(&node, &first, &format!("{subs}/billing/ack"), ack).await;
+    node.post_as(&first, &format!("{subs}/billing/ack"), ack)
+        .await;
 
     // short: delivered, its lease runs out unanswered, delivered again and left in flight.
     receive_one(&node, &first, "short").await;
@@ -204,7 +182,7 @@ async fn a_trace_shows_every_step_of_a_message_in_order_with_who_took_it() {
     // may take up to a second to be fsynced and shown).
     let path = format!("/v1/topics/{TOPIC}/subscriptions/short/receive");
     let body = json!({"max_messages": 1, "wait_ms": 5000, "ack_timeout_ms": 60000});
-    let again = post(&node, &second, &path, body).await;
+    let again = node.post_as(&second, &path, body).await;
     assert_eq!(again["messages"][0]["delivery_attempt"], 2, "{again}");
 
     let trace = trace_when(&node, &admin, "order-42", |t| {

@@ -46,6 +46,7 @@ mod seek;
 mod settle;
 mod subscriptions;
 mod tables;
+mod topic_ticks;
 mod topics;
 mod trace;
 pub mod types;

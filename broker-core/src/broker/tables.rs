@@ -13,11 +13,11 @@
 //! them only once a round has applied them, so a round that finds none may step over
 //! message records; it looks again after its replay, in case some were queued meanwhile).
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::{Broker, Topic, background_blocking, blocking};
+use super::topic_ticks::every_tick;
+use super::{Broker, Topic, blocking};
 use crate::control::{self, ControlOwner};
 use crate::dedup::{DedupIndex, FirstResult};
 use crate::error::{BrokerError, Result};
@@ -212,25 +212,14 @@ impl Broker {
 /// Applies one topic's logs to its tables every [`APPLY_EVERY_MS`] until the topic is deleted
 /// or the broker shuts down.
 pub(super) async fn apply_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
-    let Some(gate) = broker.upgrade().map(|b| Arc::clone(&b.background)) else {
-        return;
-    };
-    let mut tick = tokio::time::interval(Duration::from_millis(APPLY_EVERY_MS));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(live) = broker.upgrade() else { return };
-        if live.shutting_down.load(Ordering::SeqCst) || topic.deleted.load(Ordering::SeqCst) {
-            return;
-        }
-        drop(live);
-        let applying = Arc::clone(&topic);
-        let applied = background_blocking(&gate, move || applying.tables().apply()).await;
+    let apply = |applying: &Topic| applying.tables().apply();
+    every_tick(broker, topic, APPLY_EVERY_MS, apply, |topic, applied| {
         if let Err(error) = applied {
             tracing::error!(%error, "applying the logs to the delay schedule and dedup index failed");
         }
         topic.tables_applied.notify_waiters();
-    }
+    })
+    .await;
 }
 
 /// Longest a produce or cancel waits for the applier to make room in memory before it is

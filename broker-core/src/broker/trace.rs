@@ -7,9 +7,9 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
-use super::{Broker, Topic, background_blocking, blocking};
+use super::topic_ticks::every_tick;
+use super::{Broker, Topic, blocking};
 use crate::control::{self, ControlOwner};
 use crate::error::Result;
 use crate::message::StoredRecord;
@@ -307,33 +307,21 @@ fn state_from_events(events: &[TracedEvent], now_ms: u64) -> Option<MessageState
 /// Indexes a topic's logs every [`TRACE_FOLLOW_MS`] until the topic is deleted or the broker
 /// shuts down.
 pub(super) async fn follow_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
-    let Some(gate) = broker.upgrade().map(|b| Arc::clone(&b.background)) else {
-        return;
-    };
-    let mut tick = tokio::time::interval(Duration::from_millis(TRACE_FOLLOW_MS));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(live) = broker.upgrade() else { return };
-        if live.shutting_down.load(Ordering::SeqCst) || topic.deleted.load(Ordering::SeqCst) {
-            return;
-        }
-        drop(live);
-        let following = Arc::clone(&topic);
-        let followed = background_blocking(&gate, move || {
-            for (log, store) in following.partitions.iter().zip(&following.trace) {
-                if following.deleted.load(Ordering::SeqCst) {
-                    break;
-                }
-                store.catch_up(log)?;
+    let follow = |following: &Topic| {
+        for (log, store) in following.partitions.iter().zip(&following.trace) {
+            if following.deleted.load(Ordering::SeqCst) {
+                break;
             }
-            Ok(())
-        })
-        .await;
+            store.catch_up(log)?;
+        }
+        Ok(())
+    };
+    every_tick(broker, topic, TRACE_FOLLOW_MS, follow, |_, followed| {
         if let Err(error) = followed {
             tracing::warn!(%error, "indexing the logs for message lookups failed");
         }
-    }
+    })
+    .await;
 }
 
 /// The stores of a topic's partitions, whose folders are `partition_dirs`.

@@ -561,7 +561,7 @@ impl ControlSlot {
     /// control entries are tens of bytes each, and the place was already granted.
     pub fn send(self, entries: Vec<Bytes>) -> PendingAppend {
         let (reply, answer) = oneshot::channel();
-        self.send_with(entries, Some(reply));
+        self.send_with(entries, Some(reply), false);
         PendingAppend(answer)
     }
 
@@ -569,11 +569,15 @@ impl ControlSlot {
     /// durable with the writer's next fsync, at most [`crate::limits::LAZY_SYNC_MS`] later
     /// (so a receive that logs its deliveries costs no fsync); a failure is logged.
     pub fn send_detached(self, entries: Vec<Bytes>) {
-        self.send_with(entries, None);
+        self.send_with(entries, None, true);
     }
 
-    fn send_with(self, entries: Vec<Bytes>, reply: Option<oneshot::Sender<Result<AppendResult>>>) {
-        let lazy_sync = reply.is_none();
+    fn send_with(
+        self,
+        entries: Vec<Bytes>,
+        reply: Option<oneshot::Sender<Result<AppendResult>>>,
+        lazy_sync: bool,
+    ) {
         match self.0 {
             SlotKind::Queue {
                 permit,

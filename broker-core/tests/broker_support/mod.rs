@@ -99,3 +99,19 @@ pub async fn forget_the_checkpoint(dir: &Path, subscription_uid: u64) {
         .expect("save");
     db.flush().expect("flush");
 }
+
+/// The first folder named `name` below `root`, depth first.
+pub fn find_dir(root: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(root).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() {
+            if path.file_name().and_then(|n| n.to_str()) == Some(name) {
+                return Some(path);
+            }
+            if let Some(found) = find_dir(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}

@@ -104,6 +104,21 @@ impl Harness {
         json_of(response, status).await
     }
 
+    /// POST a JSON body as `bearer`, asserting 200 or 201; the reply's JSON.
+    pub async fn post_as(&self, bearer: &str, path: &str, body: Value) -> Value {
+        let response = self
+            .client
+            .post(self.url(path))
+            .bearer_auth(bearer)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        assert!(status == 200 || status == 201, "{path}: {status}");
+        json_of(response, status).await
+    }
+
     /// Creates a topic, asserting 201.
     pub async fn create_topic(&self, body: Value) -> Value {
         self.post_ok("/v1/topics", &body, 201).await
