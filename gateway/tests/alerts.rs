@@ -5,20 +5,15 @@
 
 mod common;
 mod edge_common;
+mod webhook_common;
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
 use common::{Harness, expect_problem, json_of, receipts};
-use gateway::alerts::WebhookSigner;
 use gateway::config::{AlertRaw, EdgeRaw, RawSettings};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, mpsc};
+use webhook_common::Receiver;
 
 /// The evaluation tick of these tests: short, so an alert fires within a fraction of a
 /// second of its condition.
@@ -27,72 +22,6 @@ const TEST_TICK_MS: &str = "50";
 const LIVENESS: Duration = Duration::from_secs(30);
 /// The server secret of these tests.
 const SERVER_SECRET: &str = "server-secret-for-tests-0123456789";
-
-/// One post the receiver got.
-#[derive(Debug)]
-struct Received {
-    signature: String,
-    body: Bytes,
-}
-
-/// A webhook receiver on 127.0.0.1:0 that answers 204 to every post on `/hook`.
-struct Receiver {
-    url: String,
-    events: Mutex<mpsc::Receiver<Received>>,
-}
-
-impl Receiver {
-    async fn start() -> Receiver {
-        let (sender, events) = mpsc::channel::<Received>(64);
-        async fn hook(
-            State(sender): State<mpsc::Sender<Received>>,
-            headers: HeaderMap,
-            body: Bytes,
-        ) -> StatusCode {
-            let signature = headers
-                .get("wharf-signature")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
-            let _ = sender.send(Received { signature, body }).await;
-            StatusCode::NO_CONTENT
-        }
-        let app = Router::new().route("/hook", post(hook)).with_state(sender);
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let address = listener.local_addr().expect("address");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Receiver {
-            url: format!("http://{address}/hook"),
-            events: Mutex::new(events),
-        }
-    }
-
-    /// The next event, its signature verified with `secret`.
-    async fn next_verified(&self, secret: &str) -> Value {
-        let received = tokio::time::timeout(LIVENESS, self.events.lock().await.recv())
-            .await
-            .expect("an event within the liveness timeout")
-            .expect("receiver open");
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock")
-            .as_secs();
-        WebhookSigner::new(secret.as_bytes())
-            .verify(&received.signature, &received.body, now)
-            .unwrap_or_else(|e| panic!("signature {:?} does not verify: {e}", received.signature));
-        assert!(
-            WebhookSigner::new(b"another-secret-entirely-000000")
-                .verify(&received.signature, &received.body, now)
-                .is_err(),
-            "another key must not verify"
-        );
-        serde_json::from_slice(&received.body).expect("JSON body")
-    }
-}
 
 fn settings(webhook_hosts: Option<&str>) -> RawSettings {
     RawSettings {
@@ -166,7 +95,7 @@ async fn a_backlog_rule_posts_a_signed_firing_event_then_a_resolved_one() {
     );
     harness.produce("orders", vec![json!({"value": "c"})]).await;
 
-    let firing = receiver.next_verified(secret).await;
+    let firing = receiver.next_verified(secret, LIVENESS).await;
     assert_eq!(firing["state"], "firing", "{firing}");
     assert_eq!(firing["rule"], "orders-backlog");
     assert_eq!(firing["kind"], "backlog");
@@ -187,7 +116,7 @@ async fn a_backlog_rule_posts_a_signed_firing_event_then_a_resolved_one() {
         .await;
     assert_eq!(messages.len(), 3);
     harness.ack("orders", "workers", &receipts(&messages)).await;
-    let resolved = receiver.next_verified(secret).await;
+    let resolved = receiver.next_verified(secret, LIVENESS).await;
     assert_eq!(resolved["state"], "resolved", "{resolved}");
     assert_eq!(resolved["value"], 0.0);
     assert_eq!(resolved["fired_at_ms"], firing["at_ms"]);
@@ -196,7 +125,7 @@ async fn a_backlog_rule_posts_a_signed_firing_event_then_a_resolved_one() {
     harness
         .produce("orders", vec![json!({"value": "d"}); 3])
         .await;
-    let again = receiver.next_verified(secret).await;
+    let again = receiver.next_verified(secret, LIVENESS).await;
     assert_eq!(again["state"], "firing", "{again}");
     let deleted = harness
         .client
@@ -205,7 +134,7 @@ async fn a_backlog_rule_posts_a_signed_firing_event_then_a_resolved_one() {
         .await
         .expect("delete topic");
     assert_eq!(deleted.status().as_u16(), 204);
-    let gone = receiver.next_verified(secret).await;
+    let gone = receiver.next_verified(secret, LIVENESS).await;
     assert_eq!(
         gone["state"], "resolved",
         "a rule whose topic is gone resolves: {gone}"
@@ -236,7 +165,7 @@ async fn a_consumer_offline_rule_fires_when_nobody_receives_and_resolves_when_on
     .await;
     harness.produce("jobs", vec![json!({"value": "x"})]).await;
 
-    let firing = receiver.next_verified(SERVER_SECRET).await;
+    let firing = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(firing["state"], "firing", "{firing}");
     assert_eq!(firing["kind"], "consumer_offline");
     assert_eq!(firing["value"], 1.0, "the backlog");
@@ -247,7 +176,7 @@ async fn a_consumer_offline_rule_fires_when_nobody_receives_and_resolves_when_on
     let messages = harness
         .receive("jobs", "workers", json!({"max_messages": 10, "wait_ms": 0}))
         .await;
-    let resolved = receiver.next_verified(SERVER_SECRET).await;
+    let resolved = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(resolved["state"], "resolved", "{resolved}");
     harness.ack("jobs", "workers", &receipts(&messages)).await;
     harness.stop().await;
@@ -431,7 +360,7 @@ async fn dead_letters_produce_errors_and_disk_rules_fire_on_their_figures() {
     for rule in &rules {
         create_rule(&harness, rule).await;
     }
-    let disk = receiver.next_verified(SERVER_SECRET).await;
+    let disk = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(
         (disk["rule"].as_str(), disk["state"].as_str()),
         (Some("disk-used"), Some("firing"))
@@ -448,7 +377,7 @@ async fn dead_letters_produce_errors_and_disk_rules_fire_on_their_figures() {
         .await
         .expect("produce");
     assert_eq!(refused.status().as_u16(), 400);
-    let errors = receiver.next_verified(SERVER_SECRET).await;
+    let errors = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(errors["rule"], "mail-errors", "{errors}");
     assert_eq!(errors["state"], "firing");
     assert_eq!(errors["value"], 1.0);
@@ -463,7 +392,7 @@ async fn dead_letters_produce_errors_and_disk_rules_fire_on_their_figures() {
     harness
         .post_ok("/v1/topics/mail/subscriptions/senders/nack", &nack, 200)
         .await;
-    let dead = receiver.next_verified(SERVER_SECRET).await;
+    let dead = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(dead["rule"], "mail-dlq", "{dead}");
     assert_eq!(dead["state"], "firing");
     assert_eq!(dead["value"], 1.0);
@@ -552,13 +481,13 @@ async fn a_refused_produce_counts_once_for_the_alert_and_the_history_alike() {
         let made = post(&admin, "/v1/alerts/rules", rule).await;
         assert_eq!(made.expect("rule").status().as_u16(), 201);
     }
-    let disk = receiver.next_verified(SERVER_SECRET).await;
+    let disk = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(disk["rule"], "a-disk", "{disk}");
 
     let batch = json!({"messages": [{"value": "hi"}]});
     let refused = post(&reader, "/v1/topics/mail/messages", batch).await;
     expect_problem(refused.expect("produce"), 403, "forbidden").await;
-    let firing = receiver.next_verified(SERVER_SECRET).await;
+    let firing = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(
         (&firing["rule"], &firing["state"]),
         (&json!("mail-errors"), &json!("firing"))

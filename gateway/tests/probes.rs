@@ -6,21 +6,15 @@
 //! are refused.
 
 mod common;
+mod webhook_common;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
 use common::{Harness, expect_problem, json_of};
-use gateway::alerts::WebhookSigner;
 use gateway::config::{AlertRaw, RawSettings};
 use gateway::probe::{PROBE_TOPIC, ProbeHooks};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::{Mutex, mpsc};
+use webhook_common::Receiver;
 
 /// The probe interval of these tests: short, so rounds come within a fraction of a second.
 const TEST_PROBE_INTERVAL_MS: &str = "100";
@@ -42,57 +36,6 @@ fn settings(hooks: Option<ProbeHooks>) -> RawSettings {
             tick_ms: Some(TEST_TICK_MS.to_owned()),
         },
         ..RawSettings::default()
-    }
-}
-
-/// A webhook receiver on 127.0.0.1:0 that answers 204 to every post on `/hook`.
-struct Receiver {
-    url: String,
-    events: Mutex<mpsc::Receiver<(String, Bytes)>>,
-}
-
-impl Receiver {
-    async fn start() -> Receiver {
-        let (sender, events) = mpsc::channel::<(String, Bytes)>(64);
-        async fn hook(
-            State(sender): State<mpsc::Sender<(String, Bytes)>>,
-            headers: HeaderMap,
-            body: Bytes,
-        ) -> StatusCode {
-            let signature = headers
-                .get("wharf-signature")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_owned();
-            let _ = sender.send((signature, body)).await;
-            StatusCode::NO_CONTENT
-        }
-        let app = Router::new().route("/hook", post(hook)).with_state(sender);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let address = listener.local_addr().expect("address");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Receiver {
-            url: format!("http://{address}/hook"),
-            events: Mutex::new(events),
-        }
-    }
-
-    /// The next event, its signature verified with the server secret.
-    async fn next_verified(&self) -> Value {
-        let (signature, body) = tokio::time::timeout(LIVENESS, self.events.lock().await.recv())
-            .await
-            .expect("an event within the liveness timeout")
-            .expect("receiver open");
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("clock")
-            .as_secs();
-        WebhookSigner::new(SERVER_SECRET.as_bytes())
-            .verify(&signature, &body, now)
-            .unwrap_or_else(|e| panic!("signature {signature:?} does not verify: {e}"));
-        serde_json::from_slice(&body).expect("JSON body")
     }
 }
 
@@ -198,7 +141,7 @@ async fn a_failing_probe_is_counted_shown_in_readyz_and_alerts_until_it_recovers
     let failures_before = metric(&harness, failures_series).await;
 
     hooks.pause_consumer(true);
-    let firing = receiver.next_verified().await;
+    let firing = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(firing["state"], "firing", "{firing}");
     assert_eq!(firing["rule"], "probe-down");
     assert_eq!(firing["kind"], "probe");
@@ -256,7 +199,7 @@ async fn a_failing_probe_is_counted_shown_in_readyz_and_alerts_until_it_recovers
     }
 
     hooks.pause_consumer(false);
-    let resolved = receiver.next_verified().await;
+    let resolved = receiver.next_verified(SERVER_SECRET, LIVENESS).await;
     assert_eq!(resolved["state"], "resolved", "{resolved}");
     assert_eq!(resolved["value"], 0.0);
     assert_eq!(resolved["fired_at_ms"], firing["at_ms"]);
