@@ -43,32 +43,7 @@ pub const PRESTAGE_LEAD_MS: u64 = 50;
 /// The scheduled events of a produce, queued: resolves once all are durable.
 pub(super) type ScheduleWrites = tokio::task::JoinHandle<Result<Vec<AppendResult>>>;
 
-/// How many tie-breakers a millisecond of the clock is worth: a restart's first tie-breaker
-/// is larger than any a previous run gave, unless that run gave out more than this many per
-/// millisecond on average (a million a millisecond is far past any produce rate) or the clock
-/// went back.
-const SEQS_PER_MS: u64 = 1 << 20;
-
-/// The tie-breaker after `last` at clock time `now_ms`: increasing within a run and, as it
-/// starts from the clock, across restarts, with no metadata write (sled's id generator
-/// fsyncs every millionth id).
-fn next_seq(last: u64, now_ms: u64) -> u64 {
-    (last + 1).max(now_ms.saturating_mul(SEQS_PER_MS))
-}
-
 impl Broker {
-    /// A fresh tie-breaker for a message scheduled at `now_ms` (see [`next_seq`]).
-    pub(super) fn next_schedule_seq(&self, now_ms: u64) -> u64 {
-        let mut seq = 0;
-        let _always_some =
-            self.schedule_seq
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-                    seq = next_seq(last, now_ms);
-                    Some(seq)
-                });
-        seq
-    }
-
     /// Queues the scheduled events of `messages` in their partitions' logs (a place in each
     /// writer's queue is taken first, so `Overloaded` changes nothing) and returns a task that
     /// waits until they are durable, then puts the messages on the schedule in memory and
@@ -287,24 +262,5 @@ pub(super) async fn delay_loop(broker: Weak<Broker>, topic: Arc<Topic>) {
             () = &mut wake => {}
             () = tokio::time::sleep(Duration::from_millis(pause)) => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tie_breakers_grow_within_a_run_and_start_past_the_last_run_from_the_clock() {
-        let first = next_seq(0, 1_000);
-        assert_eq!(first, 1_000 * SEQS_PER_MS);
-        assert_eq!(next_seq(first, 1_000), first + 1);
-        assert_eq!(
-            next_seq(first, 999),
-            first + 1,
-            "the clock went back a little"
-        );
-        let restarted = next_seq(0, 1_001);
-        assert!(restarted > first + SEQS_PER_MS - 1);
     }
 }

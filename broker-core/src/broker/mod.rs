@@ -161,8 +161,6 @@ pub struct Broker {
     /// The memory budget that `ack=none` produces charge while their records wait for the
     /// writer (the caller's own charge ends with its reply), if the server has one.
     memory: std::sync::OnceLock<crate::memory::MemoryBudget>,
-    /// The last tie-breaker given to a delayed message (see `delays::next_seq`).
-    schedule_seq: AtomicU64,
     /// Blocking work of the background tasks holds a read guard until it has let go of what
     /// it uses (topics, sled trees); shutdown takes the write guard to wait for all of it, so
     /// that the data folder can be opened again once shutdown returns.
@@ -213,7 +211,6 @@ impl Broker {
             shutdown_signal: Notify::new(),
             tasks: std::sync::Mutex::new(Vec::new()),
             memory: std::sync::OnceLock::new(),
-            schedule_seq: AtomicU64::new(0),
             background: Arc::default(),
             zones: RwLock::new(BTreeMap::new()),
             metadata_behind: AtomicBool::new(false),

@@ -140,7 +140,7 @@ impl Broker {
                     placements.push((Placement::Delayed { partition, due_ms }, false));
                     scheduled.push(Scheduled {
                         due_ms,
-                        seq: self.next_schedule_seq(now),
+                        seq: open.delays.next_seq(now, partition),
                         partition,
                         record,
                     });

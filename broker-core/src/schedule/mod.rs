@@ -29,6 +29,7 @@
 mod changes;
 mod events;
 mod overlay;
+mod seq;
 
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +38,7 @@ use bytes::Bytes;
 pub use changes::ScheduleChanges;
 pub use events::{ScheduleDecodeError, ScheduleEvent};
 pub use overlay::{DueKey, ScheduleOverlay};
+pub use seq::SeqCounter;
 
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
@@ -91,6 +93,8 @@ pub struct DelayStore {
     /// Held for sled reads and map updates, never across an await. Each method leaves the
     /// overlay whole before it can fail or panic ([`crate::sync`]).
     overlay: Arc<Mutex<ScheduleOverlay>>,
+    /// Tie-breakers: every seq the schedule takes in raises it (see [`seq`]).
+    seqs: Arc<SeqCounter>,
 }
 
 /// Due messages claimed by the mover: a cancel of one of them finds nothing to cancel until
@@ -135,7 +139,14 @@ impl DelayStore {
         DelayStore {
             tree,
             overlay: Arc::default(),
+            seqs: Arc::default(),
         }
+    }
+
+    /// A fresh tie-breaker for a message of `partition` scheduled at clock time `now_ms`:
+    /// unique in this topic's schedule (see [`seq`]).
+    pub fn next_seq(&self, now_ms: u64, partition: u32) -> u64 {
+        self.seqs.next(now_ms, partition)
     }
 
     /// `Overloaded` when memory holds as much as it may until the applier catches up.
@@ -156,6 +167,7 @@ impl DelayStore {
 
     /// Adds messages whose scheduled events are durable in their partitions' logs.
     pub fn scheduled(&self, messages: Vec<Scheduled>) {
+        messages.iter().for_each(|m| self.seqs.observe(m.seq));
         lock(&self.overlay).add(messages);
     }
 
@@ -393,6 +405,7 @@ impl DelayStore {
     ) -> Result<()> {
         let mut writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
         for (key, change) in &changes.due {
+            self.seqs.observe(key.1);
             let key = due_key(key.0, key.1).to_vec();
             let value = match change {
                 Some(message) => {
