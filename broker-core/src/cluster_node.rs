@@ -31,6 +31,7 @@ use crate::broker::SubscriptionInfo;
 use crate::broker::{Broker, PartitionHint};
 use crate::cluster::{
     ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
+    place_led_by,
 };
 use crate::config::{LogConfig, Replication};
 use crate::error::{BrokerError, Result};
@@ -224,6 +225,16 @@ impl ClusterNode {
     /// Creates a topic through the controller (this node must lead it): validated against the
     /// metadata, placed, proposed, and answered once this node serves it.
     pub async fn create_topic(&self, spec: TopicSpec) -> Result<TopicInfo> {
+        self.create_placed(spec, None).await
+    }
+
+    /// As [`ClusterNode::create_topic`], for a topic of one partition that belongs to node
+    /// `leader` (its synthetic probe's): `leader` holds a replica and is its preferred leader.
+    pub async fn create_topic_led_by(&self, spec: TopicSpec, leader: u64) -> Result<TopicInfo> {
+        self.create_placed(spec, Some(leader)).await
+    }
+
+    async fn create_placed(&self, spec: TopicSpec, leader: Option<u64>) -> Result<TopicInfo> {
         if self.controller_leader() != Some(self.node_id()) {
             return Err(self.not_controller_leader());
         }
@@ -244,12 +255,17 @@ impl ClusterNode {
             return Err(BrokerError::TopicExists { topic: config.name });
         }
         let factor = config.replication_factor;
-        let placement = place(
-            &active,
-            &PlacementLoad::of(&state),
-            config.partitions,
-            factor,
-        )
+        let load = PlacementLoad::of(&state);
+        let placement = match leader {
+            None => place(&active, &load, config.partitions, factor),
+            Some(_) if config.partitions != 1 => {
+                return Err(BrokerError::invalid(
+                    "partitions",
+                    "a topic led by one node has one partition",
+                ));
+            }
+            Some(node) => place_led_by(&active, &load, factor, node).map(|p| vec![p]),
+        }
         .map_err(|e| BrokerError::invalid("replication_factor", e.to_string()))?;
         let name = config.name.clone();
         let command = Command::CreateTopic(TopicRecord { config, placement });
@@ -317,6 +333,8 @@ impl ClusterNode {
                 name: config.dead_letter_topic.clone(),
                 partitions: Some(source.config.partitions.max(nodes)),
                 max_message_bytes: Some(source.config.max_message_bytes),
+                // An internal topic's subscription may name an internal dead-letter topic.
+                internal: crate::names::is_internal(&config.dead_letter_topic),
                 ..TopicSpec::default()
             };
             match self.create_topic(dead_letters).await {

@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::edge::Edge;
 use crate::history::History;
 use crate::history::sampler::Sampler;
-use crate::probe::{ProbeHealth, ProbeTask};
+use crate::probe::{ProbeHealth, ProbeKeeper, ProbeScope, ProbeTask};
 
 /// How long a graceful shutdown waits for open requests before it stops anyway, in
 /// milliseconds. Long-polls end within a second of draining, so only slow uploads and stuck
@@ -49,8 +49,7 @@ pub enum ServeError {
 /// opens the broker at `settings.data_dir()`, serves the app on `listener`, and when
 /// `shutdown` resolves: stops accepting, lets in-flight requests finish (pending long-polls
 /// return what they have within a second; anything still open after [`DRAIN_TIMEOUT_MS`] is
-/// left behind), then stops the synthetic probe (a single node's, see [`crate::probe`]; a
-/// cluster node does not probe yet) and the history sampler (writing the minutes being
+/// left behind), then stops the synthetic probe (see [`crate::probe`]) and the history sampler (writing the minutes being
 /// filled) and shuts the broker down. The history's files are loaded before serving starts;
 /// with `history = false` there are none and no sampler runs.
 pub async fn serve(
@@ -109,6 +108,7 @@ pub async fn serve(
             .map_err(|error| ServeError::Alerts(error.to_string()))?;
         let probe = ProbeTask::start(
             Arc::clone(&broker),
+            ProbeScope::Single,
             Arc::clone(&probe_health),
             settings.probe_interval_ms(),
             settings.probe_hooks().cloned(),
@@ -127,14 +127,27 @@ pub async fn serve(
         broker.shutdown().await;
         return Ok(());
     };
+    let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
     let alerts = Alerts::for_cluster(settings.alerts(), Arc::clone(&port.node), port.auth.clone())
         .map_err(|error| ServeError::Alerts(error.to_string()))?
+        .with_probe(Arc::clone(&probe_health))
         .with_produce_errors(Arc::clone(&history.produce_errors));
     let alerts = Arc::new(alerts);
     let _ = port.alerts.set((Arc::clone(&broker), Arc::clone(&alerts)));
     let tasks = alerts
         .start(broker.clone())
         .map_err(|error| ServeError::Alerts(error.to_string()))?;
+    let probe = ProbeTask::start(
+        Arc::clone(&broker),
+        ProbeScope::Cluster {
+            node: port.node.node_id(),
+        },
+        Arc::clone(&probe_health),
+        settings.probe_interval_ms(),
+        settings.probe_hooks().cloned(),
+    );
+    let keeper = (settings.probe_interval_ms() > 0)
+        .then(|| ProbeKeeper::start(Arc::clone(&port.node), port.liveness.clone()));
     let state = AppState::clustered(
         broker.clone(),
         edge,
@@ -142,8 +155,15 @@ pub async fn serve(
         port.liveness.clone(),
         alerts,
     )
-    .with_history(history);
+    .with_history(history)
+    .with_probe(probe_health);
     serve_app(listener, state, shutdown).await;
+    if let Some(keeper) = keeper {
+        keeper.stop().await;
+    }
+    if let Some(probe) = probe {
+        probe.stop().await;
+    }
     tasks.stop().await;
     if let Some(sampler) = sampler {
         sampler.stop().await;

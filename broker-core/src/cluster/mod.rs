@@ -34,7 +34,7 @@ pub use error::{ClusterError, PlacementFault};
 pub use node::{NodeRecord, NodeState};
 pub use placement::{
     DEFAULT_REPLICATION_FACTOR, PartitionPlacement, PlacementLoad, default_replication_factor,
-    place,
+    place, place_led_by,
 };
 pub use planner::{LeaderMove, plan_drain, plan_leader_balance};
 pub use replicated::encode_command;

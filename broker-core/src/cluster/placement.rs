@@ -109,6 +109,28 @@ pub fn default_replication_factor(active_nodes: usize) -> u32 {
     })
 }
 
+/// Places one partition of `replication_factor` replicas with `leader` (one of the Active
+/// `nodes`) as its preferred leader and the other replicas placed by [`place`] over the
+/// other nodes: for a topic that belongs to one node (its synthetic probe's).
+pub fn place_led_by(
+    nodes: &[NodeRecord],
+    load: &PlacementLoad,
+    replication_factor: u32,
+    leader: u64,
+) -> Result<PartitionPlacement, ClusterError> {
+    check_shape(1, replication_factor)?;
+    if !nodes.iter().any(|n| n.id == leader && n.is_active()) {
+        return Err(ClusterError::UnknownNode { node: leader });
+    }
+    let mut replicas = vec![leader];
+    if replication_factor > 1 {
+        let others: Vec<NodeRecord> = nodes.iter().filter(|n| n.id != leader).cloned().collect();
+        let rest = place(&others, load, 1, replication_factor - 1)?;
+        replicas.extend(rest.into_iter().flat_map(|p| p.replicas));
+    }
+    Ok(PartitionPlacement { replicas })
+}
+
 /// Places `partitions` partitions of `replication_factor` replicas on the Active `nodes`.
 ///
 /// Each partition's replicas are distinct nodes spread over as many zones as possible

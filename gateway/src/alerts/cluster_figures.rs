@@ -54,6 +54,19 @@ pub struct NodeFigures {
     pub produce_errors: Vec<(Option<String>, u64)>,
     /// The used share of the node's data disk, if it can be asked.
     pub disk_share: Option<f64>,
+    /// The node's synthetic probe, once a round has finished there (absent from nodes of
+    /// an earlier version).
+    #[serde(default)]
+    pub probe: Option<ProbeFigures>,
+}
+
+/// One node's synthetic probe, as it answers the evaluator.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeFigures {
+    /// Rounds failed in a row (0 after a success).
+    pub failures: u64,
+    /// Ms since the first of those failures, while failing.
+    pub failing_for_ms: Option<u64>,
 }
 
 /// One topic in [`NodeFigures`].
@@ -103,6 +116,13 @@ pub async fn node_figures(broker: &Broker, alerts: &Alerts, ask: &FiguresAsk) ->
             })
             .collect(),
         disk_share: broker.used_disk_share(),
+        probe: alerts.probe().failures().map(|failures| ProbeFigures {
+            failures,
+            failing_for_ms: alerts
+                .probe()
+                .failing_since_ms()
+                .map(|since| now.saturating_sub(since)),
+        }),
     }
 }
 
@@ -203,6 +223,8 @@ pub struct ClusterFigures {
     topics: BTreeMap<String, GatheredTopic>,
     produce_errors: BTreeMap<Option<String>, u64>,
     disk_share: Option<f64>,
+    /// Each answering node's probe, by node id.
+    probes: BTreeMap<u64, ProbeFigures>,
     /// Steady ms (this node's clock) at which the figures were gathered.
     at_ms: u64,
 }
@@ -225,18 +247,28 @@ impl ClusterFigures {
             .filter(|n| n.id != me)
             .map(|n| (n.id, n.cluster_addr.clone()))
             .collect();
-        let calls = others
-            .iter()
-            .map(|(node, address)| client.ask(cluster, *node, address, ask));
-        let answers: Vec<NodeFigures> = futures_util::future::join_all(calls)
+        let calls = others.iter().map(|(node, address)| async move {
+            let answer = client.ask(cluster, *node, address, ask).await;
+            answer.map(|answer| (*node, answer))
+        });
+        let answered: Vec<(u64, NodeFigures)> = futures_util::future::join_all(calls)
             .await
             .into_iter()
             .flatten()
             .collect();
         let at_ms = steady_ms();
         let mine = node_figures(broker, alerts, ask).await;
+        let mut probes: BTreeMap<u64, ProbeFigures> = answered
+            .iter()
+            .filter_map(|(node, answer)| answer.probe.map(|p| (*node, p)))
+            .collect();
+        if let Some(own) = mine.probe {
+            probes.insert(me, own);
+        }
+        let answers: Vec<NodeFigures> = answered.into_iter().map(|(_, a)| a).collect();
         let mut gathered = ClusterFigures {
             at_ms,
+            probes,
             ..ClusterFigures::default()
         };
         for topic in &ask.topics {
@@ -303,6 +335,26 @@ impl ClusterFigures {
     /// The fullest disk among the nodes that answered.
     pub fn disk_share(&self) -> Option<f64> {
         self.disk_share
+    }
+
+    /// The most probe failures in a row of any node that answered, `None` while none has
+    /// finished a round.
+    pub fn probe_failures(&self) -> Option<u64> {
+        self.probes.values().map(|p| p.failures).max()
+    }
+
+    /// While some node's probe fails: steady ms (this node's clock) since the earliest of
+    /// their failures in a row began, and those nodes.
+    pub fn probe_failing(&self) -> Option<(u64, Vec<u64>)> {
+        let failing: Vec<(u64, u64)> = self
+            .probes
+            .iter()
+            .filter(|(_, p)| p.failures > 0)
+            .map(|(node, p)| (*node, p.failing_for_ms.unwrap_or(0)))
+            .collect();
+        let longest = failing.iter().map(|(_, ms)| *ms).max()?;
+        let nodes = failing.into_iter().map(|(node, _)| node).collect();
+        Some((self.at_ms.saturating_sub(longest), nodes))
     }
 }
 

@@ -61,6 +61,9 @@ pub struct ActiveAlert {
     pub value: f64,
     /// The rule's threshold (`null` for `consumer_offline` and `probe`).
     pub threshold: Option<f64>,
+    /// For the `probe` kind in a cluster: the nodes whose probe is failing (the value is
+    /// the most failures in a row among them). Empty otherwise.
+    pub nodes: Vec<u64>,
 }
 
 /// One rule under evaluation, with the rate its counting kinds need.
@@ -141,6 +144,24 @@ impl View<'_> {
             View::Cluster(figures) => figures.disk_share(),
         }
     }
+
+    /// The probe's failures in a row (in a cluster, the most of any node's), `None` until
+    /// a round has finished (on some node).
+    fn probe_failures(&self, alerts: &Alerts) -> Option<u64> {
+        match self {
+            View::Local(_) => alerts.probe().failures(),
+            View::Cluster(figures) => figures.probe_failures(),
+        }
+    }
+
+    /// Steady ms (this node's clock) since which the probe has been failing (in a cluster,
+    /// the earliest of the failing nodes'), and the failing nodes (none on a single node).
+    fn probe_failing(&self, alerts: &Alerts) -> Option<(u64, Vec<u64>)> {
+        match self {
+            View::Local(_) => alerts.probe().failing_since_ms().map(|s| (s, Vec::new())),
+            View::Cluster(figures) => figures.probe_failing(),
+        }
+    }
 }
 
 /// What every node is asked for so that `rules` can be sampled.
@@ -189,7 +210,7 @@ async fn tick(
             tracing::info!("this node no longer evaluates alert rules (not the controller leader)");
         }
         watched.clear();
-        publish(alerts, watched);
+        publish(alerts, watched, None);
         return;
     }
     let since = *evaluating_since.get_or_insert_with(|| {
@@ -206,8 +227,10 @@ async fn tick(
         .collect();
     let view = match clustered {
         None => View::Local(broker),
-        // No rule: nothing to ask the other nodes.
-        Some(_) if rules.is_empty() => View::Cluster(ClusterFigures::default()),
+        // No rule and no probe: nothing to ask the other nodes.
+        Some(_) if rules.is_empty() && alerts.probe().status().interval_ms == 0 => {
+            View::Cluster(ClusterFigures::default())
+        }
         Some(clustered) => {
             View::Cluster(clustered.gather(broker, alerts, &figures_ask(&rules)).await)
         }
@@ -267,7 +290,7 @@ async fn tick(
             }
         }
     }
-    publish(alerts, watched);
+    publish(alerts, watched, builtin_probe_alert(alerts, &view));
 }
 
 /// What `rule` watches, now; `None` when there is nothing to sample (a disk that cannot be
@@ -317,7 +340,7 @@ async fn sample(
             Some(share) => Sample::Value(share),
             None => return Ok(None),
         },
-        (AlertKind::Probe, None, None) => match alerts.probe().failures() {
+        (AlertKind::Probe, None, None) => match view.probe_failures(alerts) {
             Some(failures) => Sample::Value(failures as f64),
             None => return Ok(None),
         },
@@ -365,11 +388,11 @@ fn queue(alerts: &Alerts, rule: &ValidRule, event: &AlertEvent) {
 pub const BUILTIN_PROBE_ALERT: &str = "__wharf.probe";
 
 /// The built-in alert of a failing synthetic probe: active from its first failed round of a
-/// run until a round succeeds, without any rule (so without a webhook: a `probe` rule
-/// routes it to one).
-fn builtin_probe_alert(alerts: &Alerts) -> Option<ActiveAlert> {
-    let since_ms = alerts.probe().failing_since_ms()?;
-    let failures = alerts.probe().failures()?;
+/// run until a round succeeds (in a cluster: while any node's probe fails), without any
+/// rule (so without a webhook: a `probe` rule routes it to one).
+fn builtin_probe_alert(alerts: &Alerts, view: &View<'_>) -> Option<ActiveAlert> {
+    let (since_ms, nodes) = view.probe_failing(alerts)?;
+    let failures = view.probe_failures(alerts)?;
     Some(ActiveAlert {
         rule: BUILTIN_PROBE_ALERT.to_owned(),
         kind: AlertKind::Probe,
@@ -380,12 +403,17 @@ fn builtin_probe_alert(alerts: &Alerts) -> Option<ActiveAlert> {
         fired_at_ms: since_ms,
         value: failures as f64,
         threshold: None,
+        nodes,
     })
 }
 
-/// Publishes the firing alerts (with the built-in probe alert) for `GET /v1/alerts` and the
-/// gauge.
-fn publish(alerts: &Alerts, watched: &BTreeMap<String, Watched>) {
+/// Publishes the firing alerts (with the built-in probe alert, `builtin`) for
+/// `GET /v1/alerts` and the gauge.
+fn publish(alerts: &Alerts, watched: &BTreeMap<String, Watched>, builtin: Option<ActiveAlert>) {
+    let failing_nodes = builtin
+        .as_ref()
+        .map(|b| b.nodes.clone())
+        .unwrap_or_default();
     let mut active: Vec<ActiveAlert> = watched
         .values()
         .filter_map(|w| {
@@ -407,10 +435,14 @@ fn publish(alerts: &Alerts, watched: &BTreeMap<String, Watched>) {
                 fired_at_ms,
                 value: w.evaluator.last_value(),
                 threshold: given.threshold,
+                nodes: match given.kind {
+                    AlertKind::Probe => failing_nodes.clone(),
+                    _ => Vec::new(),
+                },
             })
         })
         .collect();
-    if let Some(builtin) = builtin_probe_alert(alerts) {
+    if let Some(builtin) = builtin {
         // Listed in name order with the rules' alerts.
         let at = active.partition_point(|alert| alert.rule.as_str() < BUILTIN_PROBE_ALERT);
         active.insert(at, builtin);

@@ -13,9 +13,10 @@ use super::round::ProbeFailure;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeState {
-    /// The node does not probe (`probe_interval_ms` is 0, or a cluster node).
+    /// The node does not probe (`probe_interval_ms` is 0).
     Off,
-    /// Probing, no round finished yet.
+    /// Probing, no round finished yet (in a cluster: also while the node does not lead its
+    /// probe topic, e.g. before the controller leader has made it).
     Starting,
     /// The last round succeeded.
     Ok,

@@ -1,5 +1,6 @@
 //! Synthetic probes (issue 12): every `probe_interval_ms` a node produces one message with a
-//! nonce on its internal probe topic ([`PROBE_TOPIC`]), receives it on the topic's internal
+//! nonce on its internal probe topic ([`PROBE_TOPIC`] on a single node; in a cluster each
+//! node's own, see [`keeper`]), receives it on the topic's internal
 //! subscription, acks it, and records the produce → received latency
 //! (`wharf_probe_round_trip_seconds`), failures (`wharf_probe_failures_total`, by step) and
 //! its state ([`ProbeHealth`], shown in `/readyz` and sampled by the `probe` alert kind).
@@ -14,11 +15,15 @@
 //! - [`round`]: one round, each step under [`round::STEP_TIMEOUT_MS`], and the set-up of the
 //!   internal topic and subscription.
 //! - [`task`]: [`ProbeTask`], the background loop, and [`ProbeHooks`], the tests' fault.
+//! - [`keeper`]: probes in a cluster: each node's own probe topic, kept by the controller
+//!   leader ([`ProbeKeeper`]).
 
 pub mod health;
+pub mod keeper;
 pub mod round;
 pub mod task;
 
 pub use health::{ProbeHealth, ProbeState, ProbeStatus};
+pub use keeper::{ProbeKeeper, node_probe_topic};
 pub use round::{PROBE_SUBSCRIPTION, PROBE_TOPIC, ProbeFailure, ProbeStep};
-pub use task::{ProbeHooks, ProbeTask};
+pub use task::{ProbeHooks, ProbeScope, ProbeTask};

@@ -79,6 +79,9 @@ pub struct ProbeFailure {
     pub step: ProbeStep,
     /// What went wrong.
     pub reason: String,
+    /// The step was refused because this node no longer leads the probe's partition (in a
+    /// cluster): the round says nothing about the node's health.
+    pub leader_moved: bool,
 }
 
 impl ProbeFailure {
@@ -87,6 +90,15 @@ impl ProbeFailure {
         ProbeFailure {
             step,
             reason: reason.into(),
+            leader_moved: false,
+        }
+    }
+
+    /// A failure of `step` with the broker's `error`.
+    fn of(step: ProbeStep, error: &BrokerError) -> ProbeFailure {
+        ProbeFailure {
+            leader_moved: matches!(error, BrokerError::NotLeader { .. }),
+            ..ProbeFailure::new(step, error.to_string())
         }
     }
 }
@@ -115,22 +127,44 @@ async fn step<T>(
 ) -> Result<T, ProbeFailure> {
     timed(step, future)
         .await?
-        .map_err(|error| ProbeFailure::new(step, error.to_string()))
+        .map_err(|error| ProbeFailure::of(step, &error))
+}
+
+/// The settings of a probe topic named `name`.
+pub fn probe_topic_spec(name: &str) -> TopicSpec {
+    TopicSpec {
+        name: name.to_owned(),
+        retention_ms: Some(PROBE_RETENTION_MS),
+        retention_bytes: Some(PROBE_RETENTION_BYTES),
+        internal: true,
+        ..TopicSpec::default()
+    }
+}
+
+/// The settings of [`PROBE_SUBSCRIPTION`], its dead letters going to `dead_letter_topic`
+/// (the default name when `None`).
+pub fn probe_subscription_spec(dead_letter_topic: Option<String>) -> SubscriptionSpec {
+    SubscriptionSpec {
+        name: PROBE_SUBSCRIPTION.to_owned(),
+        start: Some(StartPosition::Latest),
+        ack_timeout_ms: None,
+        retry: None,
+        // A probe message left unacked is acked by the next round that receives it: no
+        // reason to move it to a dead-letter topic early.
+        max_deliveries: Some(MAX_MAX_DELIVERIES),
+        dead_letter_topic,
+        filter: None,
+        ordering: None,
+    }
 }
 
 /// Makes [`PROBE_TOPIC`] and [`PROBE_SUBSCRIPTION`] unless they exist (they survive a
-/// restart, with the other topics). Cheap when they do: the task calls it every round, so
-/// a probe topic lost some other way is made again.
+/// restart, with the other topics), on a single node. Cheap when they do: the task calls it
+/// every round, so a probe topic lost some other way is made again.
 pub async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
     if broker.describe_topic(PROBE_TOPIC).is_err() {
-        let spec = TopicSpec {
-            name: PROBE_TOPIC.to_owned(),
-            retention_ms: Some(PROBE_RETENTION_MS),
-            retention_bytes: Some(PROBE_RETENTION_BYTES),
-            internal: true,
-            ..TopicSpec::default()
-        };
-        match timed(ProbeStep::Setup, broker.create_topic(spec)).await? {
+        let created = broker.create_topic(probe_topic_spec(PROBE_TOPIC));
+        match timed(ProbeStep::Setup, created).await? {
             Ok(_) | Err(BrokerError::TopicExists { .. }) => {}
             Err(error) => return Err(ProbeFailure::new(ProbeStep::Setup, error.to_string())),
         }
@@ -140,19 +174,7 @@ pub async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
         .await
         .is_ok();
     if !exists {
-        let spec = SubscriptionSpec {
-            name: PROBE_SUBSCRIPTION.to_owned(),
-            start: Some(StartPosition::Latest),
-            ack_timeout_ms: None,
-            retry: None,
-            // A probe message left unacked is acked by the next round that receives it:
-            // no reason to move it to a dead-letter topic early.
-            max_deliveries: Some(MAX_MAX_DELIVERIES),
-            dead_letter_topic: None,
-            filter: None,
-            ordering: None,
-        };
-        let created = broker.create_subscription(PROBE_TOPIC, spec);
+        let created = broker.create_subscription(PROBE_TOPIC, probe_subscription_spec(None));
         match timed(ProbeStep::Setup, created).await? {
             Ok(_) | Err(BrokerError::SubscriptionExists { .. }) => {}
             Err(error) => return Err(ProbeFailure::new(ProbeStep::Setup, error.to_string())),
@@ -161,11 +183,14 @@ pub async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
     Ok(())
 }
 
-/// One round with `nonce` as the message's value. With `consumer_paused` (a test's fault,
-/// see [`super::ProbeHooks`]) the receive step waits out its timeout without receiving, as
-/// a stuck delivery path would. Returns the produce → received time.
+/// One round on `topic` with `nonce` as the message's value, its produce answered per
+/// `ack`. With `consumer_paused` (a test's fault, see [`super::ProbeHooks`]) the receive
+/// step waits out its timeout without receiving, as a stuck delivery path would. Returns
+/// the produce → received time.
 pub async fn run_round(
     broker: &Broker,
+    topic: &str,
+    ack: AckMode,
     nonce: &str,
     consumer_paused: bool,
 ) -> Result<Duration, ProbeFailure> {
@@ -182,7 +207,7 @@ pub async fn run_round(
     };
     step(
         ProbeStep::Produce,
-        broker.produce(PROBE_TOPIC, vec![message], AckMode::Leader),
+        broker.produce(topic, vec![message], ack),
     )
     .await?;
     let deadline = Instant::now() + Duration::from_millis(STEP_TIMEOUT_MS);
@@ -205,13 +230,11 @@ pub async fn run_round(
             if consumer_paused {
                 std::future::pending::<()>().await;
             }
-            broker
-                .receive(PROBE_TOPIC, PROBE_SUBSCRIPTION, request)
-                .await
+            broker.receive(topic, PROBE_SUBSCRIPTION, request).await
         };
         let deliveries = match tokio::time::timeout(remaining, received).await {
             Ok(Ok(deliveries)) => deliveries,
-            Ok(Err(error)) => return Err(ProbeFailure::new(ProbeStep::Receive, error.to_string())),
+            Ok(Err(error)) => return Err(ProbeFailure::of(ProbeStep::Receive, &error)),
             Err(_) => continue,
         };
         if deliveries.is_empty() {
@@ -224,7 +247,7 @@ pub async fn run_round(
         let receipts: Vec<String> = deliveries.into_iter().map(|d| d.receipt).collect();
         let settled = step(
             ProbeStep::Ack,
-            broker.ack(PROBE_TOPIC, PROBE_SUBSCRIPTION, &receipts),
+            broker.ack(topic, PROBE_SUBSCRIPTION, &receipts),
         )
         .await?;
         if let Some(index) = ours {

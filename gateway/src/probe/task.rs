@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use broker_core::Broker;
+use broker_core::broker::AckMode;
 use broker_core::clock::{now_ms, steady_ms};
 use metrics::{counter, histogram};
 use rand::RngCore;
@@ -14,7 +15,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::health::ProbeHealth;
-use super::round::{ProbeStep, ensure_topic, run_round};
+use super::keeper::node_probe_topic;
+use super::round::{PROBE_SUBSCRIPTION, PROBE_TOPIC, ProbeStep, ensure_topic, run_round};
 use crate::metrics::{PROBE_FAILURES, PROBE_ROUND_TRIP_SECONDS};
 
 /// A fault tests set on the probe (no flag or key sets it).
@@ -36,6 +38,20 @@ impl ProbeHooks {
     }
 }
 
+/// Where a node probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeScope {
+    /// A single node: [`super::PROBE_TOPIC`], made by the probe itself, produced with
+    /// `ack=leader` (the node's own fsync).
+    Single,
+    /// Cluster node `node`: its own topic ([`super::keeper::node_probe_topic`], made by the
+    /// controller leader's keeper), produced with `ack=all`, probed while the node leads it.
+    Cluster {
+        /// This node's id.
+        node: u64,
+    },
+}
+
 /// The running probe of one node.
 #[derive(Debug)]
 pub struct ProbeTask {
@@ -48,6 +64,7 @@ impl ProbeTask {
     /// `health`; `None` when `interval_ms` is 0 (probes off).
     pub fn start(
         broker: Arc<Broker>,
+        scope: ProbeScope,
         health: Arc<ProbeHealth>,
         interval_ms: u64,
         hooks: Option<ProbeHooks>,
@@ -61,7 +78,14 @@ impl ProbeTask {
         }
         let (stop, stopped) = watch::channel(false);
         let hooks = hooks.unwrap_or_default();
-        let task = tokio::spawn(probe_loop(broker, health, interval_ms, hooks, stopped));
+        let task = tokio::spawn(probe_loop(
+            broker,
+            scope,
+            health,
+            interval_ms,
+            hooks,
+            stopped,
+        ));
         Some(ProbeTask { stop, task })
     }
 
@@ -75,6 +99,7 @@ impl ProbeTask {
 
 async fn probe_loop(
     broker: Arc<Broker>,
+    scope: ProbeScope,
     health: Arc<ProbeHealth>,
     interval_ms: u64,
     hooks: ProbeHooks,
@@ -90,14 +115,27 @@ async fn probe_loop(
         }
         round += 1;
         let nonce = format!("{:016x}-{round}", rand::rngs::OsRng.next_u64());
-        let outcome = match ensure_topic(&broker).await {
-            Ok(()) => run_round(&broker, &nonce, hooks.consumer_paused()).await,
-            Err(failure) => Err(failure),
+        let paused = hooks.consumer_paused();
+        let outcome = match scope {
+            ProbeScope::Single => match ensure_topic(&broker).await {
+                Ok(()) => run_round(&broker, PROBE_TOPIC, AckMode::Leader, &nonce, paused).await,
+                Err(failure) => Err(failure),
+            },
+            ProbeScope::Cluster { node } => {
+                let topic = node_probe_topic(node);
+                if !leads_probe(&broker, &topic, node).await {
+                    continue;
+                }
+                run_round(&broker, &topic, AckMode::All, &nonce, paused).await
+            }
         };
         match outcome {
             Ok(latency) => {
                 histogram!(PROBE_ROUND_TRIP_SECONDS).record(latency.as_secs_f64());
                 health.succeeded(now_ms(), latency.as_secs_f64() * 1000.0);
+            }
+            Err(failure) if failure.leader_moved => {
+                tracing::debug!(%failure, "a probe round ended early: the probe's partition moved");
             }
             Err(failure) => {
                 counter!(PROBE_FAILURES, "step" => failure.step.as_str()).increment(1);
@@ -106,4 +144,15 @@ async fn probe_loop(
             }
         }
     }
+}
+
+/// Whether cluster node `node` leads its probe topic `topic`, whose subscription it has: a
+/// node that does not (its topic not made yet, or led by another while the node was away)
+/// skips the round, which would say nothing of its own health.
+async fn leads_probe(broker: &Broker, topic: &str, node: u64) -> bool {
+    broker.partition_leader(topic, 0) == Some(node)
+        && broker
+            .describe_subscription(topic, PROBE_SUBSCRIPTION)
+            .await
+            .is_ok()
 }

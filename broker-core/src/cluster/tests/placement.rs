@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::fixtures::{accept, cluster, node, nodes, placed_topic};
 use crate::cluster::{
     ClusterError, Command, NodeRecord, NodeState, PartitionPlacement, PlacementLoad,
-    default_replication_factor, place,
+    default_replication_factor, place, place_led_by,
 };
 
 /// Replicas and preferred leaderships per node, every given node counted (zeros too).
@@ -188,4 +188,26 @@ fn a_single_node_takes_every_partition() {
     let members = [node(7, "only")];
     let placement = place(&members, &PlacementLoad::default(), 3, 1).expect("placeable");
     assert!(placement.iter().all(|p| p.replicas == vec![7]));
+}
+
+#[test]
+fn a_partition_led_by_a_given_node_has_it_first_and_distinct_replicas_elsewhere() {
+    let members = nodes(5, 3);
+    for leader in 1..=5 {
+        let placed =
+            place_led_by(&members, &PlacementLoad::default(), 3, leader).expect("placeable");
+        assert_eq!(placed.preferred_leader(), Some(leader));
+        let distinct: BTreeSet<u64> = placed.replicas.iter().copied().collect();
+        assert_eq!(distinct.len(), 3, "{placed:?}");
+    }
+    let alone = place_led_by(&members, &PlacementLoad::default(), 1, 4).expect("placeable");
+    assert_eq!(alone.replicas, vec![4]);
+    assert_eq!(
+        place_led_by(&members, &PlacementLoad::default(), 3, 9),
+        Err(ClusterError::UnknownNode { node: 9 })
+    );
+    assert!(matches!(
+        place_led_by(&members, &PlacementLoad::default(), 6, 1),
+        Err(ClusterError::ReplicationFactorTooHigh { .. })
+    ));
 }

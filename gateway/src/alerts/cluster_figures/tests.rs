@@ -93,3 +93,44 @@ fn the_merged_view_answers_in_this_nodes_clock_and_sums_and_maxes_node_figures()
     assert_eq!(figures.produce_errors(Some("t")), 0);
     assert_eq!(figures.disk_share(), Some(0.7));
 }
+
+#[test]
+fn the_probe_is_the_worst_node_and_failing_since_the_earliest_failure() {
+    let mut figures = ClusterFigures {
+        at_ms: 50_000,
+        ..ClusterFigures::default()
+    };
+    assert_eq!(figures.probe_failures(), None, "no node finished a round");
+    assert_eq!(figures.probe_failing(), None);
+    let healthy = ProbeFigures {
+        failures: 0,
+        failing_for_ms: None,
+    };
+    figures.probes.insert(1, healthy);
+    assert_eq!(figures.probe_failures(), Some(0));
+    assert_eq!(figures.probe_failing(), None, "every node succeeds");
+    figures.probes.insert(
+        2,
+        ProbeFigures {
+            failures: 3,
+            failing_for_ms: Some(4_000),
+        },
+    );
+    figures.probes.insert(
+        3,
+        ProbeFigures {
+            failures: 1,
+            failing_for_ms: Some(9_000),
+        },
+    );
+    assert_eq!(figures.probe_failures(), Some(3));
+    assert_eq!(figures.probe_failing(), Some((41_000, vec![2, 3])));
+}
+
+#[test]
+fn a_node_of_an_earlier_version_answers_without_a_probe() {
+    let answer: NodeFigures =
+        serde_json::from_str(r#"{"topics":[],"produce_errors":[],"disk_share":null}"#)
+            .expect("an answer without a probe still reads");
+    assert_eq!(answer.probe, None);
+}
