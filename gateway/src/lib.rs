@@ -24,7 +24,8 @@
 //!   split over its partitions' leaders, answered as one reply; [`topic_stats`]: a topic's
 //!   stats of the partitions held on other nodes, asked of their leaders;
 //!   [`subscription_figures`]: a subscription's stats summed over its partitions' leaders;
-//!   [`ask_leader`]: the one `GET` both make of a leader.
+//!   [`ask_leader`]: the one `GET` both make of a leader; [`trace_gather`]: a message
+//!   lookup asks the holders of the partitions this node lacks.
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -109,6 +110,7 @@ pub mod scatter;
 pub mod server;
 pub mod subscription_figures;
 pub mod topic_stats;
+pub mod trace_gather;
 
 pub use app::{AppState, app};
 pub use config::{ConfigError, ServeArgs, Settings};

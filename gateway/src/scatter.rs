@@ -83,6 +83,9 @@ pub struct Scatter<'a> {
     pub ack: AckMode,
     /// The leader of each of the topic's partitions ([`crate::gather::leaders_to_gather`]).
     pub leaders: Vec<Option<u64>>,
+    /// Who produced the batch ([`crate::produce_origin`]), stored with this node's share;
+    /// the other leaders learn it from the headers sent on with theirs.
+    pub origin: std::sync::Arc<broker_core::Origin>,
 }
 
 /// One part's answer: its entries (JSON texts, in its share's order) and durability.
@@ -141,7 +144,11 @@ impl Scatter<'_> {
         let local = async {
             match mine.is_empty() {
                 true => Ok(None),
-                false => broker.produce(self.topic, mine, self.ack).await.map(Some),
+                false => {
+                    let origin = Some(std::sync::Arc::clone(&self.origin));
+                    let produced = broker.produce_from(self.topic, mine, self.ack, origin);
+                    produced.await.map(Some)
+                }
             }
         };
         let remotes = join_all(

@@ -7,143 +7,21 @@
 //! claimed `Wharf-Forwarded`. Each client connects from its own loopback address (127.0.0.2,
 //! 127.0.0.3) so that its address is not the nodes' (127.0.0.1).
 
+mod cluster_common;
 mod edge_common;
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker_core::{Broker, Origin};
-use futures_util::future::join_all;
-use gateway::accept::serve_connections;
-use gateway::alerts::Alerts;
-use gateway::alerts::book::RuleBook;
-use gateway::cluster::{ClusterPort, start_node};
-use gateway::config::{AlertSettings, ClusterArgs, EdgeRaw, RawSettings};
-use gateway::edge::Edge;
+use broker_core::Origin;
+use cluster_common::{Node, SETTLE, client_from, start_cluster, stop_cluster};
 use gateway::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
-use gateway::{AppState, app};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const NODES: u64 = 3;
 const TOPIC: &str = "orders";
-const CLUSTER_SECRET: &str = "0123456789abcdef0123456789abcdef";
 /// What a client claims as its address; never stored.
 const SPOOFED: &str = "192.0.2.66";
-/// Bound on the cluster electing a leader and on every request: generous for a loaded
-/// two-core machine running three nodes in one process.
-const SETTLE: Duration = Duration::from_secs(30);
-
-/// One node: its public URL, its broker (to read what it stored) and what stops it.
-struct Node {
-    id: u64,
-    url: String,
-    broker: Arc<Broker>,
-    port: ClusterPort,
-    stop: oneshot::Sender<()>,
-    serving: JoinHandle<()>,
-}
-
-fn free_port() -> SocketAddr {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    socket.local_addr().expect("its address")
-}
-
-async fn start(
-    id: u64,
-    public: TcpListener,
-    cluster_ports: &[SocketAddr],
-    dir: &std::path::Path,
-) -> Node {
-    let address = public.local_addr().expect("an address");
-    let peers: Vec<String> = cluster_ports
-        .iter()
-        .zip(1..)
-        .map(|(port, node)| format!("{node}={port}"))
-        .collect();
-    let raw = RawSettings {
-        listen: Some(address.to_string()),
-        data_dir: Some(dir.join(format!("node-{id}"))),
-        cluster: ClusterArgs {
-            node_id: Some(id.to_string()),
-            cluster_listen: Some(cluster_ports[id as usize - 1].to_string()),
-            peers: Some(peers.join(",")),
-            cluster_secret: Some(CLUSTER_SECRET.into()),
-            ..ClusterArgs::default()
-        },
-        ..edge_common::with_secret(EdgeRaw::default())
-    };
-    let settings = raw.freeze().expect("valid settings");
-    let cluster = settings.cluster().expect("cluster settings");
-    let started = start_node(&settings, cluster, address)
-        .await
-        .expect("the node starts");
-    let edge = Edge::new(
-        settings.auth().clone(),
-        settings.edge().clone(),
-        settings.max_body_bytes(),
-    );
-    let state = AppState::clustered(
-        Arc::clone(&started.broker),
-        edge,
-        Arc::clone(&started.port.node),
-        started.port.liveness.clone(),
-        Arc::new(Alerts::new(&AlertSettings::default(), RuleBook::default())),
-    );
-    let (stop, stopped) = oneshot::channel::<()>();
-    let serving = tokio::spawn(async move {
-        let edge = Arc::clone(&state.edge);
-        let shutdown = async move {
-            let _ = stopped.await;
-        };
-        serve_connections(public, app(state), &edge, shutdown, Duration::from_secs(5)).await;
-    });
-    Node {
-        id,
-        url: format!("http://{address}"),
-        broker: started.broker,
-        port: started.port,
-        stop,
-        serving,
-    }
-}
-
-async fn start_cluster(dir: &std::path::Path) -> Vec<Node> {
-    let cluster_ports: Vec<SocketAddr> = (0..NODES).map(|_| free_port()).collect();
-    let mut publics = Vec::new();
-    for _ in 0..NODES {
-        publics.push(TcpListener::bind("127.0.0.1:0").await.expect("binds"));
-    }
-    let starts = publics
-        .into_iter()
-        .zip(1..)
-        .map(|(public, id)| start(id, public, &cluster_ports, dir));
-    join_all(starts).await
-}
-
-async fn stop_cluster(nodes: Vec<Node>) {
-    let stops = nodes.into_iter().map(|node| async move {
-        let _ = node.stop.send(());
-        let _ = node.serving.await;
-        node.port.shutdown().await;
-        node.broker.shutdown().await;
-    });
-    join_all(stops).await;
-}
-
-/// An HTTP client whose connections come from `local` (a loopback address of its own).
-fn client_from(local: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .local_address(local.parse::<IpAddr>().expect("an address"))
-        .timeout(SETTLE)
-        .no_proxy()
-        .build()
-        .expect("a client")
-}
 
 fn alice() -> String {
     edge_common::token("alice", "admin:* produce:*")
@@ -248,7 +126,7 @@ fn origin(address: &str, node: u64) -> Option<Origin> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leader_stores_the_clients_address_and_the_node_it_came_through_and_no_spoofed_one() {
     let dir = tempfile::tempdir().expect("a folder");
-    let nodes = start_cluster(dir.path()).await;
+    let nodes = start_cluster(dir.path(), NODES).await;
     let first = client_from("127.0.0.2");
     let second = client_from("127.0.0.3");
     let topic = json!({ "name": TOPIC, "partitions": 1 });

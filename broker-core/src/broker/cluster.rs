@@ -310,6 +310,19 @@ impl Broker {
         }
     }
 
+    /// The nodes holding a replica of `topic`'s partition `partition`, its leader (as
+    /// [`Broker::partition_leader`] knows it) first, then the other replicas the metadata
+    /// places; empty on a single node, for an unknown topic or partition, or before the
+    /// metadata placed it and named a leader.
+    pub fn partition_holders(&self, topic: &str, partition: u32) -> Vec<u64> {
+        let Some(seat) = self.seat(topic, partition) else {
+            return Vec::new();
+        };
+        let leader = seat.leader();
+        let others = seat.replicas().into_iter().filter(|n| Some(*n) != leader);
+        leader.into_iter().chain(others).collect()
+    }
+
     /// The partitions of topic `name` (incarnation `uid`) this node leads now, each with
     /// its term, for the leaders the metadata records.
     pub fn led_partitions(&self, name: &str, uid: u64) -> Vec<(u32, u64)> {

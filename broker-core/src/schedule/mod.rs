@@ -144,7 +144,7 @@ impl DelayStore {
     }
 
     /// A fresh tie-breaker for a message of `partition` scheduled at clock time `now_ms`:
-    /// unique in this topic's schedule (see [`seq`]).
+    /// unique in this topic's schedule (see the `seq` module).
     pub fn next_seq(&self, now_ms: u64, partition: u32) -> u64 {
         self.seqs.next(now_ms, partition)
     }

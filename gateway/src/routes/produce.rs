@@ -286,6 +286,7 @@ async fn produce_body(
                 headers,
                 ack: ack.into(),
                 leaders,
+                origin,
             };
             let room = |shares: usize| {
                 charge

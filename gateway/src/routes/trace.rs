@@ -7,10 +7,15 @@
 //! copy's. Who produced and who consumed (principals and client addresses) are shown to a
 //! token with `admin` on the topic (or with auth off); to a `consume`-only token they are
 //! `null`, as consumers never see who produced a message.
+//!
+//! In a cluster whose replication factor is below the node count, a node asks the holders
+//! of the partitions it lacks ([`crate::trace_gather`]) and answers as if it held them all.
 
 use axum::Extension;
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{OriginalUri, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use broker_core::broker::{MessageState, MessageTrace, REDRIVE_HEADER, TracedEvent};
 use broker_core::subscription::events::SubscriptionEvent;
 use broker_core::{BrokerError, Origin, StoredRecord};
@@ -25,6 +30,9 @@ use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
 use crate::routes::delays::MessagePath;
 use crate::routes::partitions::LogMessage;
+use crate::trace_gather::{
+    ListedMessage, ask_holders, found_or_not, key_answer, lacked_partitions, merge_by_key,
+};
 
 /// Messages a key lookup answers when `limit` is not given.
 pub const DEFAULT_KEY_LIMIT: usize = 20;
@@ -165,6 +173,13 @@ pub struct KeyAnswer {
 /// are shown to `admin` on the topic only. The trace index follows the log within a second,
 /// and a lookup brings it up to date first.
 ///
+/// Any node of a cluster answers: one that does not hold every partition of the topic
+/// looks in those it holds, then asks a node holding each of the others (its leader
+/// first), with the caller's credentials. When a holder cannot be asked and no other node
+/// has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+/// that went to another partition is listed only if the node that found the message
+/// holds that partition too.
+///
 /// ```text
 /// curl localhost:8080/v1/topics/orders/messages/order-42
 /// ```
@@ -178,30 +193,65 @@ pub struct KeyAnswer {
             body = Problem, content_type = "application/problem+json"),
         (status = 501, description = "The server runs with `trace_index = false` (`trace_disabled`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked, and no other had the message (`not_leader`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn trace_message(
     State(state): State<AppState>,
     principal: Option<Extension<Principal>>,
+    headers: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     PathParams(path): PathParams<MessagePath>,
-) -> Result<Json<MessageTraceAnswer>, ApiError> {
+) -> Result<Response, ApiError> {
     if !state.broker.trace_index() {
         return Err(ApiError::TraceDisabled);
     }
-    let traces = state.broker.trace_message(&path.topic, &path.id).await?;
+    let lacked = lacked_partitions(&state, &headers, &path.topic)?;
+    let mut traces = state.broker.trace_message(&path.topic, &path.id).await?;
+    if lacked.is_some() {
+        traces.retain(|t| state.broker.holds_partition(&path.topic, t.partition));
+    }
     let sees_actors = may_see_actors(principal.as_deref(), &path.topic);
-    let Some((first, copies)) = traces.split_first() else {
-        return Err(BrokerError::MessageNotFound {
-            topic: path.topic,
-            id: path.id,
-        }
-        .into());
+    if let Some((first, copies)) = traces.split_first() {
+        return Ok(Json(answer(path.topic, first, copies, sees_actors)).into_response());
+    }
+    let Some(lacked) = lacked else {
+        return Err(not_found(path));
     };
-    Ok(Json(answer(path.topic, first, copies, sees_actors)))
+    let asked = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let gathered = ask_holders(&state, &headers, &path.topic, &lacked, asked, found_or_not).await;
+    let found = gathered.answers.iter().find(|a| a.status == StatusCode::OK);
+    if let Some(found) = found {
+        return Ok(json_response(found.body.clone()));
+    }
+    if !gathered.unanswered.is_empty() {
+        return Err(gathered.unavailable(&path.topic).into());
+    }
+    Err(not_found(path))
+}
+
+fn not_found(path: MessagePath) -> ApiError {
+    BrokerError::MessageNotFound {
+        topic: path.topic,
+        id: path.id,
+    }
+    .into()
+}
+
+/// A JSON answer of another node, sent on as it came.
+fn json_response(body: axum::body::Bytes) -> Response {
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    (StatusCode::OK, json, body).into_response()
 }
 
 /// List the newest messages with a key.
 ///
 /// Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
+///
+/// Any node of a cluster answers: one that does not hold every partition of the topic asks
+/// a node holding each of the others (its leader first) and merges their messages with its
+/// own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+/// shorter list.
 ///
 /// ```text
 /// curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
@@ -216,12 +266,16 @@ pub async fn trace_message(
             body = Problem, content_type = "application/problem+json"),
         (status = 501, description = "The server runs with `trace_index = false` (`trace_disabled`)",
             body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked (`not_leader`)",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn messages_by_key(
     State(state): State<AppState>,
+    headers: HeaderMap,
+    OriginalUri(uri): OriginalUri,
     PathParams(path): PathParams<TopicPath>,
     QueryParams(query): QueryParams<KeyQuery>,
-) -> Result<Json<KeyAnswer>, ApiError> {
+) -> Result<Response, ApiError> {
     if !state.broker.trace_index() {
         return Err(ApiError::TraceDisabled);
     }
@@ -243,21 +297,46 @@ pub async fn messages_by_key(
             broker_core::broker::MAX_KEY_LOOKUP
         )));
     }
+    let lacked = lacked_partitions(&state, &headers, &path.topic)?;
     let found = state
         .broker
         .messages_by_key(&path.topic, &key, limit)
         .await?;
-    Ok(Json(KeyAnswer {
+    let here = found.into_iter().map(|(partition, stored)| KeyedMessage {
+        partition,
+        message: LogMessage::from(stored),
+    });
+    let Some(lacked) = lacked else {
+        let messages = here.collect();
+        return Ok(Json(KeyAnswer {
+            topic: path.topic,
+            key,
+            messages,
+        })
+        .into_response());
+    };
+    let asked = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    let gathered = ask_holders(&state, &headers, &path.topic, &lacked, asked, key_answer).await;
+    if !gathered.unanswered.is_empty() {
+        return Err(gathered.unavailable(&path.topic).into());
+    }
+    let held: Vec<KeyedMessage> = here
+        .filter(|m| state.broker.holds_partition(&path.topic, m.partition))
+        .collect();
+    Ok(Json(GatheredKeyAnswer {
         topic: path.topic,
         key,
-        messages: found
-            .into_iter()
-            .map(|(partition, stored)| KeyedMessage {
-                partition,
-                message: LogMessage::from(stored),
-            })
-            .collect(),
-    }))
+        messages: merge_by_key(held, &gathered, limit),
+    })
+    .into_response())
+}
+
+/// [`KeyAnswer`] with messages from several nodes.
+#[derive(Serialize)]
+struct GatheredKeyAnswer {
+    topic: String,
+    key: String,
+    messages: Vec<ListedMessage>,
 }
 
 /// Whether `principal` sees who produced and consumed: `admin` on the topic, or auth off.
