@@ -451,6 +451,11 @@ export interface paths {
          * List the newest messages with a key.
          * @description Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
          *
+         *     Any node of a cluster answers: one that does not hold every partition of the topic asks
+         *     a node holding each of the others (its leader first) and merges their messages with its
+         *     own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+         *     shorter list.
+         *
          *     ```text
          *     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
          *     ```
@@ -517,6 +522,13 @@ export interface paths {
          *     and redrive, oldest first. Needs `consume` on the topic; principals and client addresses
          *     are shown to `admin` on the topic only. The trace index follows the log within a second,
          *     and a lookup brings it up to date first.
+         *
+         *     Any node of a cluster answers: one that does not hold every partition of the topic
+         *     looks in those it holds, then asks a node holding each of the others (its leader
+         *     first), with the caller's credentials. When a holder cannot be asked and no other node
+         *     has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+         *     that went to another partition is listed only if the node that found the message
+         *     holds that partition too.
          *
          *     ```text
          *     curl localhost:8080/v1/topics/orders/messages/order-42
@@ -905,6 +917,11 @@ export interface components {
              * @description The rule's threshold (`null` for `consumer_offline` and `probe`).
              */
             threshold?: number | null;
+            /**
+             * @description For the `probe` kind in a cluster: the nodes whose probe is failing (the value is
+             *     the most failures in a row among them). Empty otherwise.
+             */
+            nodes: number[];
         };
         /** @description The alerts firing now. */
         ActiveAlertList: {
@@ -4006,7 +4023,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked (`not_leader`) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4247,7 +4264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
+            /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked, and no other had the message (`not_leader`) */
             503: {
                 headers: {
                     [name: string]: unknown;

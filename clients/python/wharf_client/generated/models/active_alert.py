@@ -27,6 +27,8 @@ class ActiveAlert:
             fired_at_ms (int): When the alert fired.
             value (float): The value last sampled (for `consumer_offline`, the backlog; for `probe`, its
                 failures in a row).
+            nodes (list[int]): For the `probe` kind in a cluster: the nodes whose probe is failing (the value is
+                the most failures in a row among them). Empty otherwise.
             topic (None | str | Unset): The rule's topic, if it has one.
             subscription (None | str | Unset): The rule's subscription, if it has one.
             threshold (float | None | Unset): The rule's threshold (`null` for `consumer_offline` and `probe`).
@@ -38,6 +40,7 @@ class ActiveAlert:
     since_ms: int
     fired_at_ms: int
     value: float
+    nodes: list[int]
     topic: None | str | Unset = UNSET
     subscription: None | str | Unset = UNSET
     threshold: float | None | Unset = UNSET
@@ -55,6 +58,8 @@ class ActiveAlert:
         fired_at_ms = self.fired_at_ms
 
         value = self.value
+
+        nodes = self.nodes
 
         topic: None | str | Unset
         if isinstance(self.topic, Unset):
@@ -84,6 +89,7 @@ class ActiveAlert:
                 "since_ms": since_ms,
                 "fired_at_ms": fired_at_ms,
                 "value": value,
+                "nodes": nodes,
             }
         )
         if topic is not UNSET:
@@ -109,6 +115,8 @@ class ActiveAlert:
         fired_at_ms = d.pop("fired_at_ms")
 
         value = d.pop("value")
+
+        nodes = cast(list[int], d.pop("nodes"))
 
         def _parse_topic(data: object) -> None | str | Unset:
             if data is None:
@@ -144,6 +152,7 @@ class ActiveAlert:
             since_ms=since_ms,
             fired_at_ms=fired_at_ms,
             value=value,
+            nodes=nodes,
             topic=topic,
             subscription=subscription,
             threshold=threshold,

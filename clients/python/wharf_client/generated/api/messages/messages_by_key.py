@@ -113,6 +113,11 @@ def sync_detailed(
 
      Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
 
+    Any node of a cluster answers: one that does not hold every partition of the topic asks
+    a node holding each of the others (its leader first) and merges their messages with its
+    own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+    shorter list.
+
     ```text
     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
     ```
@@ -154,6 +159,11 @@ def sync(
 
      Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
 
+    Any node of a cluster answers: one that does not hold every partition of the topic asks
+    a node holding each of the others (its leader first) and merges their messages with its
+    own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+    shorter list.
+
     ```text
     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
     ```
@@ -189,6 +199,11 @@ async def asyncio_detailed(
     """List the newest messages with a key.
 
      Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
+
+    Any node of a cluster answers: one that does not hold every partition of the topic asks
+    a node holding each of the others (its leader first) and merges their messages with its
+    own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+    shorter list.
 
     ```text
     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'
@@ -228,6 +243,11 @@ async def asyncio(
     """List the newest messages with a key.
 
      Newest first, across partitions, at most `limit`. Needs `consume` on the topic.
+
+    Any node of a cluster answers: one that does not hold every partition of the topic asks
+    a node holding each of the others (its leader first) and merges their messages with its
+    own. When a holder cannot be asked, the answer is 503 `not_leader` (retry), not a
+    shorter list.
 
     ```text
     curl 'localhost:8080/v1/topics/orders/messages?key=customer-7&limit=10'

@@ -106,6 +106,13 @@ def sync_detailed(
     are shown to `admin` on the topic only. The trace index follows the log within a second,
     and a lookup brings it up to date first.
 
+    Any node of a cluster answers: one that does not hold every partition of the topic
+    looks in those it holds, then asks a node holding each of the others (its leader
+    first), with the caller's credentials. When a holder cannot be asked and no other node
+    has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+    that went to another partition is listed only if the node that found the message
+    holds that partition too.
+
     ```text
     curl localhost:8080/v1/topics/orders/messages/order-42
     ```
@@ -148,6 +155,13 @@ def sync(
     are shown to `admin` on the topic only. The trace index follows the log within a second,
     and a lookup brings it up to date first.
 
+    Any node of a cluster answers: one that does not hold every partition of the topic
+    looks in those it holds, then asks a node holding each of the others (its leader
+    first), with the caller's credentials. When a holder cannot be asked and no other node
+    has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+    that went to another partition is listed only if the node that found the message
+    holds that partition too.
+
     ```text
     curl localhost:8080/v1/topics/orders/messages/order-42
     ```
@@ -184,6 +198,13 @@ async def asyncio_detailed(
     and redrive, oldest first. Needs `consume` on the topic; principals and client addresses
     are shown to `admin` on the topic only. The trace index follows the log within a second,
     and a lookup brings it up to date first.
+
+    Any node of a cluster answers: one that does not hold every partition of the topic
+    looks in those it holds, then asks a node holding each of the others (its leader
+    first), with the caller's credentials. When a holder cannot be asked and no other node
+    has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+    that went to another partition is listed only if the node that found the message
+    holds that partition too.
 
     ```text
     curl localhost:8080/v1/topics/orders/messages/order-42
@@ -224,6 +245,13 @@ async def asyncio(
     and redrive, oldest first. Needs `consume` on the topic; principals and client addresses
     are shown to `admin` on the topic only. The trace index follows the log within a second,
     and a lookup brings it up to date first.
+
+    Any node of a cluster answers: one that does not hold every partition of the topic
+    looks in those it holds, then asks a node holding each of the others (its leader
+    first), with the caller's credentials. When a holder cannot be asked and no other node
+    has the message, the answer is 503 `not_leader` (retry), not 404. A redriven copy
+    that went to another partition is listed only if the node that found the message
+    holds that partition too.
 
     ```text
     curl localhost:8080/v1/topics/orders/messages/order-42
