@@ -572,12 +572,20 @@
       c.controller ? `led by node ${c.controller.leader ?? "— (election)"}, term ${c.controller.term ?? "—"}` : "unknown", "."));
     root.append(h("h2", null, "Nodes"));
     root.append(table([{ label: "id", num: true }, "zone", "public address", "state", "live", "last seen"],
-      c.nodes.map((n) => h("tr", null, num(n.id), h("td", null, n.zone), h("td", null, n.public_addr), h("td", null, n.state),
-        h("td", { class: n.live ? "ok" : "error" }, n.live ? "yes" : "no"), h("td", null, n.last_seen_ms === null ? "—" : `${duration(n.last_seen_ms)} ago`)))));
+      c.nodes.map((n) => h("tr", { "data-node": String(n.id) }, num(n.id), h("td", null, n.zone), h("td", null, n.public_addr), h("td", null, n.state),
+        h("td", { class: n.live ? "ok" : "error" }, n.live ? "yes" : "no"), h("td", null, n.last_seen_ms === null ? "—" : `${duration(n.last_seen_ms)} ago`))),
+      { "data-list": "cluster-nodes" }));
     root.append(h("h2", null, "Partitions"));
+    // Internal topics (`__…`, the synthetic probes') are Raft groups like any other: listed
+    // last, marked as the server's.
+    const partitions = [...c.partitions].sort((a, b) =>
+      Number(a.topic.startsWith("__")) - Number(b.topic.startsWith("__")) || a.topic.localeCompare(b.topic) || a.partition - b.partition);
+    const replicas = (p) => (p.replicas || []).map((r) => (r.lag === null || r.lag === undefined ? `${r.node}` : `${r.node} (lag ${format(r.lag)})`)).join(", ");
     root.append(table(["topic", { label: "partition", num: true }, { label: "leader", num: true }, { label: "term", num: true }, "replicas"],
-      c.partitions.map((p) => h("tr", null, h("td", null, p.topic), num(p.partition), num(p.leader), num(p.term),
-        h("td", null, (p.replicas || []).map((r) => (typeof r === "object" ? r.node ?? r.id ?? JSON.stringify(r) : r)).join(", "))))));
+      partitions.map((p) => h("tr", { "data-topic": p.topic, "data-partition": String(p.partition) },
+        h("td", null, p.topic.startsWith("__") ? `${p.topic} (internal)` : p.topic), num(p.partition), num(p.leader), num(p.term),
+        h("td", { class: "replicas" }, replicas(p)))),
+      { "data-list": "cluster-partitions" }));
     return root;
   }
 
@@ -589,6 +597,8 @@
       if (answer.ok) status.replaceChildren(h("span", { class: "ok" }, token() ? "Signed in." : "This server needs no token."));
       else status.replaceChildren(refusal(answer));
       document.getElementById("banner").hidden = answer.kind === "unauthorized" ? false : true;
+      // Asked before signing in, the cluster view was refused: ask again with this token.
+      await clusterNav();
     };
     const form = h("form", {
       class: "inline", id: "signin-form",
@@ -649,11 +659,16 @@
     document.body.dataset.rendered = String(mine);
   }
 
+  /** Shows the Cluster menu entry when this server is a cluster node the token may ask. */
+  async function clusterNav() {
+    const cluster = await api("GET", "/v1/cluster");
+    document.getElementById("nav-cluster").hidden = !(cluster.ok && cluster.body.mode === "cluster");
+  }
+
   async function start() {
     document.getElementById("refresh").addEventListener("click", render);
     window.addEventListener("hashchange", render);
-    const cluster = await api("GET", "/v1/cluster");
-    document.getElementById("nav-cluster").hidden = !(cluster.ok && cluster.body.mode === "cluster");
+    await clusterNav();
     await render();
   }
 

@@ -22,7 +22,8 @@ export function wharfBinary() {
   return candidates[0];
 }
 
-function freePort() {
+/** A free TCP port on 127.0.0.1 (free when asked; bind it soon). */
+export function freePort() {
   return new Promise((res, rej) => {
     const srv = createServer();
     srv.unref();
@@ -34,7 +35,8 @@ function freePort() {
   });
 }
 
-async function waitReady(url, child, deadlineMs) {
+/** Whether `url/readyz` answered 200 within `deadlineMs` while `child` runs. */
+export async function waitReady(url, child, deadlineMs) {
   const end = Date.now() + deadlineMs;
   while (Date.now() < end) {
     if (child.exitCode !== null) return false;
