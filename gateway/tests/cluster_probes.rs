@@ -157,6 +157,11 @@ async fn every_node_probes_its_own_topic_and_a_failing_one_is_named_in_the_alert
     for probe in &healthy {
         assert_eq!(probe["consecutive_failures"], 0, "{probe}");
     }
+    let latencies: Vec<Option<f64>> = healthy
+        .iter()
+        .map(|p| p["last_latency_ms"].as_f64())
+        .collect();
+    eprintln!("probe round trips per node (ms, debug build, ack=all): {latencies:?}");
     // The probe topics are the server's: no listing shows them.
     for node in &nodes {
         let (status, topics) = get_json(&http, &node.url("/v1/topics")).await;
