@@ -4,7 +4,7 @@
 //! topic shows in the API; a node whose probe is made to fail (its consumer paused by the
 //! test hook) shows it in its own `/readyz`, the built-in `__wharf.probe` alert names it on
 //! every node's `GET /v1/alerts`, a `probe` rule's webhook fires from the evaluating node,
-//! and both resolve once the probe recovers.
+//! and both resolve once the probe recovers; a node stopped is named as failing too.
 
 mod webhook_common;
 
@@ -244,6 +244,18 @@ async fn every_node_probes_its_own_topic_and_a_failing_one_is_named_in_the_alert
     for node in &nodes {
         wait_alerts(&http, node, "no alert", |alerts| alerts.is_empty()).await;
     }
+
+    // A node that stops answering cannot probe: the evaluating node (another, elected anew
+    // if it was the stopped one) names it.
+    let mut nodes = nodes;
+    let gone = nodes.pop().expect("node 3");
+    gone.stop().await.expect("stops cleanly");
+    let alerts = wait_alerts(&http, &nodes[0], "the stopped node named", |alerts| {
+        builtin(alerts).is_some_and(|b| b["nodes"] == json!([NODES]))
+    })
+    .await;
+    let named = builtin(&alerts).expect("listed");
+    assert!(named["value"].as_f64().expect("value") >= 1.0, "{named}");
     for node in nodes {
         node.stop().await.expect("stops cleanly");
     }

@@ -12,6 +12,9 @@
 //! (the evaluator's own copy where no leader answered), the most recent receive of all
 //! nodes, produce errors summed, the fullest disk.
 //!
+//! Each node's synthetic probe comes with its figures; a node that leaves the ask
+//! unanswered counts as a failing probe while probes are on ([`SilentNodes`]).
+//!
 //! Times cross nodes as ages (ms ago), never as steady clock readings, which differ per
 //! process.
 
@@ -225,6 +228,8 @@ pub struct ClusterFigures {
     disk_share: Option<f64>,
     /// Each answering node's probe, by node id.
     probes: BTreeMap<u64, ProbeFigures>,
+    /// The other nodes asked that gave no answer.
+    silent: Vec<u64>,
     /// Steady ms (this node's clock) at which the figures were gathered.
     at_ms: u64,
 }
@@ -265,10 +270,16 @@ impl ClusterFigures {
         if let Some(own) = mine.probe {
             probes.insert(me, own);
         }
+        let silent = others
+            .iter()
+            .map(|(node, _)| *node)
+            .filter(|node| answered.iter().all(|(n, _)| n != node))
+            .collect();
         let answers: Vec<NodeFigures> = answered.into_iter().map(|(_, a)| a).collect();
         let mut gathered = ClusterFigures {
             at_ms,
             probes,
+            silent,
             ..ClusterFigures::default()
         };
         for topic in &ask.topics {
@@ -358,10 +369,42 @@ impl ClusterFigures {
     }
 }
 
+/// The nodes that left the evaluator's asks unanswered, each since when and how many asks
+/// in a row: a node that cannot even answer (stopped, cut off, stalled past
+/// [`FIGURES_TIMEOUT_MS`]) cannot run its probe either, so while probes are on it counts as
+/// a failing probe, its failures the asks it left unanswered in a row.
+#[derive(Debug, Default)]
+pub struct SilentNodes {
+    /// Per silent node: steady ms (this node's clock) of the first unanswered ask of the
+    /// run, and the asks unanswered since.
+    since: BTreeMap<u64, (u64, u64)>,
+}
+
+impl SilentNodes {
+    /// Notes one gather at steady `at_ms` in which `silent` gave no answer (every other
+    /// node asked did), and returns each silent node's probe as the evaluator counts it.
+    pub fn observe(&mut self, silent: &[u64], at_ms: u64) -> BTreeMap<u64, ProbeFigures> {
+        self.since.retain(|node, _| silent.contains(node));
+        silent
+            .iter()
+            .map(|node| {
+                let (first, asks) = self.since.entry(*node).or_insert((at_ms, 0));
+                *asks += 1;
+                let figures = ProbeFigures {
+                    failures: *asks,
+                    failing_for_ms: Some(at_ms.saturating_sub(*first)),
+                };
+                (*node, figures)
+            })
+            .collect()
+    }
+}
+
 /// A cluster node's part in alerts: whether it evaluates, and how it gathers.
 pub struct Clustered {
     node: Arc<ClusterNode>,
     client: FiguresClient,
+    silent: std::sync::Mutex<SilentNodes>,
 }
 
 impl std::fmt::Debug for Clustered {
@@ -375,7 +418,11 @@ impl std::fmt::Debug for Clustered {
 impl Clustered {
     /// The alerts part of cluster node `node`, asking other nodes with `client`.
     pub fn new(node: Arc<ClusterNode>, client: FiguresClient) -> Clustered {
-        Clustered { node, client }
+        Clustered {
+            node,
+            client,
+            silent: std::sync::Mutex::default(),
+        }
     }
 
     /// The cluster node.
@@ -389,14 +436,21 @@ impl Clustered {
         self.node.controller_leader() == Some(self.node.node_id())
     }
 
-    /// Every node's figures for `ask`, merged ([`ClusterFigures::gather`]).
+    /// Every node's figures for `ask`, merged ([`ClusterFigures::gather`]); while probes
+    /// are on, a node that did not answer counts as a failing probe ([`SilentNodes`]).
     pub async fn gather(
         &self,
         broker: &Broker,
         alerts: &Alerts,
         ask: &FiguresAsk,
     ) -> ClusterFigures {
-        ClusterFigures::gather(&self.node, &self.client, broker, alerts, ask).await
+        let mut figures =
+            ClusterFigures::gather(&self.node, &self.client, broker, alerts, ask).await;
+        let silent = broker_core::sync::lock(&self.silent).observe(&figures.silent, figures.at_ms);
+        if alerts.probe().status().interval_ms > 0 {
+            figures.probes.extend(silent);
+        }
+        figures
     }
 }
 

@@ -134,3 +134,33 @@ fn a_node_of_an_earlier_version_answers_without_a_probe() {
             .expect("an answer without a probe still reads");
     assert_eq!(answer.probe, None);
 }
+
+#[test]
+fn a_node_that_leaves_asks_unanswered_counts_as_failing_from_its_first_silence() {
+    let mut silent = SilentNodes::default();
+    assert!(silent.observe(&[], 1_000).is_empty());
+    let first = silent.observe(&[3], 2_000);
+    assert_eq!(
+        first[&3],
+        ProbeFigures {
+            failures: 1,
+            failing_for_ms: Some(0)
+        }
+    );
+    silent.observe(&[3, 2], 3_000);
+    let later = silent.observe(&[3, 2], 4_000);
+    assert_eq!(
+        later[&3],
+        ProbeFigures {
+            failures: 3,
+            failing_for_ms: Some(2_000)
+        }
+    );
+    assert_eq!(later[&2].failures, 2);
+    // Node 3 answers again: its run ends; a later silence starts a new one.
+    let back = silent.observe(&[2], 5_000);
+    assert!(!back.contains_key(&3));
+    let again = silent.observe(&[3], 6_000);
+    assert_eq!(again[&3].failures, 1);
+    assert!(!again.contains_key(&2));
+}
