@@ -98,6 +98,7 @@ pub async fn answer_membership(raft: &Raft<TypeConfig>, step: MembershipStep) ->
     let timeout = Duration::from_millis(MEMBERSHIP_STEP_MS);
     match step {
         MembershipStep::AddLearner { node, info } => {
+            settled(raft, timeout).await;
             match tokio::time::timeout(timeout, raft.add_learner(node, info, false)).await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => Err(write_refusal(e)),
@@ -133,12 +134,37 @@ pub async fn answer_membership(raft: &Raft<TypeConfig>, step: MembershipStep) ->
         }
         MembershipStep::Released { node } => released(raft, node),
         MembershipStep::SetVoters { voters } => {
+            settled(raft, timeout).await;
             match tokio::time::timeout(timeout, raft.change_membership(voters, false)).await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => Err(write_refusal(e)),
                 Err(_) => Err(MembershipRefusal::Timeout),
             }
         }
+    }
+}
+
+/// Whether `metrics`' membership is committed here (applied), so a change may start:
+/// Raft refuses one while another is under way, the group's first membership included (a
+/// group made a moment ago refused a drain's move with "already undergoing a configuration
+/// change at log index 0").
+fn membership_committed(metrics: &openraft::RaftMetrics<u64, NodeInfo>) -> bool {
+    match (metrics.membership_config.log_id(), metrics.last_applied) {
+        (None, _) => true,
+        (Some(config), Some(applied)) => applied.index >= config.index,
+        (Some(_), None) => false,
+    }
+}
+
+/// Waits up to `timeout` until `raft`'s membership is committed ([`membership_committed`]);
+/// past it the change is tried anyway, and refused by Raft if still under way.
+async fn settled(raft: &Raft<TypeConfig>, timeout: Duration) {
+    let waited = raft
+        .wait(Some(timeout))
+        .metrics(membership_committed, "the membership committed")
+        .await;
+    if let Err(error) = waited {
+        tracing::debug!(%error, "a membership change starts before the last one committed");
     }
 }
 
@@ -149,13 +175,8 @@ fn released(raft: &Raft<TypeConfig>, node: u64) -> MembershipAnswer {
     if metrics.current_leader != Some(metrics.id) {
         return Err(MembershipRefusal::NotLeader(metrics.current_leader));
     }
-    let stored = &metrics.membership_config;
-    let membership = stored.membership();
-    let committed = match (stored.log_id(), metrics.last_applied) {
-        (None, _) => true,
-        (Some(config), Some(applied)) => applied.index >= config.index,
-        (Some(_), None) => false,
-    };
+    let membership = metrics.membership_config.membership();
+    let committed = membership_committed(&metrics);
     let joint = membership.get_joint_config().len() > 1;
     let member =
         membership.voter_ids().any(|v| v == node) || membership.learner_ids().any(|l| l == node);
