@@ -13,13 +13,14 @@ use broker_core::BrokerError;
 use broker_core::broker::{AckMode, Delay, FiguresOf, NewMessage, ReceiveRequest};
 use broker_core::cluster_node::ClusterNode;
 use broker_core::partitioner::key_hash;
-use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
 use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{node_record, start_cluster_node};
+use raft_support::nodes::{
+    controller_leader, default_subscription, node_record, start_cluster_node, until,
+};
 
 const TOPIC: &str = "later";
 /// Pairs of delayed messages, one per partition, each pair produced at both leaders at once.
@@ -30,16 +31,6 @@ const DUE_AFTER_MS: u64 = 4_000;
 async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
     let me = node_record(id, format!("zone-{id}"), 7000);
     start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await
-}
-
-async fn until(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..150 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 15 s");
 }
 
 /// A key of `partition` (of two).
@@ -87,29 +78,15 @@ async fn delayed_messages_given_by_two_leaders_at_once_are_all_kept_and_delivere
             .all(|n| n.ready() && n.state().nodes().len() == 3)
     })
     .await;
-    let controller = nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .cloned()
-        .expect("a controller leader");
+    let controller = controller_leader(&nodes);
     let spec = TopicSpec {
         name: TOPIC.into(),
         partitions: Some(2),
         ..TopicSpec::default()
     };
     controller.create_topic(spec).await.expect("created");
-    let sub = SubscriptionSpec {
-        name: "work".into(),
-        start: None,
-        ack_timeout_ms: None,
-        retry: None,
-        max_deliveries: None,
-        dead_letter_topic: None,
-        filter: None,
-        ordering: None,
-    };
     controller
-        .create_subscription(TOPIC, sub)
+        .create_subscription(TOPIC, default_subscription("work"))
         .await
         .expect("subscribed");
     until("both partitions have a leader", || {

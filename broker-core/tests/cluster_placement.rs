@@ -15,13 +15,15 @@ use std::time::Duration;
 use broker_core::BrokerError;
 use broker_core::broker::{AckMode, LeaderNear, NewMessage, ReceiveRequest};
 use broker_core::cluster_node::ClusterNode;
-use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
 use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{node_record, read_own_replica, start_cluster_node};
+use raft_support::nodes::{
+    controller_leader, default_subscription, node_record, read_own_replica, start_cluster_node,
+    until,
+};
 
 const NODES: u64 = 5;
 const TOPIC: &str = "orders";
@@ -32,16 +34,6 @@ async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
     let me = node_record(id, format!("zone-{}", id % 3), 7100);
     let peers: Vec<u64> = (1..=NODES).collect();
     start_cluster_node(me, root, net, &peers, false, |_| {}).await
-}
-
-async fn until(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..150 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 15 s");
 }
 
 fn message(key: &str) -> NewMessage {
@@ -251,29 +243,15 @@ async fn draining_a_partition_leader_moves_its_replica_with_its_offsets_and_acks
     let net = Arc::new(Net::default());
     let nodes = five_nodes(root.path(), &net).await;
     let by_id = |id: u64| Arc::clone(&nodes[(id - 1) as usize]);
-    let controller = nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .cloned()
-        .expect("a controller leader");
+    let controller = controller_leader(&nodes);
     let spec = TopicSpec {
         name: TOPIC.into(),
         partitions: Some(1),
         ..TopicSpec::default()
     };
     controller.create_topic(spec).await.expect("created");
-    let sub = SubscriptionSpec {
-        name: "work".into(),
-        start: None,
-        ack_timeout_ms: None,
-        retry: None,
-        max_deliveries: None,
-        dead_letter_topic: None,
-        filter: None,
-        ordering: None,
-    };
     controller
-        .create_subscription(TOPIC, sub)
+        .create_subscription(TOPIC, default_subscription("work"))
         .await
         .expect("subscribed");
     let before = controller.state().topic(TOPIC).expect("placed").placement[0]
@@ -406,11 +384,7 @@ async fn a_drain_right_after_a_topic_is_made_moves_every_replica() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
     let nodes = five_nodes(root.path(), &net).await;
-    let controller = nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .cloned()
-        .expect("a controller leader");
+    let controller = controller_leader(&nodes);
     let spec = TopicSpec {
         name: "fresh".into(),
         partitions: Some(NODES as u32),

@@ -6,20 +6,22 @@
 //! every node's `GET /v1/alerts`, a `probe` rule's webhook fires from the evaluating node,
 //! and both resolve once the probe recovers; a node stopped is named as failing too.
 
+mod cluster_common;
+mod edge_common;
 mod webhook_common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use cluster_common::{cluster_args, free_port};
 use futures_util::future::join_all;
-use gateway::config::{AlertRaw, ClusterArgs, RawSettings};
+use gateway::config::{AlertRaw, RawSettings};
 use gateway::probe::ProbeHooks;
 use gateway::server::RunningServer;
 use serde_json::{Value, json};
 use webhook_common::Receiver;
 
 const NODES: u64 = 3;
-const CLUSTER_SECRET: &str = "0123456789abcdef0123456789abcdef";
 /// The alerts' server secret, which signs the probe rule's events.
 const SERVER_SECRET: &str = "server-secret-for-cluster-probes-01";
 /// The probe interval of this test: rounds come every fraction of a second.
@@ -33,18 +35,8 @@ const LIVENESS: Duration = Duration::from_secs(90);
 /// The node whose probe the test makes fail.
 const SICK: u64 = 2;
 
-fn free_port() -> SocketAddr {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    socket.local_addr().expect("its address")
-}
-
 async fn start_cluster(dir: &std::path::Path, hooks: &[ProbeHooks]) -> Vec<RunningServer> {
     let cluster_ports: Vec<SocketAddr> = (0..NODES).map(|_| free_port()).collect();
-    let peers: Vec<String> = cluster_ports
-        .iter()
-        .zip(1..)
-        .map(|(port, node)| format!("{node}={port}"))
-        .collect();
     let starts = (1..=NODES).map(|id| {
         let raw = RawSettings {
             listen: Some("127.0.0.1:0".into()),
@@ -56,13 +48,7 @@ async fn start_cluster(dir: &std::path::Path, hooks: &[ProbeHooks]) -> Vec<Runni
                 secret: Some(SERVER_SECRET.to_owned()),
                 tick_ms: Some(TEST_TICK_MS.to_owned()),
             },
-            cluster: ClusterArgs {
-                node_id: Some(id.to_string()),
-                cluster_listen: Some(cluster_ports[id as usize - 1].to_string()),
-                peers: Some(peers.join(",")),
-                cluster_secret: Some(CLUSTER_SECRET.into()),
-                ..ClusterArgs::default()
-            },
+            cluster: cluster_args(id, &cluster_ports),
             ..RawSettings::default()
         };
         let settings = raw.freeze().expect("valid settings");

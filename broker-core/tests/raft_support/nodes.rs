@@ -156,3 +156,38 @@ pub async fn agreed_leader(brokers: &[Arc<Broker>], topic: &str) -> u64 {
     }
     panic!("the brokers never agreed on a leader");
 }
+
+/// Waits until `done`, checking every 100 ms for up to 15 s (a loaded two-core machine);
+/// panics naming `what` past it.
+pub async fn until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..150 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 15 s");
+}
+
+/// A subscription named `name` with every setting at its default.
+pub fn default_subscription(name: &str) -> broker_core::subscription::SubscriptionSpec {
+    broker_core::subscription::SubscriptionSpec {
+        name: name.into(),
+        start: None,
+        ack_timeout_ms: None,
+        retry: None,
+        max_deliveries: None,
+        dead_letter_topic: None,
+        filter: None,
+        ordering: None,
+    }
+}
+
+/// The node of `nodes` leading the controller group.
+pub fn controller_leader(nodes: &[Arc<ClusterNode>]) -> Arc<ClusterNode> {
+    nodes
+        .iter()
+        .find(|n| n.controller_leader() == Some(n.node_id()))
+        .cloned()
+        .expect("a controller leader")
+}

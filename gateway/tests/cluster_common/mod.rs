@@ -44,7 +44,25 @@ pub struct Node {
     pub serving: JoinHandle<()>,
 }
 
-fn free_port() -> SocketAddr {
+/// Cluster settings for node `id` (1-based) of the nodes whose cluster ports are
+/// `cluster_ports`, every one of them an initial voter, sharing [`CLUSTER_SECRET`].
+pub fn cluster_args(id: u64, cluster_ports: &[SocketAddr]) -> ClusterArgs {
+    let peers: Vec<String> = cluster_ports
+        .iter()
+        .zip(1..)
+        .map(|(port, node)| format!("{node}={port}"))
+        .collect();
+    ClusterArgs {
+        node_id: Some(id.to_string()),
+        cluster_listen: Some(cluster_ports[id as usize - 1].to_string()),
+        peers: Some(peers.join(",")),
+        cluster_secret: Some(CLUSTER_SECRET.into()),
+        ..ClusterArgs::default()
+    }
+}
+
+/// A free port on 127.0.0.1 (free when asked: bind it soon).
+pub fn free_port() -> SocketAddr {
     let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     socket.local_addr().expect("its address")
 }
@@ -56,21 +74,10 @@ async fn start(
     dir: &std::path::Path,
 ) -> Node {
     let address = public.local_addr().expect("an address");
-    let peers: Vec<String> = cluster_ports
-        .iter()
-        .zip(1..)
-        .map(|(port, node)| format!("{node}={port}"))
-        .collect();
     let raw = RawSettings {
         listen: Some(address.to_string()),
         data_dir: Some(dir.join(format!("node-{id}"))),
-        cluster: ClusterArgs {
-            node_id: Some(id.to_string()),
-            cluster_listen: Some(cluster_ports[id as usize - 1].to_string()),
-            peers: Some(peers.join(",")),
-            cluster_secret: Some(CLUSTER_SECRET.into()),
-            ..ClusterArgs::default()
-        },
+        cluster: cluster_args(id, cluster_ports),
         ..edge_common::with_secret(EdgeRaw::default())
     };
     let settings = raw.freeze().expect("valid settings");

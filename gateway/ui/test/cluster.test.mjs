@@ -6,15 +6,15 @@
 // through node 1, delivered through node 2, acked through node 3) as a timeline; no page
 // error. Screenshots go to target/ui-screenshots/cluster-*.png.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { spawnSync } from "node:child_process";
 import { chromium } from "playwright-core";
 import { eventually, freePort, name, waitReady, wharfBinary } from "../../../clients/typescript/test/wharf.mjs";
+import { signedIn as signedInAt, show } from "./page.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const SHOTS = join(repo, "target", "ui-screenshots");
@@ -137,26 +137,8 @@ after(async () => {
 });
 
 /** A console page on `node`, signed in as the admin. */
-async function signedIn(node) {
-  const page = await context.newPage();
-  page.setDefaultTimeout(UI_TIMEOUT_MS);
-  page.on("console", (m) => log.push(`console.${m.type()}: ${m.text()}`));
-  page.on("pageerror", (e) => log.push(`pageerror: ${e.message}`));
-  await page.goto(`${node.url}/ui#/signin`);
-  await page.fill("#token", admin);
-  await page.click("#signin-form button[type=submit]");
-  await page.waitForSelector("#signin-result .ok");
-  return page;
-}
-
-/** Goes to a console route and waits until it has rendered. */
-async function show(page, hash) {
-  const before = await page.evaluate(() => Number(document.body.dataset.rendered || 0));
-  await page.evaluate((h) => {
-    if (location.hash === h) document.getElementById("refresh").click();
-    else location.hash = h;
-  }, hash);
-  await page.waitForFunction((n) => Number(document.body.dataset.rendered || 0) > n && document.body.dataset.loading === "false", before);
+function signedIn(node) {
+  return signedInAt(context, node.url, admin, log, UI_TIMEOUT_MS);
 }
 
 const pageErrors = () => log.filter((l) => l.startsWith("pageerror"));

@@ -15,6 +15,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { eventually, name, startWharf } from "../../../clients/typescript/test/wharf.mjs";
+import { signedIn as signedInAt, show } from "./page.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const SHOTS = join(repo, "target", "ui-screenshots");
@@ -116,27 +117,8 @@ after(async () => {
 });
 
 /** A page of the console, signed in with `token` through the sign-in form. */
-async function signedIn(token) {
-  const page = await context.newPage();
-  page.setDefaultTimeout(UI_TIMEOUT_MS);
-  page.on("console", (m) => log.push(`console.${m.type()}: ${m.text()}`));
-  page.on("pageerror", (e) => log.push(`pageerror: ${e.message}`));
-  await page.goto(`${wharf.url}/ui#/signin`);
-  await page.fill("#token", token);
-  await page.click("#signin-form button[type=submit]");
-  await page.waitForSelector("#signin-result .ok");
-  return page;
-}
-
-/** Goes to a console route and waits until it has rendered. */
-async function show(page, hash) {
-  const before = await page.evaluate(() => Number(document.body.dataset.rendered || 0));
-  // The same hash fires no hashchange: the Refresh button renders the page again.
-  await page.evaluate((h) => {
-    if (location.hash === h) document.getElementById("refresh").click();
-    else location.hash = h;
-  }, hash);
-  await page.waitForFunction((n) => Number(document.body.dataset.rendered || 0) > n && document.body.dataset.loading === "false", before);
+function signedIn(token) {
+  return signedInAt(context, wharf.url, token, log, UI_TIMEOUT_MS);
 }
 
 function problems() {
