@@ -129,6 +129,17 @@ pub enum BrokerError {
         /// What went wrong.
         reason: String,
     },
+    /// A message id whose earlier produce ended with its outcome unknown (a write that timed
+    /// out or was cut short by a leadership change, and may still be committed): the batch
+    /// is refused whole, storing nothing, until that outcome is known; a retry then answers
+    /// with the first result or stores the message.
+    #[error(
+        "message id {id:?}: an earlier produce of it may still be stored and its outcome is not known yet; retry with the same id"
+    )]
+    OutcomePending {
+        /// The id.
+        id: String,
+    },
     /// A write was proposed but not committed within the time allowed (the leader lost its
     /// majority, or replicas are too slow): it may still be committed later, so the caller
     /// must treat its outcome as unknown and retry with the same message ids.

@@ -52,6 +52,11 @@ pub const NOT_LEADER: Code = Code::new("not_leader", "Not leader");
 /// A write was not committed by a majority in time: its outcome is unknown (it may still be
 /// committed); retry with the same message ids after `Retry-After`.
 pub const REPLICATION_TIMEOUT: Code = Code::new("replication_timeout", "Replication timeout");
+/// A message id of the batch was produced before by a write whose outcome is not known yet (it
+/// timed out, or a leadership change cut it short, and may still be committed): nothing of the
+/// batch was stored; retry it unchanged after `Retry-After`, which then answers with the first
+/// result (`duplicate: true`) or stores the message.
+pub const OUTCOME_PENDING: Code = Code::new("outcome_pending", "Earlier attempt still pending");
 /// The server is shutting down and takes no new work; retry against another node or later.
 pub const SHUTTING_DOWN: Code = Code::new("shutting_down", "Shutting down");
 /// The disk holding the data is full.
@@ -126,6 +131,7 @@ pub const ALL: &[Code] = &[
     OVERLOADED,
     NOT_LEADER,
     REPLICATION_TIMEOUT,
+    OUTCOME_PENDING,
     SHUTTING_DOWN,
     STORAGE_FULL,
     ROUTE_NOT_FOUND,

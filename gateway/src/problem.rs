@@ -227,6 +227,7 @@ impl ApiError {
                 BrokerError::ShuttingDown
                 | BrokerError::NotLeader { .. }
                 | BrokerError::ReplicationTimeout { .. }
+                | BrokerError::OutcomePending { .. }
                 | BrokerError::LeaderNotMoved { .. },
             )
             | ApiError::Draining => Some(1),
@@ -289,6 +290,9 @@ fn broker_status_and_code(error: &BrokerError) -> (StatusCode, Code) {
         BrokerError::NotLeader { .. } => (StatusCode::SERVICE_UNAVAILABLE, codes::NOT_LEADER),
         BrokerError::ReplicationTimeout { .. } => {
             (StatusCode::SERVICE_UNAVAILABLE, codes::REPLICATION_TIMEOUT)
+        }
+        BrokerError::OutcomePending { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, codes::OUTCOME_PENDING)
         }
         BrokerError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, codes::STORAGE_FULL),
         BrokerError::Cluster { refusal, .. } => cluster_status_and_code(refusal),

@@ -3,8 +3,9 @@
 //! other leader its share, and answers as one reply in request order.
 //!
 //! - Routing ([`route`]): a keyed message goes to the leader of the partition its key hashes
-//!   to ([`broker_core::Broker::partition_for_key`], the same on every node); an unkeyed one
-//!   stays here when this node leads a partition of the topic, else goes to a leader in this
+//!   to, and an unkeyed one with a client `id` (in a topic that remembers ids) to that of the
+//!   partition its id hashes to ([`broker_core::Broker::partition_for_message`], the same on
+//!   every node, so every attempt of an id meets one leader); any other stays here when this node leads a partition of the topic, else goes to a leader in this
 //!   node's zone, else to the leader of partition 0. A message whose partition has no leader (an election) refuses the whole
 //!   batch with `not_leader` before anything is sent.
 //! - The whole batch is checked first (parse, values, delays, then the broker's own checks),
@@ -48,7 +49,7 @@ struct RawBatch<'a> {
 
 /// Where each message of a batch goes: the node, in request order.
 ///
-/// `partitions` names each message's partition (`None`: unkeyed), `leaders` each partition's
+/// `partitions` names each message's partition (`None`: unkeyed and without an id), `leaders` each partition's
 /// leader, `nearby` the partitions an unkeyed message produced here goes to
 /// ([`broker_core::Broker::unkeyed_partitions_of`]: those this node leads, else those led in
 /// its zone); unkeyed messages go to the first one's leader, or partition 0's when there is
@@ -110,12 +111,7 @@ impl Scatter<'_> {
         let nearby = broker.unkeyed_partitions_of(self.topic)?;
         let partitions = messages
             .iter()
-            .map(|m| {
-                m.key
-                    .as_deref()
-                    .map(|key| broker.partition_for_key(self.topic, key))
-                    .transpose()
-            })
+            .map(|m| broker.partition_for_message(self.topic, m.key.as_deref(), m.id.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
         let nodes = route(&partitions, &self.leaders, &nearby).map_err(|partition| {
             BrokerError::NotLeader {

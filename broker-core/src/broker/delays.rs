@@ -53,6 +53,7 @@ impl Broker {
         &self,
         topic: &Arc<Topic>,
         messages: Vec<Scheduled>,
+        terms: &BTreeMap<u32, u64>,
     ) -> Result<ScheduleWrites> {
         topic.delays.check_room()?;
         let mut by_partition: BTreeMap<u32, Vec<Bytes>> = BTreeMap::new();
@@ -69,7 +70,7 @@ impl Broker {
         }
         let slots = by_partition
             .keys()
-            .map(|p| partition(topic, *p)?.reserve_control())
+            .map(|p| partition(topic, *p)?.reserve_control_in_term(terms.get(p).copied()))
             .collect::<Result<Vec<_>>>()?;
         let pending: Vec<PendingAppend> = slots
             .into_iter()

@@ -4,10 +4,13 @@
 //! message instead of being told it is a duplicate (the dedup index derives ids from the log,
 //! which has only the records that were written).
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
 use tokio::sync::oneshot;
 
 use super::{Broker, Topic};
-use crate::dedup::{DedupIndex, FirstResult};
+use crate::dedup::FirstResult;
 use crate::error::Result;
 use crate::in_flight::Claims;
 use crate::message::Record;
@@ -44,25 +47,39 @@ impl Broker {
 }
 
 /// Waits for detached writes, then records the first results of the ids whose partition's
-/// write succeeded, and only then ends the produce's claims: a produce of one of these ids
-/// meanwhile waits, and gets the first result or, after a failed write, stores the message
-/// itself.
+/// write succeeded, leaves those of failed writes pending (their records may be stored after
+/// all: `produce`), and only then ends the produce's claims: a produce of one of these ids
+/// meanwhile waits, and gets the first result, or is refused until a failed write's outcome
+/// is known.
 pub(super) async fn record_when_written(
-    dedup: DedupIndex,
+    topic: Arc<Topic>,
     writes: Vec<Write>,
     firsts: Vec<(String, FirstResult)>,
+    terms: BTreeMap<u32, u64>,
     claims: Option<Claims>,
 ) {
     let mut written = Vec::new();
+    let mut failed = BTreeSet::new();
     for (partition, write) in writes {
         match write.await {
             Ok(Ok(_)) => written.push(partition),
-            Ok(Err(error)) => tracing::warn!(%error, partition, "a fire-and-forget append failed"),
-            Err(_) => tracing::error!(
-                partition,
-                "a partition writer dropped a fire-and-forget append"
-            ),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, partition, "a fire-and-forget append failed");
+                failed.insert(partition);
+            }
+            Err(_) => {
+                tracing::error!(
+                    partition,
+                    "a partition writer dropped a fire-and-forget append"
+                );
+                failed.insert(partition);
+            }
         }
+    }
+    for &partition in &failed {
+        let ids = firsts.iter().filter(|(_, f)| f.partition == partition);
+        let term = terms.get(&partition).copied();
+        super::produce::unresolved(&topic, partition, term, ids.map(|(id, _)| id.as_str()));
     }
     let firsts: Vec<(&str, FirstResult)> = firsts
         .iter()
@@ -72,7 +89,7 @@ pub(super) async fn record_when_written(
     if firsts.is_empty() {
         return;
     }
-    dedup.remember(&firsts);
+    topic.dedup.remember(&firsts);
     if let Some(claims) = &claims {
         for (id, first) in firsts {
             claims.resolve(id, first);

@@ -337,6 +337,7 @@ pub(super) fn open_topic_files(
         delays: &delays,
         dedup: &dedup,
         partitions: &partitions,
+        groups: &groups,
         remembers_ids: topic.dedup_window_ms > 0,
         at_open: true,
     };
@@ -345,6 +346,7 @@ pub(super) fn open_topic_files(
         return Err(error);
     }
     let scheduled = AtomicU64::new(delays.count() as u64);
+    let ids_ready = (0..partitions.len()).map(|_| AtomicU64::new(0)).collect();
     Ok(Topic {
         config: RwLock::new(topic),
         partitions,
@@ -359,6 +361,7 @@ pub(super) fn open_topic_files(
         scheduled,
         dedup,
         in_flight: Arc::default(),
+        ids_ready,
         counters: crate::telemetry::TopicCounters::default(),
         tables_applied: Notify::new(),
         trace: super::trace::stores(&partition_dirs),

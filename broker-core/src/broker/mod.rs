@@ -117,6 +117,9 @@ struct Topic {
     dedup: DedupIndex,
     /// Client ids of the produces under way.
     in_flight: Arc<InFlightIds>,
+    /// For each partition, the last Raft term in which this node, leading it, found its
+    /// dedup index holding every id of its log (0: none yet); see `produce`.
+    ids_ready: Vec<AtomicU64>,
     /// Its produce counters.
     counters: crate::telemetry::TopicCounters,
     /// Woken after each round of the applier (`tables`), for produces and cancels waiting

@@ -4,16 +4,31 @@
 //! in request order. Every durable change is in the partition logs when the reply comes; the
 //! dedup index and the schedule in sled follow in the background (`tables`), so no produce
 //! waits for a sled write or flush.
+//!
+//! In a cluster a message with a client id goes to the partition its key hashes to, or its id
+//! when it has no key, so every attempt of one id meets the same partition's leader, which
+//! alone decides. That leader's index holds every id its log does: a leadership takes ids only
+//! once its index has applied the log up to where the leadership began (every entry of an
+//! earlier term is applied by then: [`super::live_tables`]), every replica derives ids from
+//! its log (`tables`), and every write with ids is bound to the term of that leadership
+//! ([`crate::storage::ProposalSlot::term`]). An id then appears once in a leader's log, and so
+//! once in the committed log, which is a prefix of some leader's (Raft's log matching). A
+//! write that fails leaves its ids pending ([`crate::dedup::Fence`]): a retry is refused with
+//! [`BrokerError::OutcomePending`] until the record is known stored or known not to be. A
+//! produce with ids runs to its end on its own task, so a caller that goes away (a client
+//! that timed out, a forwarding node that gave up) never ends its claims mid-write.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use futures_util::future::try_join_all;
+use futures_util::future::{join_all, try_join_all};
 
 use super::{AckMode, Broker, Delay, Durability, NewMessage, ProduceOutcome, Produced, Topic};
 use crate::clock::{now_ms, steady_ms};
 use crate::config::FsyncPolicy;
-use crate::dedup::FirstResult;
+use crate::dedup::{Fence, FirstResult, Seen};
 use crate::error::{BrokerError, Result};
 use crate::in_flight::Claims;
 use crate::limits::{
@@ -57,8 +72,30 @@ impl Broker {
     }
 
     /// [`Broker::produce`], recording who produced the batch: every record it stores shares
-    /// `origin` (the log keeps it once per run of records, see [`Record::origin`]).
+    /// `origin` (the log keeps it once per run of records, see [`Record::origin`]). A batch
+    /// with client ids is produced on a task of its own, to its end even if this future is
+    /// dropped.
     pub async fn produce_from(
+        &self,
+        topic: &str,
+        messages: Vec<NewMessage>,
+        ack: AckMode,
+        origin: Option<Arc<Origin>>,
+    ) -> Result<ProduceOutcome> {
+        if messages.iter().all(|m| m.id.is_none()) {
+            return self.produce_whole(topic, messages, ack, origin).await;
+        }
+        let broker = self.me.upgrade().ok_or(BrokerError::ShuttingDown)?;
+        let topic = topic.to_owned();
+        let whole =
+            tokio::spawn(async move { broker.produce_whole(&topic, messages, ack, origin).await });
+        whole
+            .await
+            .map_err(|error| super::join_error("producing", &error))?
+    }
+
+    /// [`Broker::produce_from`] on the caller's task.
+    async fn produce_whole(
         &self,
         topic: &str,
         messages: Vec<NewMessage>,
@@ -82,6 +119,10 @@ impl Broker {
             0 => (None, HashMap::new()),
             _ => claim_ids(&open, &messages).await,
         };
+        let terms = match remembers_ids {
+            true => self.id_terms(&open, &messages).await?,
+            false => BTreeMap::new(),
+        };
         let mut shares: Vec<Vec<Record>> = vec![Vec::new(); open.partitions.len()];
         let mut scheduled = Vec::new();
         let mut placements: Vec<(Placement, bool)> = Vec::with_capacity(messages.len());
@@ -91,16 +132,19 @@ impl Broker {
         for message in messages {
             let client_id = message.id.clone();
             if let Some(id) = &client_id {
-                let first = match stored_meanwhile.get(id) {
-                    Some(first) => Some(*first),
+                let seen = match stored_meanwhile.get(id) {
+                    Some(first) => Seen::Stored(*first),
                     None => open.dedup.lookup(id, now, config.dedup_window_ms)?,
                 };
-                let placement = match first {
-                    Some(first) => {
+                let placement = match seen {
+                    Seen::Stored(first) => {
                         resolve(claims.as_ref(), id, first);
                         Some(Placement::Duplicate(first))
                     }
-                    None => first_in_batch
+                    Seen::Pending => {
+                        return Err(BrokerError::OutcomePending { id: id.clone() });
+                    }
+                    Seen::New => first_in_batch
                         .get(id)
                         .map(|earlier| placements[*earlier].0.repeated()),
                 };
@@ -114,9 +158,14 @@ impl Broker {
             }
             let client_id_kept = client_id.is_some() && remembers_ids;
             remember.push(client_id_kept);
-            let partition =
-                open.partitioner
-                    .choose_among(message.key.as_deref(), config.partitions, &nearby);
+            let partition = match id_partition(&open, &message, config.partitions, remembers_ids) {
+                Some(partition) => partition,
+                None => open.partitioner.choose_among(
+                    message.key.as_deref(),
+                    config.partitions,
+                    &nearby,
+                ),
+            };
             let due_ms = message
                 .delay
                 .map(|d| due(d, now, steady))
@@ -158,10 +207,17 @@ impl Broker {
                 }
             }
         }
-        if remember.contains(&true) {
+        let kept: Vec<(String, u32)> = ids
+            .iter()
+            .zip(&remember)
+            .zip(&placements)
+            .filter(|((_, kept), _)| **kept)
+            .filter_map(|((id, _), (placement, _))| Some((id.clone(), placement.partition()?)))
+            .collect();
+        if !kept.is_empty() {
             super::tables::wait_for_room(&open, || open.dedup.check_room()).await?;
-            let kept = ids.iter().zip(&remember).filter(|(_, kept)| **kept);
-            open.dedup.reserve(kept.map(|(id, _)| id.as_str()), now);
+            open.dedup
+                .reserve(kept.iter().map(|(id, _)| id.as_str()), now);
         }
         let stored_bytes: usize = shares
             .iter()
@@ -169,29 +225,16 @@ impl Broker {
             .chain(scheduled.iter().map(|s| &s.record))
             .map(|r| r.value.len())
             .sum();
-        if !scheduled.is_empty() {
-            super::tables::wait_for_room(&open, || open.delays.check_room()).await?;
-        }
-        let schedule_writes = match scheduled.is_empty() {
-            true => None,
-            false => Some(self.queue_schedule(&open, scheduled)?),
-        };
-        let (bases, mut proofs, writes) = match ack {
-            AckMode::None => {
-                let writes = self.append_detached(&open, shares)?;
-                (vec![None; open.partitions.len()], Vec::new(), writes)
-            }
-            AckMode::Leader | AckMode::All => {
-                let (bases, proofs) = self.append_shares(&open, shares).await?;
-                (bases, proofs, Vec::new())
+        let written = self
+            .write_batch(&open, shares, scheduled, ack, &terms)
+            .await;
+        let (bases, proofs, writes, failed) = match written {
+            Ok(written) => written,
+            Err(Unwritten(error)) => {
+                open.dedup.release(kept.iter().map(|(id, _)| id.as_str()));
+                return Err(error);
             }
         };
-        if let Some(schedule_writes) = schedule_writes {
-            let written = schedule_writes
-                .await
-                .map_err(|error| super::join_error("writing scheduled events", &error))??;
-            proofs.extend(written);
-        }
         let durability = match ack {
             AckMode::None => Durability::None,
             AckMode::Leader | AckMode::All => self.durability(&proofs),
@@ -201,6 +244,22 @@ impl Broker {
             .zip(placements)
             .map(|(id, placement)| produced(id, placement, &bases))
             .collect();
+        if let Some(failure) = failed {
+            self.leave_pending(&open, &kept, &failure.partitions, &terms);
+            let stored = produced
+                .iter()
+                .zip(&remember)
+                .filter(|(p, kept)| **kept && !failure.partitions.contains(&p.partition));
+            let firsts: Vec<_> = stored
+                .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
+                .filter(|(_, first)| ack != AckMode::None || first.deliver_at_ms.is_some())
+                .collect();
+            open.dedup.remember(&firsts);
+            for (id, first) in &firsts {
+                resolve(claims.as_ref(), id, *first);
+            }
+            return Err(failure.error);
+        }
         let (unwritten, firsts): (Vec<_>, Vec<_>) = produced
             .iter()
             .zip(remember)
@@ -216,9 +275,10 @@ impl Broker {
         if !unwritten.is_empty() {
             let unwritten = unwritten.into_iter().map(|(id, f)| (id.to_owned(), f));
             tokio::spawn(super::detached::record_when_written(
-                open.dedup.clone(),
+                Arc::clone(&open),
                 writes,
                 unwritten.collect(),
+                terms,
                 claims,
             ));
         }
@@ -290,6 +350,279 @@ impl Broker {
     }
 }
 
+/// The writes of a batch: each partition's base offset, what the writes achieved, the
+/// detached writes (`ack=none`) and, if some write failed, which.
+type Written = (
+    Vec<Option<u64>>,
+    Vec<AppendResult>,
+    Vec<super::detached::Write>,
+    Option<Failure>,
+);
+
+/// Writes of a batch that failed after some were queued: their records may be stored.
+struct Failure {
+    /// The first error, for the reply.
+    error: BrokerError,
+    /// The partitions whose records may or may not be stored.
+    partitions: BTreeSet<u32>,
+}
+
+/// A batch refused before any of its writes was queued: nothing was stored.
+struct Unwritten(BrokerError);
+
+/// Longest a produce with client ids waits for a new leadership's dedup index to reach the
+/// log's end where the leadership began: the applier runs every
+/// [`super::APPLY_EVERY_MS`] on every replica, so this is many rounds; past it the produce is
+/// refused (503) rather than decided on an index that may lack ids.
+pub const LEADERSHIP_CATCH_UP_MS: u64 = 2_000;
+
+impl Broker {
+    /// The partition of `topic` a message with `key` and client `id` goes to whatever node
+    /// takes it, if that is fixed: its key's, or in a cluster the id's for an unkeyed
+    /// message when the topic remembers ids (so every attempt of one id meets one leader);
+    /// `None` when it may go to any.
+    pub fn partition_for_message(
+        &self,
+        topic: &str,
+        key: Option<&str>,
+        id: Option<&str>,
+    ) -> Result<Option<u32>> {
+        let open = self.topic(topic)?;
+        let config = open.config();
+        let message = NewMessage {
+            key: key.map(str::to_owned),
+            id: id.map(str::to_owned),
+            ..NewMessage::default()
+        };
+        let remembers_ids = config.dedup_window_ms > 0;
+        Ok(match key {
+            Some(key) => Some(open.partitioner.choose(Some(key), config.partitions)),
+            None => id_partition(&open, &message, config.partitions, remembers_ids),
+        })
+    }
+
+    /// For each replicated partition that `messages` with client ids go to, the Raft term
+    /// this node leads it in once its dedup index holds every id its log does
+    /// ([`Broker::ids_ready`]).
+    async fn id_terms(&self, open: &Topic, messages: &[NewMessage]) -> Result<BTreeMap<u32, u64>> {
+        let partitions = open.config().partitions;
+        let with_ids: BTreeSet<u32> = messages
+            .iter()
+            .filter(|m| m.id.is_some())
+            .filter_map(|m| id_partition(open, m, partitions, true))
+            .collect();
+        let mut terms = BTreeMap::new();
+        for partition in with_ids {
+            if open.partitions[partition as usize].is_replicated() {
+                terms.insert(partition, self.ids_ready(open, partition).await?);
+            }
+        }
+        Ok(terms)
+    }
+
+    /// The term this node leads `partition` in, once its dedup index has applied the log up
+    /// to where this leadership began (every entry of earlier terms is applied by then, see
+    /// [`Broker::lead`]): `NotLeader` when another node leads it (or this leadership is too
+    /// new); `Overloaded` when the index is not there within [`LEADERSHIP_CATCH_UP_MS`].
+    /// Entries this node writes in the term come from its own produces, which its memory
+    /// holds until the index has them.
+    async fn ids_ready(&self, open: &Topic, partition: u32) -> Result<u64> {
+        let term = match self.lead(open, partition as usize) {
+            super::live_tables::Lead::Leader(term) => term,
+            super::live_tables::Lead::Single => return Ok(0),
+            super::live_tables::Lead::Other(leader) => {
+                return Err(BrokerError::NotLeader {
+                    what: format!("topic '{}' partition {partition}", open.config().name),
+                    leader,
+                });
+            }
+        };
+        let ready = &open.ids_ready[partition as usize];
+        if ready.load(Ordering::Acquire) == term {
+            return Ok(term);
+        }
+        let began = open.partitions[partition as usize].end_position();
+        let wait = Duration::from_millis(LEADERSHIP_CATCH_UP_MS);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let applied = open.tables_applied.notified();
+            tokio::pin!(applied);
+            applied.as_mut().enable();
+            if open.dedup.position(partition)? >= Some(began) {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(BrokerError::Overloaded {
+                    resource: "dedup index (a new leader applying its log)",
+                    retry_after_ms: super::APPLY_EVERY_MS,
+                });
+            }
+            let _timed_out = tokio::time::timeout_at(deadline, applied).await;
+        }
+        open.dedup.drop_fenced_before(partition, term);
+        ready.fetch_max(term, Ordering::AcqRel);
+        Ok(term)
+    }
+
+    /// Queues a batch's scheduled events and appends its shares (each bound to its
+    /// partition's term in `terms`), waiting for the writes unless `ack` is none.
+    async fn write_batch(
+        &self,
+        open: &Arc<Topic>,
+        shares: Vec<Vec<Record>>,
+        scheduled: Vec<Scheduled>,
+        ack: AckMode,
+        terms: &BTreeMap<u32, u64>,
+    ) -> std::result::Result<Written, Unwritten> {
+        let mut touched: BTreeSet<u32> = scheduled.iter().map(|s| s.partition).collect();
+        let schedule_writes = match scheduled.is_empty() {
+            true => None,
+            false => {
+                super::tables::wait_for_room(open, || open.delays.check_room())
+                    .await
+                    .map_err(Unwritten)?;
+                Some(
+                    self.queue_schedule(open, scheduled, terms)
+                        .map_err(Unwritten)?,
+                )
+            }
+        };
+        let scheduled_partitions = touched.clone();
+        let share_partitions: BTreeSet<u32> = (0u32..)
+            .zip(&shares)
+            .filter(|(_, share)| !share.is_empty())
+            .map(|(partition, _)| partition)
+            .collect();
+        touched.extend(&share_partitions);
+        let mut failure: Option<Failure> = None;
+        let mut fail = |error: BrokerError, partitions: &BTreeSet<u32>| match &mut failure {
+            Some(failure) => failure.partitions.extend(partitions),
+            None => {
+                failure = Some(Failure {
+                    error,
+                    partitions: partitions.clone(),
+                });
+            }
+        };
+        let (bases, mut proofs, writes) = match ack {
+            AckMode::None => match self.append_detached(open, shares) {
+                Ok(writes) => (vec![None; open.partitions.len()], Vec::new(), writes),
+                Err(error) if schedule_writes.is_none() => return Err(Unwritten(error)),
+                Err(error) => {
+                    fail(error, &share_partitions);
+                    (vec![None; open.partitions.len()], Vec::new(), Vec::new())
+                }
+            },
+            AckMode::Leader | AckMode::All => {
+                let (bases, proofs, failed) = self.append_each(open, shares, terms).await;
+                for (partition, error) in failed {
+                    fail(error, &BTreeSet::from([partition]));
+                }
+                (bases, proofs, Vec::new())
+            }
+        };
+        if let Some(schedule_writes) = schedule_writes {
+            let written = schedule_writes
+                .await
+                .map_err(|error| super::join_error("writing scheduled events", &error))
+                .and_then(|written| written);
+            match written {
+                Ok(written) => proofs.extend(written),
+                Err(error) => fail(error, &scheduled_partitions),
+            }
+        }
+        Ok((bases, proofs, writes, failure))
+    }
+
+    /// Appends each partition's share as one batch (bound to its term in `terms`) and waits
+    /// for every write; returns each partition's base offset (`None` for an empty or failed
+    /// share), what the writes that succeeded achieved, and the failures.
+    async fn append_each(
+        &self,
+        open: &Topic,
+        shares: Vec<Vec<Record>>,
+        terms: &BTreeMap<u32, u64>,
+    ) -> (Vec<Option<u64>>, Vec<AppendResult>, Vec<(u32, BrokerError)>) {
+        let mut bases = vec![None; shares.len()];
+        let appends = routed(shares).into_iter().map(|(partition, share)| {
+            let log = open.partitions[partition as usize].clone();
+            let term = terms.get(&partition).copied();
+            async move { (partition, log.append_in_term(share, term).await) }
+        });
+        let mut proofs = Vec::new();
+        let mut failed = Vec::new();
+        for (partition, result) in join_all(appends).await {
+            match result {
+                Ok(result) => {
+                    bases[partition as usize] = Some(result.base_offset);
+                    proofs.push(result);
+                }
+                Err(error) => failed.push((partition, error)),
+            }
+        }
+        (bases, proofs, failed)
+    }
+
+    /// The ids of `kept` (id, partition) whose partition's write failed: on a replicated
+    /// partition left pending, fenced where their records would be if stored after all
+    /// ([`unresolved`]); on a local log let go of (nothing was stored).
+    pub(super) fn leave_pending(
+        &self,
+        open: &Topic,
+        kept: &[(String, u32)],
+        failed: &BTreeSet<u32>,
+        terms: &BTreeMap<u32, u64>,
+    ) {
+        for &partition in failed {
+            let ids = kept.iter().filter(|(_, p)| *p == partition);
+            let ids = ids.map(|(id, _)| id.as_str());
+            unresolved(open, partition, terms.get(&partition).copied(), ids);
+        }
+    }
+}
+
+/// The ids of `partition` whose write (bound to `term`, if replicated) just failed: on a
+/// replicated partition left pending, fenced within the entries this node's log holds now (a
+/// replica this node no longer holds, or a term it does not know, leaves nothing to wait for:
+/// it does not lead the partition then); on a local log let go of, as its writer answers a
+/// failure only for a write that stored nothing.
+pub(super) fn unresolved<'a>(
+    open: &Topic,
+    partition: u32,
+    term: Option<u64>,
+    ids: impl IntoIterator<Item = &'a str>,
+) {
+    if !open.partitions[partition as usize].is_replicated() {
+        open.dedup.release(ids);
+        return;
+    }
+    let view = open.groups.get(partition as usize).and_then(|g| g.view());
+    let fence = Fence {
+        partition,
+        term: term.or(view.map(|v| v.term)).unwrap_or(0),
+        last_index: view.and_then(|v| v.last_index),
+        resolve_at: None,
+    };
+    open.dedup.unresolved(ids, fence);
+}
+
+/// The partition a message goes to whatever node takes it, if that is fixed: its key's, or
+/// on a replicated topic that remembers ids, an unkeyed message's id's.
+fn id_partition(
+    open: &Topic,
+    message: &NewMessage,
+    partitions: u32,
+    remembers_ids: bool,
+) -> Option<u32> {
+    match (&message.key, &message.id) {
+        (Some(key), _) => Some(open.partitioner.choose(Some(key), partitions)),
+        (None, Some(id)) if remembers_ids && open.partitions.first()?.is_replicated() => {
+            Some(open.partitioner.choose(Some(id), partitions))
+        }
+        _ => None,
+    }
+}
+
 /// The non-empty shares, with their partitions.
 pub(super) fn routed(shares: Vec<Vec<Record>>) -> Vec<(u32, Vec<Record>)> {
     (0u32..)
@@ -331,6 +664,16 @@ fn resolve(claims: Option<&Claims>, id: &str, first: FirstResult) {
 }
 
 impl Placement {
+    /// The partition a message is stored in, unless it repeats an id stored before.
+    fn partition(&self) -> Option<u32> {
+        match *self {
+            Placement::Appended { partition, .. } | Placement::Delayed { partition, .. } => {
+                Some(partition)
+            }
+            Placement::Duplicate(_) => None,
+        }
+    }
+
     /// The placement of a later message of the batch with the same id: the same, as a repeat.
     fn repeated(&self) -> Placement {
         match *self {

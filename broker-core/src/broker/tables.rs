@@ -19,9 +19,10 @@ use std::time::Duration;
 use super::topic_ticks::every_tick;
 use super::{Broker, Topic, blocking};
 use crate::control::{self, ControlOwner};
-use crate::dedup::{DedupIndex, FirstResult};
+use crate::dedup::{DedupIndex, FirstResult, PartitionProgress};
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
+use crate::raft::PartitionGroup;
 use crate::schedule::{DelayStore, ScheduleChanges, ScheduleEvent, Scheduled};
 use crate::storage::{LogPosition, PartitionHandle, Replayed};
 
@@ -38,6 +39,8 @@ pub(super) struct Tables<'a> {
     pub dedup: &'a DedupIndex,
     /// The partition logs.
     pub partitions: &'a [PartitionHandle],
+    /// This node's seat in each partition's Raft group (unused on a single node).
+    pub groups: &'a [Arc<PartitionGroup>],
     /// Whether the topic remembers client ids (its dedup window is not 0).
     pub remembers_ids: bool,
     /// Whether this is the replay at open: then memory knows nothing of what the log holds
@@ -59,7 +62,20 @@ impl Tables<'_> {
         for (partition, log) in (0u32..).zip(self.partitions) {
             self.apply_partition(partition, log)?;
         }
-        self.dedup.drop_stale(crate::clock::now_ms());
+        let progress = |partition: u32| {
+            let view = self.groups.get(partition as usize).and_then(|s| s.view());
+            PartitionProgress {
+                term: view.map(|v| v.term),
+                applied_index: view.and_then(|v| v.applied_index),
+                visible_end: self
+                    .partitions
+                    .get(partition as usize)
+                    .map(PartitionHandle::end_position)
+                    .unwrap_or_default(),
+                indexed: None,
+            }
+        };
+        self.dedup.drop_stale(crate::clock::now_ms(), progress);
         Ok(())
     }
 
@@ -82,7 +98,10 @@ impl Tables<'_> {
         }
         let message_may_matter =
             || self.dedup.has_unapplied() || self.delays.has_unapplied_removals();
-        let with_messages = self.at_open || message_may_matter();
+        // Every replica of a partition derives its ids from the log, not only the node that
+        // stored them: whichever leads it next must know them all (`broker::produce`).
+        let replicated_ids = self.remembers_ids && log.is_replicated();
+        let with_messages = self.at_open || replicated_ids || message_may_matter();
         let (mut round, mut end) = self.replay(partition, log, from, with_messages)?;
         // Stepping over the messages was wrong if one of them may matter after all: the mover
         // may have claimed and moved messages, or a produce reserved ids and queued their
@@ -195,6 +214,7 @@ impl Topic {
             delays: &self.delays,
             dedup: &self.dedup,
             partitions: &self.partitions,
+            groups: &self.groups,
             remembers_ids: self.config().dedup_window_ms > 0,
             at_open: false,
         }

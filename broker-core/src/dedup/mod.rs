@@ -19,7 +19,7 @@ mod recent;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-pub use recent::{RecentIds, STALE_AFTER_MS};
+pub use recent::{Fence, PartitionProgress, RecentIds, Remembered, STALE_AFTER_MS};
 
 use crate::error::{BrokerError, Result};
 use crate::storage::LogPosition;
@@ -53,6 +53,18 @@ pub struct FirstResult {
     pub deliver_at_ms: Option<u64>,
 }
 
+/// What a lookup knows of an id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// Not produced within the window: store it.
+    New,
+    /// Stored within the window: answer its first result.
+    Stored(FirstResult),
+    /// A write of it ended with its outcome unknown and may still be stored: neither store
+    /// it nor call it stored yet.
+    Pending,
+}
+
 /// The dedup index of one topic.
 #[derive(Debug, Clone)]
 pub struct DedupIndex {
@@ -70,17 +82,21 @@ impl DedupIndex {
         }
     }
 
-    /// The first result of `id`, if it was produced less than `window_ms` before `now_ms`:
-    /// from memory, else from sled.
-    pub fn lookup(&self, id: &str, now_ms: u64, window_ms: u64) -> Result<Option<FirstResult>> {
+    /// What is known of `id` produced less than `window_ms` before `now_ms`: from memory,
+    /// else from sled.
+    pub fn lookup(&self, id: &str, now_ms: u64, window_ms: u64) -> Result<Seen> {
         let first = match lock(&self.recent).get(id) {
-            Some(first) => first,
-            None => match self.tree.get(key(ID, 0, id))? {
+            Remembered::First(first) => first,
+            Remembered::Pending => return Ok(Seen::Pending),
+            Remembered::Nothing => match self.tree.get(key(ID, 0, id))? {
                 Some(value) => decode(&value)?,
-                None => return Ok(None),
+                None => return Ok(Seen::New),
             },
         };
-        Ok((first.produced_ms.saturating_add(window_ms) > now_ms).then_some(first))
+        Ok(match first.produced_ms.saturating_add(window_ms) > now_ms {
+            true => Seen::Stored(first),
+            false => Seen::New,
+        })
     }
 
     /// `Overloaded` when memory holds [`MAX_UNAPPLIED_IDS`] until the applier catches up.
@@ -99,6 +115,14 @@ impl DedupIndex {
         lock(&self.recent).reserve(ids, now_ms);
     }
 
+    /// The writes of reserved `ids` failed: they may still be stored, before `fence`.
+    pub fn unresolved<'a>(&self, ids: impl IntoIterator<Item = &'a str>, fence: Fence) {
+        let mut recent = lock(&self.recent);
+        for id in ids {
+            recent.unresolved(id, fence);
+        }
+    }
+
     /// Fills in the first results of reserved ids whose writes are durable, until the
     /// applier has derived them from the log into sled.
     pub fn remember(&self, firsts: &[(&str, FirstResult)]) {
@@ -108,15 +132,34 @@ impl DedupIndex {
         }
     }
 
+    /// Lets go of reserved ids whose records were never queued.
+    pub fn release<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut recent = lock(&self.recent);
+        for id in ids {
+            recent.release(id);
+        }
+    }
+
     /// Whether memory holds ids sled may lack: then the log may hold records with client
     /// ids the applier has not yet applied.
     pub fn has_unapplied(&self) -> bool {
         !lock(&self.recent).is_empty()
     }
 
-    /// Lets go of reserved ids whose writes never happened (see [`STALE_AFTER_MS`]).
-    pub fn drop_stale(&self, now_ms: u64) {
-        lock(&self.recent).drop_stale(now_ms);
+    /// Lets go of reserved ids whose time is up ([`RecentIds::drop_stale`]); `progress`
+    /// tells each partition's figures but how far this index reflects it, read here.
+    pub fn drop_stale(&self, now_ms: u64, progress: impl Fn(u32) -> PartitionProgress) {
+        let progress = |partition| PartitionProgress {
+            indexed: self.position(partition).ok().flatten(),
+            ..progress(partition)
+        };
+        lock(&self.recent).drop_stale(now_ms, progress);
+    }
+
+    /// Lets go of `partition`'s pending ids of terms before `term`
+    /// ([`RecentIds::drop_fenced_before`]).
+    pub fn drop_fenced_before(&self, partition: u32, term: u64) {
+        lock(&self.recent).drop_fenced_before(partition, term);
     }
 
     /// How far into `partition`'s log the tree reflects; `None` before the first apply.
@@ -346,14 +389,14 @@ mod tests {
         index
             .replace_partition(2, &[("c".to_owned(), first(30))], moved_on)
             .expect("replace");
-        assert_eq!(index.lookup("a", 10, 1_000).expect("lookup"), None);
+        assert_eq!(index.lookup("a", 10, 1_000).expect("lookup"), Seen::New);
         assert_eq!(
             index.lookup("b", 20, 1_000).expect("lookup"),
-            Some(elsewhere)
+            Seen::Stored(elsewhere)
         );
         assert_eq!(
             index.lookup("c", 30, 1_000).expect("lookup"),
-            Some(first(30))
+            Seen::Stored(first(30))
         );
         assert_eq!(index.position(2).expect("position"), Some(moved_on));
         index
@@ -374,10 +417,10 @@ mod tests {
         record(&index, &[("a", first(1_000))]);
         assert_eq!(
             index.lookup("a", 1_999, 1_000).expect("lookup"),
-            Some(first(1_000))
+            Seen::Stored(first(1_000))
         );
-        assert_eq!(index.lookup("a", 2_000, 1_000).expect("lookup"), None);
-        assert_eq!(index.lookup("b", 1_000, 1_000).expect("lookup"), None);
+        assert_eq!(index.lookup("a", 2_000, 1_000).expect("lookup"), Seen::New);
+        assert_eq!(index.lookup("b", 1_000, 1_000).expect("lookup"), Seen::New);
     }
 
     #[test]
@@ -385,8 +428,14 @@ mod tests {
         let index = index();
         record(&index, &[("old", first(1_000)), ("new", first(5_000))]);
         assert_eq!(index.sweep(6_000, 2_000).expect("sweep"), 1);
-        assert_eq!(index.lookup("old", 1_500, 1_000_000).expect("lookup"), None);
-        assert!(index.lookup("new", 6_000, 2_000).expect("lookup").is_some());
+        assert_eq!(
+            index.lookup("old", 1_500, 1_000_000).expect("lookup"),
+            Seen::New
+        );
+        assert!(matches!(
+            index.lookup("new", 6_000, 2_000).expect("lookup"),
+            Seen::Stored(_)
+        ));
     }
 
     #[test]
@@ -398,7 +447,10 @@ mod tests {
             ..first(1_000)
         };
         record(&index, &[("d", delayed)]);
-        assert_eq!(index.lookup("d", 1_000, 10).expect("lookup"), Some(delayed));
+        assert_eq!(
+            index.lookup("d", 1_000, 10).expect("lookup"),
+            Seen::Stored(delayed)
+        );
     }
 
     #[test]
@@ -406,17 +458,21 @@ mod tests {
         let index = index();
         index.reserve(["a"], 1_000);
         assert!(index.has_unapplied());
-        assert_eq!(index.lookup("a", 1_000, 10).expect("lookup"), None);
+        assert_eq!(
+            index.lookup("a", 1_000, 10).expect("lookup"),
+            Seen::Pending,
+            "reserved, not yet written: a lookup (by a produce holding its claim) must not store it"
+        );
         index.remember(&[("a", first(1_000))]);
         assert_eq!(
             index.lookup("a", 1_000, 10).expect("lookup"),
-            Some(first(1_000))
+            Seen::Stored(first(1_000))
         );
         record(&index, &[("a", first(1_000))]);
         assert!(!index.has_unapplied(), "sled has it now");
         assert_eq!(
             index.lookup("a", 1_000, 10).expect("lookup"),
-            Some(first(1_000))
+            Seen::Stored(first(1_000))
         );
         assert_eq!(
             index.position(0).expect("position"),

@@ -13,6 +13,8 @@
 //! landed.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use openraft::Raft;
@@ -45,6 +47,19 @@ pub(super) struct Proposal {
     pub(super) reply: oneshot::Sender<Result<AppendResult>>,
     /// The proposal's place, given back once it is answered.
     pub(super) slot: ProposalSlot,
+    /// Set by a proposer that stopped waiting for its turn: if it is not yet being written,
+    /// it is answered [`abandoned`] and never written, so the proposer learns for sure.
+    pub(super) abandoned: Arc<AtomicBool>,
+}
+
+/// The answer to a proposal dropped unwritten because its proposer gave up waiting for its
+/// turn ([`Proposal::abandoned`]): nothing was written, so the caller may write it again.
+pub(super) fn abandoned(what: &str) -> BrokerError {
+    tracing::debug!(%what, "a proposal that waited too long for its turn was dropped unwritten");
+    BrokerError::Overloaded {
+        resource: "the partition's writes ahead (not written: waited too long)",
+        retry_after_ms: 1_000,
+    }
 }
 
 /// Takes from the front of `queue` the proposals that go into the next entry: the first
@@ -129,6 +144,10 @@ async fn write_entry(
     hold: Option<WriteHold>,
     run: Vec<Proposal>,
 ) {
+    let run = still_wanted(&raft, &what, run);
+    if run.is_empty() {
+        return;
+    }
     let counts: Vec<u32> = run.iter().map(|p| p.body.message_count()).collect();
     let (bodies, answers): (Vec<EntryBody>, Vec<_>) =
         run.into_iter().map(|p| (p.body, (p.reply, p.slot))).unzip();
@@ -166,6 +185,29 @@ async fn write_entry(
             }
         }
     }
+}
+
+/// The proposals of `run` still to be written. One whose proposer gave up waiting for its
+/// turn is answered [`abandoned`] unwritten; one bound to a Raft term other than the current
+/// one is refused with [`BrokerError::NotLeader`] ([`ProposalSlot::term`]).
+fn still_wanted(raft: &Raft<TypeConfig>, what: &str, run: Vec<Proposal>) -> Vec<Proposal> {
+    let term = raft.metrics().borrow().current_term;
+    run.into_iter()
+        .filter_map(|proposal| {
+            let refusal = if proposal.abandoned.load(Ordering::Acquire) {
+                abandoned(what)
+            } else if proposal.slot.term.is_some_and(|bound| bound != term) {
+                BrokerError::NotLeader {
+                    what: what.to_owned(),
+                    leader: None,
+                }
+            } else {
+                return Some(proposal);
+            };
+            let _gone = proposal.reply.send(Err(refusal));
+            None
+        })
+        .collect()
 }
 
 /// Proposes one entry and waits (bounded) for its commit.
@@ -226,7 +268,11 @@ mod tests {
         Proposal {
             body,
             reply: oneshot::channel().0,
-            slot: ProposalSlot(slot),
+            slot: ProposalSlot {
+                permit: slot,
+                term: None,
+            },
+            abandoned: Arc::default(),
         }
     }
 

@@ -197,6 +197,13 @@ impl Proposer for PartitionGroup {
         }
     }
 
+    fn reserve_in_term(&self, term: u64) -> Result<ProposalSlot> {
+        match self.seated() {
+            Some(seated) => seated.proposer.reserve_in_term(term),
+            None => Err(self.not_held()),
+        }
+    }
+
     fn propose(&self, slot: ProposalSlot, body: EntryBody) -> ProposeFuture {
         match self.seated() {
             Some(seated) => seated.proposer.propose(slot, body),

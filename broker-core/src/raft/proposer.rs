@@ -1,5 +1,6 @@
 //! [`RaftProposer`]: a replicated partition's writes proposed to its Raft.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -59,6 +60,32 @@ impl RaftProposer {
         }
     }
 
+    /// A slot while this node leads (in `term`, when given) and takes writes.
+    fn reserve_slot(&self, term: Option<u64>) -> Result<ProposalSlot> {
+        let (leader, current) = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            (metrics.current_leader, metrics.current_term)
+        };
+        if leader != Some(self.node_id) {
+            return Err(self.not_leader(leader));
+        }
+        if term.is_some_and(|term| term != current) {
+            return Err(self.not_leader(None));
+        }
+        if let Some(target) = self.write_hold.as_ref().and_then(WriteHold::moving_to) {
+            return Err(self.not_leader(Some(target)));
+        }
+        let permit =
+            Arc::clone(&self.slots)
+                .try_acquire_owned()
+                .map_err(|_| BrokerError::Overloaded {
+                    resource: "the partition's proposals in flight",
+                    retry_after_ms: 1_000,
+                })?;
+        Ok(ProposalSlot { permit, term })
+    }
+
     fn queue(&self) -> &mpsc::Sender<Proposal> {
         self.queue.get_or_init(|| {
             // As deep as the slots: every queued proposal holds one, so a send never finds
@@ -77,43 +104,46 @@ impl RaftProposer {
 
 impl Proposer for RaftProposer {
     fn reserve(&self) -> Result<ProposalSlot> {
-        let leader = self.raft.metrics().borrow().current_leader;
-        if leader != Some(self.node_id) {
-            return Err(self.not_leader(leader));
-        }
-        if let Some(target) = self.write_hold.as_ref().and_then(WriteHold::moving_to) {
-            return Err(self.not_leader(Some(target)));
-        }
-        let permit =
-            Arc::clone(&self.slots)
-                .try_acquire_owned()
-                .map_err(|_| BrokerError::Overloaded {
-                    resource: "the partition's proposals in flight",
-                    retry_after_ms: 1_000,
-                })?;
-        Ok(ProposalSlot(permit))
+        self.reserve_slot(None)
+    }
+
+    fn reserve_in_term(&self, term: u64) -> Result<ProposalSlot> {
+        self.reserve_slot(Some(term))
     }
 
     fn propose(&self, slot: ProposalSlot, body: EntryBody) -> ProposeFuture {
         // Queued here, not when the future is first polled: entries follow the order of
         // the calls.
-        let (reply, answer) = oneshot::channel();
+        let (reply, mut answer) = oneshot::channel();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let proposal = Proposal {
+            body,
+            reply,
+            slot,
+            abandoned: Arc::clone(&abandoned),
+        };
         let queued = self
             .queue()
-            .try_send(Proposal { body, reply, slot })
+            .try_send(proposal)
             .map_err(|_| BrokerError::ShuttingDown);
         let what = self.what.clone();
         Box::pin(async move {
             queued?;
             // The entry's own write is bounded too; this bounds the wait behind the writes
             // ahead of it as well.
-            let timeout = Duration::from_millis(2 * PROPOSE_TIMEOUT_MS);
-            match tokio::time::timeout(timeout, answer).await {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(_)) => Err(BrokerError::ShuttingDown),
+            let turn = Duration::from_millis(2 * PROPOSE_TIMEOUT_MS);
+            if let Ok(answered) = tokio::time::timeout(turn, &mut answer).await {
+                return answered.unwrap_or(Err(BrokerError::ShuttingDown));
+            }
+            // Not answered yet: give up the turn, then hear whether the writer dropped it
+            // unwritten (at once) or is writing it (within the write's own bound), so the
+            // caller knows whether its outcome is unknown or nothing was written.
+            abandoned.store(true, Ordering::Release);
+            match tokio::time::timeout(turn, answer).await {
+                Ok(answered) => answered.unwrap_or(Err(BrokerError::ShuttingDown)),
                 Err(_) => Err(BrokerError::ReplicationTimeout {
                     what,
-                    ms: 2 * PROPOSE_TIMEOUT_MS,
+                    ms: 4 * PROPOSE_TIMEOUT_MS,
                 }),
             }
         })

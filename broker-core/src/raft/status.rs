@@ -43,6 +43,10 @@ pub struct LeaderView {
     /// its earlier entries applied: `applied_term` already equals `term` while entries it
     /// held, committed before the restart, are still to be applied.
     pub applied_opened_log: bool,
+    /// Index of this node's last log entry, committed or not.
+    pub last_index: Option<u64>,
+    /// Index of the last entry this node applied.
+    pub applied_index: Option<u64>,
 }
 
 impl LeaderView {
@@ -56,6 +60,8 @@ impl LeaderView {
             term: metrics.current_term,
             applied_term: metrics.last_applied.map(|l| l.leader_id.term),
             applied_opened_log: opened.applied_by(metrics.current_term, applied),
+            last_index: metrics.last_log_index,
+            applied_index: applied,
         }
     }
 }

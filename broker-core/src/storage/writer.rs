@@ -184,8 +184,22 @@ impl PartitionHandle {
     /// shutdown:
     /// [`BrokerError::ShuttingDown`]. Empty `records` is [`BrokerError::InvalidArgument`].
     pub async fn append(&self, records: Vec<Record>) -> Result<AppendResult> {
+        self.append_in_term(records, None).await
+    }
+
+    /// [`PartitionHandle::append`]; on a replicated partition with `term` given, written only
+    /// in that Raft term ([`Proposer::reserve_in_term`]): otherwise refused with
+    /// [`BrokerError::NotLeader`], and nothing is written. `term` is ignored on a local log.
+    pub async fn append_in_term(
+        &self,
+        records: Vec<Record>,
+        term: Option<u64>,
+    ) -> Result<AppendResult> {
         if let Some(proposer) = self.proposer() {
-            let slot = proposer.reserve()?;
+            let slot = match term {
+                Some(term) => proposer.reserve_in_term(term)?,
+                None => proposer.reserve()?,
+            };
             let body = EntryBody::messages(&records)?;
             return proposer.propose(slot, body).await;
         }
@@ -261,8 +275,17 @@ impl PartitionHandle {
     /// control batch afterwards cannot fail: [`BrokerError::Overloaded`] at once when the
     /// queue is full (then nothing was changed), [`BrokerError::ShuttingDown`] after shutdown.
     pub fn reserve_control(&self) -> Result<ControlSlot> {
+        self.reserve_control_in_term(None)
+    }
+
+    /// [`PartitionHandle::reserve_control`]; on a replicated partition with `term` given, the
+    /// batch is written only in that Raft term ([`Proposer::reserve_in_term`]).
+    pub fn reserve_control_in_term(&self, term: Option<u64>) -> Result<ControlSlot> {
         if let Some(proposer) = self.proposer() {
-            let slot = proposer.reserve()?;
+            let slot = match term {
+                Some(term) => proposer.reserve_in_term(term)?,
+                None => proposer.reserve()?,
+            };
             return Ok(ControlSlot(SlotKind::Proposal { proposer, slot }));
         }
         let sender = self.sender(false)?;
@@ -280,6 +303,11 @@ impl PartitionHandle {
     /// proposer set stays.
     pub fn set_proposer(&self, proposer: Arc<dyn Proposer>) {
         let _kept = self.inner.proposer.set(proposer);
+    }
+
+    /// Whether this partition's writes go to a Raft group (its log is replicated).
+    pub fn is_replicated(&self) -> bool {
+        self.inner.proposer.get().is_some()
     }
 
     fn proposer(&self) -> Option<Arc<dyn Proposer>> {

@@ -476,7 +476,12 @@ export interface paths {
          *     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
          *     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
          *     restarts) is not stored again; its reply entry repeats the first result (same partition
-         *     and offset) with `"duplicate": true`.
+         *     and offset) with `"duplicate": true`. In a cluster this holds across leader changes,
+         *     heals and retries at any node: an unkeyed message with an `id` goes to the partition its
+         *     id hashes to (a keyed one to its key's), so every attempt meets that partition's leader;
+         *     a retry whose earlier attempt's outcome is not known yet (it timed out, or a leadership
+         *     change cut it short) is refused whole with 503 `outcome_pending`, storing nothing, until
+         *     it is known: retry it unchanged after `Retry-After`.
          *
          *     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
          *     split by leader and answered as one reply in request order, with the weakest
@@ -4155,7 +4160,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Back-pressure (`overloaded`); see `Retry-After` */
+            /** @description Back-pressure (`overloaded`); in a cluster also no leader (`not_leader`), a write not committed in time (`replication_timeout`: its outcome is unknown, retry with the same ids), or an earlier attempt of one of the batch's ids whose outcome is not known yet (`outcome_pending`: nothing was stored); see `Retry-After` */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -177,7 +177,12 @@ def sync_detailed(
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
-    and offset) with `"duplicate": true`.
+    and offset) with `"duplicate": true`. In a cluster this holds across leader changes,
+    heals and retries at any node: an unkeyed message with an `id` goes to the partition its
+    id hashes to (a keyed one to its key's), so every attempt meets that partition's leader;
+    a retry whose earlier attempt's outcome is not known yet (it timed out, or a leadership
+    change cut it short) is refused whole with 503 `outcome_pending`, storing nothing, until
+    it is known: retry it unchanged after `Retry-After`.
 
     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
     split by leader and answered as one reply in request order, with the weakest
@@ -274,7 +279,12 @@ def sync(
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
-    and offset) with `"duplicate": true`.
+    and offset) with `"duplicate": true`. In a cluster this holds across leader changes,
+    heals and retries at any node: an unkeyed message with an `id` goes to the partition its
+    id hashes to (a keyed one to its key's), so every attempt meets that partition's leader;
+    a retry whose earlier attempt's outcome is not known yet (it timed out, or a leadership
+    change cut it short) is refused whole with 503 `outcome_pending`, storing nothing, until
+    it is known: retry it unchanged after `Retry-After`.
 
     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
     split by leader and answered as one reply in request order, with the weakest
@@ -366,7 +376,12 @@ async def asyncio_detailed(
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
-    and offset) with `"duplicate": true`.
+    and offset) with `"duplicate": true`. In a cluster this holds across leader changes,
+    heals and retries at any node: an unkeyed message with an `id` goes to the partition its
+    id hashes to (a keyed one to its key's), so every attempt meets that partition's leader;
+    a retry whose earlier attempt's outcome is not known yet (it timed out, or a leadership
+    change cut it short) is refused whole with 503 `outcome_pending`, storing nothing, until
+    it is known: retry it unchanged after `Retry-After`.
 
     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
     split by leader and answered as one reply in request order, with the weakest
@@ -461,7 +476,12 @@ async def asyncio(
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
     restarts) is not stored again; its reply entry repeats the first result (same partition
-    and offset) with `"duplicate": true`.
+    and offset) with `"duplicate": true`. In a cluster this holds across leader changes,
+    heals and retries at any node: an unkeyed message with an `id` goes to the partition its
+    id hashes to (a keyed one to its key's), so every attempt meets that partition's leader;
+    a retry whose earlier attempt's outcome is not known yet (it timed out, or a leadership
+    change cut it short) is refused whole with 503 `outcome_pending`, storing nothing, until
+    it is known: retry it unchanged after `Retry-After`.
 
     In a cluster, a JSON batch whose messages fall in partitions led by different nodes is
     split by leader and answered as one reply in request order, with the weakest
