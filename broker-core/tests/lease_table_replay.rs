@@ -40,6 +40,35 @@ fn an_ack_replayed_past_the_cursor_is_passed_over_without_a_delivery() {
 }
 
 #[test]
+fn a_long_stretch_of_acks_replayed_past_the_cursor_is_passed_over_in_one_receive() {
+    // A new leader's table: the cursor of the last checkpoint (the subscription's start),
+    // and 4,660 acks replayed since; 37 messages at the end are still to deliver. Peeking at
+    // the cursor read 80 settled records a receive, so the 37 waited some 58 receives.
+    let mut table = LeaseTable::starting_at(0, TablePolicy::default());
+    for offset in (0..4_660).filter(|o| o % 7 != 3) {
+        table.replay_ack(offset);
+    }
+    for offset in (0..4_660).filter(|o| o % 7 == 3) {
+        table.replay_ack(offset);
+    }
+    assert_eq!(table.next_offset(), 0, "no replayed event moves the cursor");
+    assert_eq!(table.peek_offset(), 4_660);
+    let granted = table.grant(
+        0,
+        10,
+        0,
+        &plain(table.peek_offset()..4_697),
+        1_000,
+        &RetryPolicy::default(),
+        rand::random,
+    );
+    let offsets: Vec<u64> = granted.iter().map(|g| g.offset).collect();
+    assert_eq!(offsets, (4_660..4_670).collect::<Vec<_>>());
+    assert_eq!(table.next_offset(), 4_670);
+    assert_eq!(table.counts(0, 4_697).undelivered, 27);
+}
+
+#[test]
 fn a_delivery_replayed_without_its_lease_is_redelivered_at_once_with_the_next_attempt() {
     let mut table = LeaseTable::starting_at(0, TablePolicy::default());
     table.replay_attempt(1, 1, None);

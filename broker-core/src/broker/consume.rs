@@ -238,7 +238,7 @@ impl Broker {
                 if wanted == 0 || reply.budget == 0 {
                     break;
                 }
-                let before = sub.inspect(partition, LeaseTable::next_offset);
+                let before = sub.inspect(partition, LeaseTable::peek_offset);
                 let granted = self
                     .grant_partition(
                         topic,
@@ -249,7 +249,7 @@ impl Broker {
                         &mut reply,
                     )
                     .await?;
-                let after = sub.inspect(partition, LeaseTable::next_offset);
+                let after = sub.inspect(partition, LeaseTable::peek_offset);
                 if granted > 0 || after == before {
                     break;
                 }
@@ -271,7 +271,7 @@ impl Broker {
     ) -> Result<usize> {
         let log = &topic.partitions[partition];
         let start = log.start_offset();
-        let (next, room) = sub.inspect(partition, |t| (t.next_offset(), t.has_room()));
+        let (next, room) = sub.inspect(partition, |t| (t.peek_offset(), t.has_room()));
         let peeked = if room && next < log.end_offset() {
             match read_range(log.clone(), next.max(start), wanted, reply.budget).await {
                 Ok(records) => records,

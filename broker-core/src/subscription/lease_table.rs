@@ -126,8 +126,8 @@ impl LeaseTable {
 
     /// Hands out up to `max` offsets, leased until `now_ms + lease_ms`: due redeliveries first
     /// (oldest due first), then the `fresh` candidates the caller peeked at the head of the log,
-    /// which must start at `next_offset` (earlier ones are ignored, as another receiver took
-    /// them). Fresh candidates the filter does not want are settled as skipped; on ordered
+    /// which must start at [`LeaseTable::peek_offset`] (earlier ones are ignored, as another
+    /// receiver took them; the settled offsets and entries before it are passed over). Fresh candidates the filter does not want are settled as skipped; on ordered
     /// subscriptions, one whose key has an unsettled earlier message is held back; one not due
     /// yet (`not_before_ms` after `now_ms`) waits for its time like a retry, keeping its key's
     /// turn, while later offsets flow past it. A candidate that replay already settled or gave
@@ -175,8 +175,12 @@ impl LeaseTable {
                 lease,
             });
         }
-        let first_new = self.cursor.next_offset;
-        for candidate in fresh.iter().skip_while(|c| c.offset < first_new) {
+        let fresh_from = self.first_fresh();
+        if fresh_from != self.cursor.next_offset {
+            self.cursor.next_offset = fresh_from;
+            self.dirty_cursor = true;
+        }
+        for candidate in fresh.iter().skip_while(|c| c.offset < fresh_from) {
             let offset = candidate.offset;
             if offset != self.cursor.next_offset {
                 break;
@@ -317,9 +321,19 @@ impl LeaseTable {
         lease.into_iter().chain(retry).min()
     }
 
-    /// The next offset never looked at: where the caller peeks fresh candidates.
+    /// The next offset never looked at.
     pub fn next_offset(&self) -> u64 {
         self.cursor.next_offset
+    }
+
+    /// Where the caller peeks fresh candidates: the first offset at or past
+    /// [`LeaseTable::next_offset`] that replay has neither settled nor given an entry, which
+    /// [`LeaseTable::grant`] passes over without a look. A new leader's table continues from
+    /// the cursor of its last checkpoint (no event moves it) with the acks replayed since
+    /// settled ahead of it: peeking at the cursor would read that whole stretch again, a few
+    /// records a receive, before reaching the first message still to deliver.
+    pub fn peek_offset(&self) -> u64 {
+        self.first_fresh()
     }
 
     /// Whether the table may take fresh candidates: it holds fewer than
