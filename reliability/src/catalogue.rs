@@ -151,6 +151,13 @@ pub const CASES: &[Case] = &[
         "reliability/tests/cluster_forwarding.rs",
     ),
     case(
+        "R13",
+        "idempotent retries across cuts",
+        "a retried batch's ids stored once; nothing acknowledged lost; every acknowledged \
+         message delivered, none after a confirmed ack",
+        "reliability/tests/cluster_idempotent_retries.rs",
+    ),
+    case(
         "S1",
         "lease expiry",
         "redelivered after the lease; a stale receipt acks nothing",
@@ -272,7 +279,7 @@ mod tests {
     #[test]
     fn every_case_of_the_plan_is_listed_once() {
         let mut expected: Vec<String> = Vec::new();
-        for (prefix, count) in [("D", 8), ("R", 12), ("S", 8), ("G", 10)] {
+        for (prefix, count) in [("D", 8), ("R", 13), ("S", 8), ("G", 10)] {
             expected.extend((1..=count).map(|n| format!("{prefix}{n}")));
         }
         let listed: Vec<&str> = CASES.iter().map(|case| case.id).collect();

@@ -69,6 +69,18 @@ pub struct Run {
     /// Empty: every node holds every partition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<Vec<NodeId>>,
+    /// Whether the run's producers retried every unanswered write with the same client `id`
+    /// (the value) and the topic promised to store each id once (within its dedup window): a
+    /// value at two positions of one node's logs is then an anomaly (an id stored twice),
+    /// not an at-least-once duplicate. `false` (the default): duplicates are only counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exactly_once_ids: bool,
+    /// With consumers run to the end ([`Run::consumed_through`]): how long after the
+    /// producers' last completion (the start of the idle phase) an acknowledged value not yet
+    /// delivered may take to be delivered, in milliseconds. One that takes longer, or never
+    /// comes, is a stalled backlog: an anomaly. `None` (the default): not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_delivery_bound_ms: Option<u64>,
 }
 
 /// What a client learnt about an operation.
@@ -114,6 +126,11 @@ pub struct Produce {
     /// The problem `code` of a refusal, when it gave one (what a failed write was told).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Whether an `ok` reply marked the message `"duplicate": true`: its id had been stored
+    /// before within the dedup window, nothing was stored now, and the partition and offset
+    /// repeat the first result. `false` (the default) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
 }
 
 /// A consumer received a message.
@@ -162,6 +179,10 @@ pub struct Ack {
     /// The HTTP status of the reply, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// Why it was not confirmed, when the reply said: the `code` of this receipt's entry in a
+    /// 200's `failed` list (`receipt_invalid`), or a refusal's problem `code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// One record read directly from one node's log after the faults stopped and the cluster healed.

@@ -2,11 +2,13 @@
 
 use serde::Serialize;
 
+use crate::checks::backlog::{self, Backlog};
 use crate::checks::consumption::{self, Consumption};
 use crate::checks::coverage::{self, Coverage};
 use crate::checks::delivery::{self, DeliveriesAfterAck};
 use crate::checks::deposed::{self, DeposedAcks};
 use crate::checks::divergence::{self, Divergence};
+use crate::checks::idempotence::{self, Idempotence};
 use crate::checks::leaders::{self, Leadership};
 use crate::checks::log::{self, LogChecks};
 use crate::checks::lost::{self, LostClasses};
@@ -37,6 +39,10 @@ pub struct Findings {
     pub delivered_after_ack: DeliveriesAfterAck,
     /// What consumers got through the subscriptions the run consumed through.
     pub consumption: Consumption,
+    /// The backlog when the producers stopped, and how long it took to be delivered.
+    pub backlog: Backlog,
+    /// Ids stored twice, retried values and duplicate replies.
+    pub idempotence: Idempotence,
     /// Per-key order violations.
     pub order: Offenders<OrderViolation>,
     /// Leader changes and dual leaders.
@@ -62,6 +68,8 @@ impl Findings {
             deposed: deposed::check(history),
             delivered_after_ack: delivery::check(history),
             consumption: consumption::check(history),
+            backlog: backlog::check(history),
+            idempotence: idempotence::check(history),
             order: order::check(history),
             coverage: coverage::check(history, &leadership),
             leadership,

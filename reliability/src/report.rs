@@ -45,13 +45,49 @@ impl Report {
             .seed
             .map_or_else(|| "?".to_owned(), |seed| seed.to_string());
         format!(
-            "{} {} seed={seed} | {} | {}{} | verdict {}",
+            "{} {} seed={seed} | {} | {}{}{}{} | verdict {}",
             self.id,
             self.name,
             self.counts_text(),
             self.run_text(),
             self.consumption_text(),
+            self.idempotence_text(),
+            self.backlog_text(),
             self.verdict
+        )
+    }
+
+    /// Ids stored twice, duplicate replies and divergent offsets, when the run promised each
+    /// id stored once.
+    fn idempotence_text(&self) -> String {
+        let ids = &self.findings.idempotence;
+        if !ids.enforced {
+            return String::new();
+        }
+        format!(
+            " | ids stored twice {} of {} | retried {} | duplicate replies {} \
+             | divergent offsets {}",
+            ids.stored_twice.count,
+            ids.stored,
+            ids.retried,
+            ids.duplicate_replies.count,
+            self.findings.divergence.count,
+        )
+    }
+
+    /// The backlog when the producers stopped, when the run bounds its delivery.
+    fn backlog_text(&self) -> String {
+        let backlog = &self.findings.backlog;
+        let Some(bound) = backlog.bound_ms else {
+            return String::new();
+        };
+        format!(
+            " | backlog at idle {} | longest backlog wait {:.1} s \
+             | stalled after idle {} (bound {:.1} s)",
+            backlog.at_idle,
+            backlog.longest_wait_ms as f64 / 1000.0,
+            backlog.stalled.count,
+            bound as f64 / 1000.0,
         )
     }
 

@@ -48,8 +48,9 @@ pub struct Judgement {
     pub reasons: Vec<String>,
 }
 
-/// `invalid` if any check found an anomaly (duplicates excepted: at-least-once allows them);
-/// else `unknown` if coverage is unmet; else `valid`.
+/// `invalid` if any check found an anomaly (duplicates excepted: at-least-once allows them,
+/// unless the run header promised each id stored once); else `unknown` if coverage is unmet
+/// (or such a run retried nothing); else `valid`.
 pub fn judge(findings: &Findings) -> Judgement {
     let anomalies = anomalies(findings);
     if !anomalies.is_empty() {
@@ -58,7 +59,8 @@ pub fn judge(findings: &Findings) -> Judgement {
             reasons: anomalies,
         };
     }
-    let problems = findings.coverage.problems();
+    let mut problems = findings.coverage.problems();
+    problems.extend(findings.idempotence.problems());
     let verdict = if problems.is_empty() {
         Verdict::Valid
     } else {
@@ -102,6 +104,14 @@ fn anomalies(findings: &Findings) -> Vec<String> {
             "acknowledged values never delivered",
         ),
         (findings.order.count, "per-key order violations"),
+        (
+            findings.idempotence.anomalies(),
+            "ids stored twice (a value at two positions of one node's log)",
+        ),
+        (
+            findings.backlog.anomalies(),
+            "acknowledged values not delivered within the idle bound",
+        ),
         (
             findings.leadership.dual_leaders.count,
             "terms with two leaders",

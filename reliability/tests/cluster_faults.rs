@@ -155,6 +155,8 @@ fn run_header(id: &str, name: &str, fault: &str, leader_change: bool, cluster: &
         nodes: cluster.node_ids(),
         consumed_through: vec![SUBSCRIPTION.into()],
         replicas: Default::default(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     }
 }
 

@@ -248,6 +248,8 @@ async fn run() {
         nodes: all.clone(),
         consumed_through: vec![SUBSCRIPTION.into()],
         replicas: replicas.values().cloned().collect(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     };
     let recorder =
         wharf_reliability::workload::Recorder::create(&cluster.root().join("history.jsonl"), run)
@@ -353,6 +355,8 @@ async fn drain_and_remove() {
         nodes: all.clone(),
         consumed_through: vec![SUBSCRIPTION.into()],
         replicas: Vec::new(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     };
     let history = cluster.root().join("history.jsonl");
     let recorder =

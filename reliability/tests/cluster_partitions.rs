@@ -78,6 +78,8 @@ fn run_header(id: &str, name: &str, seed: u64, faults: &[&str], cluster: &Cluste
         nodes: cluster.node_ids(),
         consumed_through: vec![],
         replicas: Default::default(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     }
 }
 

@@ -23,6 +23,8 @@ fn header(id: &str, name: &str, faults: &[&str], partitions: u32, nodes: Vec<Nod
         nodes,
         consumed_through: vec![],
         replicas: Default::default(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     }
 }
 

@@ -1,5 +1,9 @@
 //! Per-key order: of two `ok` produces by one process with one key, the one invoked after the
 //! other completed must land in the same partition at a higher offset.
+//!
+//! A value sent in several attempts (a retry after a timeout or a 5xx) counts as invoked at its
+//! first attempt: any attempt may be the one that stored it, and a retry's reply marked
+//! `duplicate` names where the first one did.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -56,14 +60,17 @@ struct Write<'h> {
     produce: &'h Produce,
     partition: Partition,
     offset: Offset,
+    /// When the value's first attempt was sent.
+    invoked_ms: u64,
 }
 
 impl<'h> Write<'h> {
-    fn of(produce: &'h Produce) -> Option<Self> {
+    fn of(produce: &'h Produce, invoked_ms: u64) -> Option<Self> {
         Some(Self {
             produce,
             partition: produce.partition?,
             offset: produce.offset?,
+            invoked_ms,
         })
     }
 
@@ -78,9 +85,20 @@ impl<'h> Write<'h> {
 
 /// Each process's acknowledged, positioned writes of each key, ordered by process and key.
 fn keyed_writes(history: &History) -> BTreeMap<(u32, &str), Vec<Write<'_>>> {
+    let mut first_invoked: HashMap<&str, u64> = HashMap::new();
+    for produce in &history.produces {
+        let first = first_invoked
+            .entry(&produce.value)
+            .or_insert(produce.invoke_ms);
+        *first = (*first).min(produce.invoke_ms);
+    }
     let mut writes: BTreeMap<(u32, &str), Vec<Write<'_>>> = BTreeMap::new();
     for produce in history.produces.iter().filter(|p| p.outcome == Outcome::Ok) {
-        if let (Some(key), Some(write)) = (&produce.key, Write::of(produce)) {
+        let invoked_ms = first_invoked
+            .get(produce.value.as_str())
+            .copied()
+            .unwrap_or(produce.invoke_ms);
+        if let (Some(key), Some(write)) = (&produce.key, Write::of(produce, invoked_ms)) {
             writes
                 .entry((produce.process, key))
                 .or_default()
@@ -95,12 +113,12 @@ fn keyed_writes(history: &History) -> BTreeMap<(u32, &str), Vec<Write<'_>>> {
 fn violations(mut writes: Vec<Write<'_>>) -> Vec<(Write<'_>, Write<'_>)> {
     let mut by_completion = writes.clone();
     by_completion.sort_by_key(|write| write.produce.complete_ms);
-    writes.sort_by_key(|write| write.produce.invoke_ms);
+    writes.sort_by_key(|write| write.invoked_ms);
     let mut completed = by_completion.into_iter().peekable();
     let mut highest: HashMap<Partition, Write<'_>> = HashMap::new();
     let mut found = Vec::new();
     for later in writes {
-        let invoked = later.produce.invoke_ms;
+        let invoked = later.invoked_ms;
         while let Some(earlier) = completed.next_if(|e| e.produce.complete_ms < invoked) {
             let best = highest.entry(earlier.partition).or_insert(earlier);
             if earlier.offset > best.offset {

@@ -94,6 +94,20 @@ pub struct Placement {
     pub partition: Partition,
     /// Its offset, when the reply gave one.
     pub offset: Option<Offset>,
+    /// Whether the reply marked it a repeat of an id stored before (`"duplicate": true`):
+    /// nothing was stored now, and the partition and offset are the first result's.
+    #[serde(default)]
+    pub duplicate: bool,
+}
+
+/// One message of a batch [`Api::produce_batch`] sends: its client `id` and its value (here
+/// the same text) and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchMessage {
+    /// The client id and the value (`p0-17`).
+    pub value: String,
+    /// The partitioning key.
+    pub key: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -269,6 +283,41 @@ impl Api {
                     status: Some(200),
                     detail: "a produce reply naming no message".to_owned(),
                 },
+            },
+            Reply::Refused(e) => Reply::Refused(e),
+            Reply::Status { status, code } => Reply::Status { status, code },
+            Reply::Unknown { status, detail } => Reply::Unknown { status, detail },
+        }
+    }
+
+    /// `POST /v1/topics/{topic}/messages?ack={ack}` with a JSON batch, each message's client
+    /// `id` its value; the placements in request order. A 2xx reply naming another number of
+    /// messages than were sent proves nothing: it is `Unknown`.
+    pub async fn produce_batch(
+        &self,
+        url: &str,
+        topic: &str,
+        ack: &str,
+        batch: &[BatchMessage],
+    ) -> Reply<Vec<Placement>> {
+        let messages: Vec<serde_json::Value> = batch
+            .iter()
+            .map(|m| json!({ "value": m.value, "key": m.key, "id": m.value }))
+            .collect();
+        let request = self
+            .client
+            .post(format!("{url}/v1/topics/{topic}/messages"))
+            .query(&[("ack", ack)])
+            .json(&json!({ "messages": messages }));
+        match self.call::<ProduceReply>(request, self.timeout).await {
+            Reply::Ok(reply) if reply.messages.len() == batch.len() => Reply::Ok(reply.messages),
+            Reply::Ok(reply) => Reply::Unknown {
+                status: Some(200),
+                detail: format!(
+                    "a produce reply naming {} messages for a batch of {}",
+                    reply.messages.len(),
+                    batch.len()
+                ),
             },
             Reply::Refused(e) => Reply::Refused(e),
             Reply::Status { status, code } => Reply::Status { status, code },

@@ -1,7 +1,7 @@
-//! A consumer: receives from the nodes in turn, records each delivery, acks it on the node it
-//! came from (on the next nodes while that one cannot answer, for up to half the lease: a
-//! receipt stays valid on whichever node leads the partition, and a failover takes a second or
-//! two), and records each value's ack.
+//! A consumer: receives from the nodes in turn (or at random, with the spec's `random_nodes`),
+//! records each delivery, acks it on the node it came from (on the next nodes while that one
+//! cannot answer, for up to half the lease: a receipt stays valid on whichever node leads the
+//! partition, and a failover takes a second or two), and records each value's ack.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -99,6 +99,11 @@ async fn handle(context: &Context, process: u32, n: u64, invoke_ms: u64, message
 }
 
 /// Records what `reply` (sent and answered at `times`) proves about each message's ack.
+///
+/// A node settles an ack of receipts from several partitions share by share, one per partition
+/// leader, and answers the first share's error for the whole request while the shares before it
+/// were applied: a 5xx to such an ack proves nothing about any one receipt (`info`), where for
+/// receipts of one partition a 503 is a refusal (`fail`).
 fn record_acks(
     context: &Context,
     process: u32,
@@ -106,13 +111,12 @@ fn record_acks(
     reply: &Reply<AckReply>,
     times: (u64, u64),
 ) {
+    let first_partition = messages.first().map(|(m, _)| m.partition);
+    let several_partitions = messages
+        .iter()
+        .any(|(m, _)| Some(m.partition) != first_partition);
     for (message, value) in messages {
-        let outcome = match reply {
-            Reply::Ok(ack) if ack.failed.iter().any(|f| f.receipt == message.receipt) => {
-                Outcome::Fail
-            }
-            other => other.outcome(),
-        };
+        let (outcome, code) = ack_outcome(reply, &message.receipt, several_partitions);
         if outcome == Outcome::Ok {
             context.counters.acks_ok.fetch_add(1, Ordering::Relaxed);
         }
@@ -130,6 +134,70 @@ fn record_acks(
             complete_ms: times.1,
             outcome,
             status: reply.status(),
+            code,
         }));
+    }
+}
+
+/// What `reply` proves about the ack of `receipt`, and the code it gave: `fail` with the code
+/// of its entry in a 200's `failed` list; `info` for a 5xx to an ack spanning
+/// `several_partitions`; otherwise as any call's reply.
+fn ack_outcome(
+    reply: &Reply<AckReply>,
+    receipt: &str,
+    several_partitions: bool,
+) -> (Outcome, Option<String>) {
+    let refused = match reply {
+        Reply::Ok(ack) => ack.failed.iter().find(|f| f.receipt == receipt),
+        _ => None,
+    };
+    match (reply, refused) {
+        (_, Some(failed)) => (Outcome::Fail, Some(failed.code.clone())),
+        (Reply::Status { status, code }, None) if several_partitions && *status >= 500 => {
+            (Outcome::Info, code.clone())
+        }
+        (other, None) => (other.outcome(), other.code().map(str::to_owned)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::api::FailedReceipt;
+
+    fn not_leader() -> Reply<AckReply> {
+        Reply::Status {
+            status: 503,
+            code: Some("not_leader".into()),
+        }
+    }
+
+    #[test]
+    fn a_receipt_in_the_failed_list_fails_with_its_code_the_others_are_confirmed() {
+        let reply = Reply::Ok(AckReply {
+            acked: 1,
+            failed: vec![FailedReceipt {
+                receipt: "r2".into(),
+                code: "receipt_invalid".into(),
+            }],
+        });
+        assert_eq!(ack_outcome(&reply, "r1", true), (Outcome::Ok, None));
+        assert_eq!(
+            ack_outcome(&reply, "r2", true),
+            (Outcome::Fail, Some("receipt_invalid".into()))
+        );
+    }
+
+    #[test]
+    fn a_503_refuses_an_ack_of_one_partition_and_proves_nothing_for_several() {
+        let code = Some("not_leader".to_owned());
+        assert_eq!(
+            ack_outcome(&not_leader(), "r1", false),
+            (Outcome::Fail, code.clone())
+        );
+        assert_eq!(
+            ack_outcome(&not_leader(), "r1", true),
+            (Outcome::Info, code)
+        );
     }
 }

@@ -9,6 +9,8 @@
 //! - [`api`]: the Wharf calls, each with a timeout, and what their replies prove.
 //! - [`leader_watch`]: [`LeaderWatch`], which records every partition leader and Raft term the
 //!   nodes report.
+//! - [`batch_retry`]: [`BatchRetry`], producers that send batches and retry each unchanged
+//!   (same client ids) at random nodes until a 200.
 //! - `produce`, `consume`, `drain`: the tasks.
 //!
 //! A run: [`Recorder::create`] (writes the `run` header), [`Workload::setup`],
@@ -36,6 +38,8 @@
 //!     nodes: cluster.node_ids(),
 //!     consumed_through: vec![],
 //!     replicas: Default::default(),
+//!     exactly_once_ids: false,
+//!     idle_delivery_bound_ms: None,
 //! };
 //! let recorder = Recorder::create(&cluster.root().join("history.jsonl"), run)?;
 //! let workload = Workload::new(spec, cluster.endpoints(), recorder.clone())?;
@@ -55,6 +59,7 @@
 //! ```
 
 pub mod api;
+pub mod batch_retry;
 mod consume;
 mod drain;
 pub mod leader_watch;
@@ -70,6 +75,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::task::JoinSet;
 
+pub use batch_retry::BatchRetry;
 pub use leader_watch::LeaderWatch;
 pub use recorder::Recorder;
 pub use spec::WorkloadSpec;
@@ -138,6 +144,12 @@ pub struct Counters {
     pub delivered: AtomicU64,
     /// Acks confirmed.
     pub acks_ok: AtomicU64,
+    /// Batch attempts after a batch's first ([`BatchRetry`] producers).
+    pub batch_retries: AtomicU64,
+    /// Batches given up without a 200 (their bound ran out, or a 4xx no retry changes).
+    pub batches_abandoned: AtomicU64,
+    /// Messages an `ok` reply marked `"duplicate": true`.
+    pub duplicate_replies: AtomicU64,
 }
 
 /// A snapshot of [`Counters`].
@@ -155,6 +167,12 @@ pub struct WorkloadStats {
     pub delivered: u64,
     /// Acks confirmed.
     pub acks_ok: u64,
+    /// Batch attempts after a batch's first.
+    pub batch_retries: u64,
+    /// Batches given up without a 200.
+    pub batches_abandoned: u64,
+    /// Messages an `ok` reply marked `"duplicate": true`.
+    pub duplicate_replies: u64,
 }
 
 impl Counters {
@@ -167,6 +185,9 @@ impl Counters {
             unknown: get(&self.unknown),
             delivered: get(&self.delivered),
             acks_ok: get(&self.acks_ok),
+            batch_retries: get(&self.batch_retries),
+            batches_abandoned: get(&self.batches_abandoned),
+            duplicate_replies: get(&self.duplicate_replies),
         }
     }
 }
@@ -187,6 +208,8 @@ struct Context {
     spec: WorkloadSpec,
     endpoints: Vec<Endpoint>,
     api: Api,
+    /// The batch producers' client, whose calls end within [`BatchRetry::timeout`].
+    batch_api: Option<Api>,
     recorder: Recorder,
     counters: Counters,
     stop_producing: AtomicBool,
@@ -222,12 +245,26 @@ impl Context {
         self.producers_done.load(Ordering::Acquire) && self.progress().outstanding.is_empty()
     }
 
-    /// The endpoint for the `n`th call of a task, round-robin from the task's own offset.
+    /// The endpoint for the `n`th call of a task: round-robin from the task's own offset, or,
+    /// with the spec's `random_nodes`, drawn from (seed, task, `n`), so a call and its record
+    /// name the same node however often it is asked.
     fn endpoint(&self, process: u32, n: u64) -> &Endpoint {
         let len = self.endpoints.len() as u64;
-        let index = (u64::from(process) + n) % len;
+        let index = if self.spec.random_nodes {
+            mix(self.spec.seed ^ mix(u64::from(process)) ^ mix(n.wrapping_add(1) << 8)) % len
+        } else {
+            (u64::from(process) + n) % len
+        };
         &self.endpoints[index as usize]
     }
+}
+
+/// SplitMix64's finaliser: spreads `x`'s bits, so nearby inputs draw unrelated nodes.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 /// A workload over a set of nodes, recording into one history.
@@ -248,11 +285,16 @@ impl Workload {
             return Err(WorkloadError::NoEndpoints);
         }
         let api = Api::new(spec.request_timeout)?;
+        let batch_api = match &spec.batch_retry {
+            Some(batch) => Some(Api::new(batch.timeout)?),
+            None => None,
+        };
         Ok(Workload {
             context: Arc::new(Context {
                 spec,
                 endpoints,
                 api,
+                batch_api,
                 recorder,
                 counters: Counters::default(),
                 stop_producing: AtomicBool::new(false),
@@ -326,14 +368,24 @@ impl Workload {
         Err(failed("no attempt made".to_owned()))
     }
 
-    /// Starts the producers and the consumers. Producers stop after the spec's `duration`;
+    /// Starts the producers (the spec's [`BatchRetry`] producers when it has one) and the
+    /// consumers. Producers stop after the spec's `duration`;
     /// consumers once producers stopped and every value they got acknowledged was consumed
     /// (received, and its ack confirmed or of unknown outcome), or `consume_grace` after the
     /// producers stopped.
     pub fn start(&self) -> RunningWorkload {
         let mut producers = JoinSet::new();
+        let batches = self.context.spec.batch_retry.clone();
         for process in 0..self.context.spec.producers {
-            producers.spawn(produce::run(self.context.clone(), process));
+            match (&batches, &self.context.batch_api) {
+                (Some(batch), Some(api)) => producers.spawn(batch_retry::run(
+                    self.context.clone(),
+                    process,
+                    batch.clone(),
+                    api.clone(),
+                )),
+                _ => producers.spawn(produce::run(self.context.clone(), process)),
+            };
         }
         let mut consumers = JoinSet::new();
         let first = self.context.spec.producers;

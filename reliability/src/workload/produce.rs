@@ -72,6 +72,7 @@ async fn send(context: &Context, process: u32, counter: u64, key: String) {
         outcome,
         status: reply.status(),
         code: reply.code().map(str::to_owned),
+        duplicate: placement.is_some_and(|p| p.duplicate),
     }));
     count(context, outcome);
     if outcome == Outcome::Ok {

@@ -127,6 +127,8 @@ mod tests {
             nodes: vec![1],
             consumed_through: vec![],
             replicas: Default::default(),
+            exactly_once_ids: false,
+            idle_delivery_bound_ms: None,
         }
     }
 

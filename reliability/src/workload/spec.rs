@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::WorkloadError;
+use super::batch_retry::BatchRetry;
 use crate::event::{NodeId, Partition};
 
 /// Highest total produce rate a spec may ask for: far above what 2 shared cores sustain (about
@@ -71,6 +72,13 @@ pub struct WorkloadSpec {
     /// Per partition, the nodes holding a replica of it, which the drain reads it from;
     /// `None`: every node holds every partition (the replication factor is the node count).
     pub replicas: Option<BTreeMap<Partition, Vec<NodeId>>>,
+    /// `Some`: the producers send batches and retry each unchanged until a 200 (see
+    /// [`BatchRetry`]) instead of one message per request at `rate`, which then only names
+    /// no figure (`duration` still bounds the sending). `None`: the open-loop producers.
+    pub batch_retry: Option<BatchRetry>,
+    /// Whether consumers (and setup) pick each call's node at random, seeded from `seed`,
+    /// instead of in turn.
+    pub random_nodes: bool,
 }
 
 impl WorkloadSpec {
@@ -96,6 +104,8 @@ impl WorkloadSpec {
             setup_timeout: Duration::from_secs(10),
             drain_timeout: Duration::from_secs(20),
             replicas: None,
+            batch_retry: None,
+            random_nodes: false,
         }
     }
 
@@ -137,6 +147,9 @@ impl WorkloadSpec {
                 self.receive_max.to_string(),
                 "must be 1 to 100",
             );
+        }
+        if let Some(problem) = self.batch_retry.as_ref().and_then(BatchRetry::problem) {
+            return invalid("batch_retry", format!("{:?}", self.batch_retry), problem);
         }
         Ok(())
     }

@@ -4,11 +4,13 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backlog;
 mod consumption;
 mod coverage;
 mod delivery;
 mod deposed;
 mod divergence;
+mod idempotence;
 mod log;
 mod lost;
 mod offset_mismatch;

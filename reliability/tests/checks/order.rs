@@ -56,3 +56,27 @@ fn a_later_write_of_a_key_in_another_partition_is_a_violation() {
     assert_eq!(report.reasons, ["1 per-key order violations"]);
     assert_eq!(report.findings.order.first[0].later.partition, 1);
 }
+
+#[test]
+fn a_retried_write_counts_as_invoked_at_its_first_attempt() {
+    // p0-2 was first sent at 25, before p0-1 completed (40); its retry at 50 was answered
+    // with the place the first attempt stored it at, before p0-1's.
+    let mut events = swapped(50);
+    events.insert(
+        1,
+        crate::support::produce(
+            0,
+            "p0-2",
+            Some("k0"),
+            None,
+            (25, 29),
+            wharf_reliability::event::Outcome::Info,
+        ),
+    );
+    let report = report(events);
+    assert_eq!(
+        report.findings.order.count, 0,
+        "{:?}",
+        report.findings.order
+    );
+}

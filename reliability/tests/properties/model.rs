@@ -169,6 +169,8 @@ impl Builder {
             nodes: NODES.to_vec(),
             consumed_through: vec![],
             replicas: Default::default(),
+            exactly_once_ids: false,
+            idle_delivery_bound_ms: None,
         });
         Self {
             partitions,
@@ -219,6 +221,7 @@ impl Builder {
             outcome,
             status,
             code: None,
+            duplicate: false,
         }));
         self.clock += op.took_ms + 1;
     }
@@ -321,6 +324,7 @@ impl Builder {
             complete_ms: self.clock + took_ms,
             outcome,
             status: None,
+            code: None,
         }));
         self.clock += took_ms + 1;
     }

@@ -384,6 +384,8 @@ pub fn run_header(
         nodes: cluster.node_ids(),
         consumed_through: vec![],
         replicas: Default::default(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     }
 }
 
@@ -518,6 +520,7 @@ pub fn record_produce(
         outcome: produced.outcome(),
         status: produced.status,
         code: None,
+        duplicate: false,
     }));
 }
 

@@ -26,6 +26,8 @@ pub fn run() -> Event {
         nodes: NODES.to_vec(),
         consumed_through: vec![],
         replicas: Default::default(),
+        exactly_once_ids: false,
+        idle_delivery_bound_ms: None,
     })
 }
 
@@ -50,6 +52,7 @@ pub fn produce(
         outcome,
         status: None,
         code: None,
+        duplicate: false,
     })
 }
 
@@ -78,6 +81,7 @@ pub fn ack(value: &str, times: (u64, u64), outcome: Outcome) -> Event {
         complete_ms: times.1,
         outcome,
         status: None,
+        code: None,
     })
 }
 
