@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
-use broker_core::broker::{AckMode, NewMessage, ProduceOutcome};
+use broker_core::broker::{AckMode, Delay, NewMessage, ProduceOutcome};
 use broker_core::cluster_node::ClusterNode;
 use broker_core::partitioner::key_hash;
 use broker_core::topic::TopicSpec;
@@ -140,7 +140,9 @@ fn ids(prefix: &str, n: usize) -> Vec<String> {
 }
 
 /// Produces at `node` until it takes the batch: a new leader answers `not_leader` until it
-/// has applied its term's first entry, and `overloaded` while its index catches up.
+/// has applied its term's first entry, and `overloaded` while its index catches up; a batch
+/// whose earlier write failed is `outcome_pending` until the leader's index has met it (a
+/// round of its applier after the commit).
 async fn produce_at(node: &ClusterNode, messages: Vec<NewMessage>) -> ProduceOutcome {
     for _ in 0..100 {
         match node
@@ -149,7 +151,11 @@ async fn produce_at(node: &ClusterNode, messages: Vec<NewMessage>) -> ProduceOut
             .await
         {
             Ok(outcome) => return outcome,
-            Err(BrokerError::NotLeader { .. } | BrokerError::Overloaded { .. }) => {
+            Err(
+                BrokerError::NotLeader { .. }
+                | BrokerError::Overloaded { .. }
+                | BrokerError::OutcomePending { .. },
+            ) => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(other) => panic!("produce at node {}: {other:?}", node.node_id()),
@@ -205,6 +211,42 @@ async fn a_retry_at_a_new_leader_after_a_move_answers_the_ids_stored_under_the_o
     }
     cluster.replicas_hold(0, 20).await;
     each_id_once(&cluster.stored(0).await, &sent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delayed_message_retried_at_a_new_leader_is_answered_with_its_first_due_time() {
+    let cluster = Cluster::start(1).await;
+    let old = cluster.agreed_leader(0, None).await;
+    let sent = ids("later", 5);
+    let delayed = || -> Vec<NewMessage> {
+        batch(&sent)
+            .into_iter()
+            .map(|m| NewMessage {
+                delay: Some(Delay::AfterMs(60_000)),
+                ..m
+            })
+            .collect()
+    };
+    let first = produce_at(cluster.node(old), delayed()).await;
+    let new = others(old)[1];
+    controller_leader(&cluster.nodes)
+        .move_leader(TOPIC, 0, new)
+        .await
+        .expect("moved");
+    assert_eq!(cluster.agreed_leader(0, None).await, new);
+    let retry = produce_at(cluster.node(new), delayed()).await;
+    for (retried, stored) in retry.messages.iter().zip(&first.messages) {
+        assert!(
+            retried.duplicate,
+            "{} scheduled again at node {new}",
+            retried.id
+        );
+        assert_eq!(
+            retried.deliver_at_ms, stored.deliver_at_ms,
+            "{}",
+            retried.id
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
