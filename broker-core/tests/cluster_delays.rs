@@ -5,33 +5,24 @@
 //! other partition overwrote it (a fresh-clone CI counted one of two delayed messages).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
 use broker_core::broker::{AckMode, Delay, FiguresOf, NewMessage, ReceiveRequest};
-use broker_core::cluster_node::ClusterNode;
 use broker_core::partitioner::key_hash;
 use broker_core::topic::TopicSpec;
 use bytes::Bytes;
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{
-    controller_leader, default_subscription, node_record, start_cluster_node, until,
-};
+use raft_support::nodes::{controller_leader, default_subscription, three_registered_nodes, until};
 
 const TOPIC: &str = "later";
 /// Pairs of delayed messages, one per partition, each pair produced at both leaders at once.
 const ROUNDS: usize = 25;
 /// How long after the produces the messages are due: long enough for every round.
 const DUE_AFTER_MS: u64 = 4_000;
-
-async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
-    let me = node_record(id, format!("zone-{id}"), 7000);
-    start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await
-}
 
 /// A key of `partition` (of two).
 fn key_of(partition: u64) -> String {
@@ -68,16 +59,7 @@ fn receive() -> ReceiveRequest {
 async fn delayed_messages_given_by_two_leaders_at_once_are_all_kept_and_delivered() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
-    let mut nodes = Vec::new();
-    for id in 1..=3 {
-        nodes.push(start_node(id, root.path(), &net).await);
-    }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == 3)
-    })
-    .await;
+    let nodes = three_registered_nodes(root.path(), &net).await;
     let controller = controller_leader(&nodes);
     let spec = TopicSpec {
         name: TOPIC.into(),

@@ -7,7 +7,6 @@
 //! the ids their logs held, and a failed or abandoned attempt freed its ids for a second copy.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ use broker_core::topic::TopicSpec;
 mod raft_support;
 use raft_support::Net;
 use raft_support::nodes::{
-    controller_leader, node_record, read_own_replica, start_cluster_node, text_message, until,
+    controller_leader, read_own_replica, text_message, three_registered_nodes, until,
 };
 
 const TOPIC: &str = "ids";
@@ -37,16 +36,7 @@ impl Cluster {
     async fn start(partitions: u32) -> Cluster {
         let root = tempfile::tempdir().expect("dir");
         let net = Arc::new(Net::default());
-        let mut nodes = Vec::new();
-        for id in 1..=3 {
-            nodes.push(start_node(id, root.path(), &net).await);
-        }
-        until("every node registered and ready", || {
-            nodes
-                .iter()
-                .all(|n| n.ready() && n.state().nodes().len() == 3)
-        })
-        .await;
+        let nodes = three_registered_nodes(root.path(), &net).await;
         let spec = TopicSpec {
             name: TOPIC.into(),
             partitions: Some(partitions),
@@ -69,6 +59,23 @@ impl Cluster {
 
     fn node(&self, id: u64) -> &Arc<ClusterNode> {
         &self.nodes[(id - 1) as usize]
+    }
+
+    /// The followers of `leader` take its appends, but their answers are lost: nothing
+    /// commits, and nobody starts an election.
+    fn mute_followers_of(&self, leader: u64) {
+        self.net.mute.lock().expect("lock").extend(others(leader));
+    }
+
+    /// A produce of `ids` at node `id` on a task of its own, as a client still waiting.
+    fn spawn_produce(
+        &self,
+        id: u64,
+        ids: &[String],
+    ) -> tokio::task::JoinHandle<broker_core::error::Result<ProduceOutcome>> {
+        let node = Arc::clone(self.node(id));
+        let messages = batch(ids);
+        tokio::spawn(async move { node.broker().produce(TOPIC, messages, AckMode::All).await })
     }
 
     /// Partition `partition`'s leader once every node not in `apart` names it (and it is not
@@ -117,11 +124,6 @@ impl Cluster {
         }
         panic!("the replicas of partition {partition} never all held {count} records");
     }
-}
-
-async fn start_node(id: u64, root: &Path, net: &Arc<Net>) -> Arc<ClusterNode> {
-    let me = node_record(id, format!("zone-{id}"), 7000);
-    start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await
 }
 
 fn with_id(id: &str) -> NewMessage {
@@ -254,26 +256,17 @@ async fn a_retry_while_the_first_attempt_is_in_raft_and_its_caller_gone_is_not_s
     let cluster = Cluster::start(1).await;
     let leader = cluster.agreed_leader(0, None).await;
     let sent = ids("in-flight", 5);
-    // The followers take the leader's appends but their answers are lost: nothing commits,
-    // and nobody starts an election.
-    cluster
-        .net
-        .mute
-        .lock()
-        .expect("lock")
-        .extend(others(leader));
-    let node = Arc::clone(cluster.node(leader));
+    cluster.mute_followers_of(leader);
     let gone = tokio::time::timeout(
         Duration::from_millis(300),
-        node.broker().produce(TOPIC, batch(&sent), AckMode::All),
+        cluster
+            .node(leader)
+            .broker()
+            .produce(TOPIC, batch(&sent), AckMode::All),
     )
     .await;
     assert!(gone.is_err(), "the first attempt cannot commit while muted");
-    let retry = {
-        let node = Arc::clone(&node);
-        let messages = batch(&sent);
-        tokio::spawn(async move { node.broker().produce(TOPIC, messages, AckMode::All).await })
-    };
+    let retry = cluster.spawn_produce(leader, &sent);
     tokio::time::sleep(Duration::from_millis(500)).await;
     cluster.net.mute.lock().expect("lock").clear();
     let retry = retry.await.expect("joined").expect("the retry is answered");
@@ -289,15 +282,19 @@ async fn a_retry_at_a_new_leader_holding_the_first_attempt_uncommitted_answers_i
     let cluster = Cluster::start(1).await;
     let old = cluster.agreed_leader(0, None).await;
     let sent = ids("healed", 5);
-    cluster.net.mute.lock().expect("lock").extend(others(old));
-    let node = Arc::clone(cluster.node(old));
-    let first = {
-        let messages = batch(&sent);
-        tokio::spawn(async move { node.broker().produce(TOPIC, messages, AckMode::All).await })
+    let last = |id: u64| {
+        let status = cluster.node(id).broker().partition_status(TOPIC, 0);
+        status.and_then(|s| s.last_index)
     };
+    let before = last(old);
+    cluster.mute_followers_of(old);
+    let first = cluster.spawn_produce(old, &sent);
     // The followers hold the entry (appended, their answers lost); then the old leader is cut
     // off, they elect one of them, which commits the entry with its term's first one.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until("both followers hold the first attempt's entry", || {
+        others(old).into_iter().all(|f| last(f) > before)
+    })
+    .await;
     cluster.net.cut.lock().expect("lock").insert(old);
     cluster.net.mute.lock().expect("lock").clear();
     let new = cluster.agreed_leader(0, Some(old)).await;
@@ -320,12 +317,7 @@ async fn a_retry_after_a_write_timed_out_is_refused_until_its_outcome_is_known_t
     let cluster = Cluster::start(1).await;
     let leader = cluster.agreed_leader(0, None).await;
     let sent = ids("timed-out", 5);
-    cluster
-        .net
-        .mute
-        .lock()
-        .expect("lock")
-        .extend(others(leader));
+    cluster.mute_followers_of(leader);
     let node = cluster.node(leader);
     let first = node
         .broker()

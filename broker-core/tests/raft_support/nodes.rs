@@ -89,6 +89,23 @@ pub async fn start_cluster_node(
     ClusterNode::start(broker, start).await.expect("starts")
 }
 
+/// Nodes 1, 2 and 3 (each in a zone of its own) forming a cluster over `net`, their data under
+/// `root`, once every one is ready and knows all three.
+pub async fn three_registered_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        let me = node_record(id, format!("zone-{id}"), 7000);
+        nodes.push(start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await);
+    }
+    until("every node registered and ready", || {
+        nodes
+            .iter()
+            .all(|n| n.ready() && n.state().nodes().len() == 3)
+    })
+    .await;
+    nodes
+}
+
 /// Partition `partition` of `topic` as `broker`'s own replica holds it, from `offset`: a
 /// follower out of sync with its leader (not heard from it lately, e.g. on a loaded machine)
 /// sends reads to the leader ([`broker_core::BrokerError::NotLeader`]), so this asks again
