@@ -79,7 +79,7 @@ pub(super) async fn record_when_written(
     for &partition in &failed {
         let ids = firsts.iter().filter(|(_, f)| f.partition == partition);
         let term = terms.get(&partition).copied();
-        super::produce::unresolved(&topic, partition, term, ids.map(|(id, _)| id.as_str()));
+        super::produce_ids::unresolved(&topic, partition, term, ids.map(|(id, _)| id.as_str()));
     }
     let firsts: Vec<(&str, FirstResult)> = firsts
         .iter()

@@ -41,6 +41,8 @@ mod live_tables;
 mod metadata;
 mod partition_state;
 mod produce;
+mod produce_ids;
+mod produce_writes;
 mod reads;
 mod seek;
 mod settle;
