@@ -18,7 +18,7 @@ use broker_core::{LogConfig, Origin};
 
 mod raft_support;
 use raft_support::Net;
-use raft_support::nodes::{node_record, start_cluster_node, text_message};
+use raft_support::nodes::{text_message, three_registered_nodes};
 
 async fn until(what: &str, done: impl Fn() -> bool) {
     for _ in 0..150 {
@@ -32,17 +32,7 @@ async fn until(what: &str, done: impl Fn() -> bool) {
 
 /// Three nodes serving the one-partition topic `jobs` and its subscription `work`.
 async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
-    let mut nodes = Vec::new();
-    for id in 1..=3 {
-        let me = node_record(id, format!("zone-{id}"), 7000);
-        nodes.push(start_cluster_node(me, root, net, &[1, 2, 3], false, |_| {}).await);
-    }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == 3)
-    })
-    .await;
+    let nodes = three_registered_nodes(root, net).await;
     let controller = nodes[0].controller_leader().expect("a controller leader");
     let admin = nodes[(controller - 1) as usize].clone();
     let topic = TopicSpec {

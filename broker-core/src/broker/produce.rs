@@ -118,7 +118,7 @@ impl Broker {
             0 => (None, HashMap::new()),
             _ => claim_ids(&open, &messages).await,
         };
-        let terms = match remembers_ids {
+        let terms = match claims.is_some() {
             true => self.id_terms(&open, &messages).await?,
             false => BTreeMap::new(),
         };
