@@ -24,7 +24,7 @@ use crate::error::{BrokerError, Result};
 use crate::message::Record;
 use crate::raft::PartitionGroup;
 use crate::schedule::{DelayStore, ScheduleChanges, ScheduleEvent, Scheduled};
-use crate::storage::{LogPosition, PartitionHandle, Replayed};
+use crate::storage::{LogPosition, MessageFrames, PartitionHandle, Replayed};
 
 /// How often the applier copies the logs' new schedule and dedup changes into sled: the
 /// changes held in memory meanwhile are about this long a stretch of produces (bounded by
@@ -99,17 +99,23 @@ impl Tables<'_> {
         let message_may_matter =
             || self.dedup.has_unapplied() || self.delays.has_unapplied_removals();
         // Every replica of a partition derives its ids from the log, not only the node that
-        // stored them: whichever leads it next must know them all (`broker::produce`).
+        // stored them: whichever leads it next must know them all (`broker::produce`). Only
+        // records with a client id or moved out of the schedule matter (`Tables::messages`),
+        // so the frames holding neither are walked, not decoded.
         let replicated_ids = self.remembers_ids && log.is_replicated();
-        let with_messages = self.at_open || replicated_ids || message_may_matter();
-        let (mut round, mut end) = self.replay(partition, log, from, with_messages)?;
+        let messages = if self.at_open || replicated_ids || message_may_matter() {
+            MessageFrames::Marked
+        } else {
+            MessageFrames::Skip
+        };
+        let (mut round, mut end) = self.replay(partition, log, from, messages)?;
         // Stepping over the messages was wrong if one of them may matter after all: the mover
         // may have claimed and moved messages, or a produce reserved ids and queued their
         // records, after the round began, and they may be before `end`. Both stay marked in
         // memory until a round has applied them.
         let missed = message_may_matter();
-        if !with_messages && missed {
-            (round, end) = self.replay(partition, log, from, true)?;
+        if messages == MessageFrames::Skip && missed {
+            (round, end) = self.replay(partition, log, from, MessageFrames::Marked)?;
         }
         self.delays.apply(partition, &round.schedule, end)?;
         self.dedup.apply(partition, &round.ids, end)
@@ -120,10 +126,10 @@ impl Tables<'_> {
         partition: u32,
         log: &PartitionHandle,
         from: LogPosition,
-        with_messages: bool,
+        messages: MessageFrames,
     ) -> Result<(Round, LogPosition)> {
         let mut round = Round::default();
-        let end = log.replay(from, with_messages, |at, item| match item {
+        let end = log.replay(from, messages, |at, item| match item {
             Replayed::Control(entry) => self.control(&mut round, partition, at, &entry),
             Replayed::Messages {
                 base_offset,

@@ -608,6 +608,7 @@ impl Cursor {
 }
 
 pub(crate) mod extras;
+pub(crate) mod marks;
 pub(crate) mod raft;
 #[cfg(test)]
 mod tests;

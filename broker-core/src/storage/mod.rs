@@ -59,7 +59,7 @@ pub use raft_handle::{EntriesWritten, RaftEntry};
 pub use raft_state::{MAX_RAFT_STATE_FIELD, RaftState};
 pub use raft_tail::EntryLocation;
 pub use raft_view::DamagedEntries;
-pub use reads::Replayed;
+pub use reads::{MessageFrames, Replayed};
 pub(crate) use segment::sync_dir;
 pub use view::LogPosition;
 pub(crate) use writer::batch_bytes;

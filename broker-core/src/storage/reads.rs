@@ -19,8 +19,8 @@ pub(super) struct FrameCursor<'a> {
     view: &'a LogView,
     segment: Arc<Segment>,
     position: u64,
-    /// Step over message frames unread (a replay of control entries).
-    skip_messages: bool,
+    /// The message frames it reads; it steps over the others.
+    messages: MessageFrames,
     /// The published end when the cursor was made: it reads no frame at or past it, where
     /// bytes may still be written or cut (a replica's uncommitted Raft tail).
     until: LogPosition,
@@ -46,7 +46,7 @@ impl<'a> FrameCursor<'a> {
             view,
             segment,
             position,
-            skip_messages: false,
+            messages: MessageFrames::All,
             until,
         }
     }
@@ -68,11 +68,7 @@ impl<'a> FrameCursor<'a> {
             if start >= self.until {
                 return Ok(None);
             }
-            let step = if self.skip_messages {
-                self.segment.scan_control_at(self.position)?
-            } else {
-                self.segment.scan_at(self.position)?
-            };
+            let step = self.segment.scan_for_replay(self.position, self.messages)?;
             match step {
                 ScanStep::Frame { batch, frame_len } => {
                     self.position += frame_len;
@@ -123,7 +119,7 @@ impl LogView {
                 view: self,
                 segment,
                 position: chunk.position,
-                skip_messages: false,
+                messages: MessageFrames::All,
                 until: self.end_position(),
             })),
             None if offset < self.start_offset() => Ok(None),
@@ -244,7 +240,7 @@ impl LogView {
                 view: self,
                 segment,
                 position: last.after.position,
-                skip_messages: false,
+                messages: MessageFrames::All,
                 until: self.end_position(),
             })
     }
@@ -284,23 +280,23 @@ impl LogView {
         from: LogPosition,
         mut visit: impl FnMut(LogPosition, Bytes) -> Result<()>,
     ) -> Result<()> {
-        self.replay(from, false, |at, entry| match entry {
+        self.replay(from, MessageFrames::Skip, |at, entry| match entry {
             Replayed::Control(entry) => visit(at, entry),
             Replayed::Messages { .. } => Ok(()),
         })?;
         Ok(())
     }
 
-    /// [`LogView::replay_controls`] that also visits message batches when `with_messages`
-    /// (decoding them; otherwise they are stepped over). Returns the position it replayed to:
+    /// [`LogView::replay_controls`] that also visits the message batches `messages` asks for
+    /// (decoding them; the others are stepped over). Returns the position it replayed to:
     /// the visible end when it started.
     pub(crate) fn replay(
         &self,
         from: LogPosition,
-        with_messages: bool,
+        messages: MessageFrames,
         visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
     ) -> Result<LogPosition> {
-        self.replay_until(from, LogPosition::MAX, with_messages, visit)
+        self.replay_until(from, LogPosition::MAX, messages, visit)
     }
 
     /// [`LogView::replay`] that stops at `until` when it comes before the visible end;
@@ -309,7 +305,7 @@ impl LogView {
         &self,
         from: LogPosition,
         until: LogPosition,
-        with_messages: bool,
+        messages: MessageFrames,
         mut visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
     ) -> Result<LogPosition> {
         let end = self.end_position().min(until);
@@ -330,7 +326,7 @@ impl LogView {
             view: self,
             segment,
             position,
-            skip_messages: !with_messages,
+            messages,
             until: end,
         };
         while let Some((_, step)) = cursor.next()? {
@@ -355,6 +351,20 @@ impl LogView {
         }
         Ok(end)
     }
+}
+
+/// Which message frames a replay ([`crate::storage::PartitionHandle::replay`]) reads; it
+/// steps over the others by their length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageFrames {
+    /// None (a replay of control entries).
+    Skip,
+    /// Those holding a record whose id the producer chose or a record moved out of the delay
+    /// schedule (what the dedup index and the schedule derive); the others are walked by
+    /// their lengths, not decoded.
+    Marked,
+    /// Every one.
+    All,
 }
 
 /// What a replay ([`crate::storage::PartitionHandle::replay`]) meets, in log order.

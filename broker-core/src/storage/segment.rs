@@ -23,6 +23,7 @@ use bytes::Bytes;
 use super::codec::{self, Batch, DecodeError, PREFIX_LEN};
 use super::disk_events;
 use super::entry_marks::EntryMarks;
+use super::reads::MessageFrames;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_FRAME_BYTES;
 
@@ -38,7 +39,8 @@ pub(crate) enum ScanStep {
         /// Bytes the whole frame takes.
         frame_len: u64,
     },
-    /// A message frame of `frame_len` bytes a control replay stepped over unread.
+    /// A message frame of `frame_len` bytes a replay stepped over: unread, or walked and
+    /// found to hold none of the records it reads.
     Skipped {
         /// Bytes the whole frame takes.
         frame_len: u64,
@@ -300,8 +302,6 @@ impl Segment {
         codec::decode_frame(bytes).map_err(|e| self.corrupt(position, e.to_string()))
     }
 
-    /// Looks at the frame starting at `position` while recovering: I/O errors are errors,
-    /// bad bytes are [`ScanStep::Invalid`].
     /// The length its prefix gives the frame at `position` (bad or not), when the prefix
     /// parses and the frame fits in the file: how to step over a frame whose body is bad.
     pub(crate) fn claimed_frame_len(&self, position: u64) -> Result<Option<u64>> {
@@ -315,17 +315,19 @@ impl Segment {
         Ok(frame_len_within(prefix, available).ok())
     }
 
+    /// Looks at the frame starting at `position` while recovering: I/O errors are errors,
+    /// bad bytes are [`ScanStep::Invalid`].
     pub(crate) fn scan_at(&self, position: u64) -> Result<ScanStep> {
-        self.scan(position, false)
+        self.scan_for_replay(position, MessageFrames::All)
     }
 
-    /// [`Segment::scan_at`] for a replay of control entries over frames recovery already
-    /// checked: a message frame is stepped over by its length, unread.
-    pub(crate) fn scan_control_at(&self, position: u64) -> Result<ScanStep> {
-        self.scan(position, true)
-    }
-
-    fn scan(&self, position: u64, skip_messages: bool) -> Result<ScanStep> {
+    /// [`Segment::scan_at`] for a read or a replay over frames recovery already checked: it
+    /// reads the message frames `messages` asks for and steps over the others by their length.
+    pub(crate) fn scan_for_replay(
+        &self,
+        position: u64,
+        messages: MessageFrames,
+    ) -> Result<ScanStep> {
         #[cfg(test)]
         self.frames_scanned.fetch_add(1, Ordering::Relaxed);
         let available = self.size().saturating_sub(position);
@@ -349,12 +351,19 @@ impl Segment {
             Ok(len) => len,
             Err(reason) => return Ok(ScanStep::Invalid(reason)),
         };
-        if skip_messages && matches!(head[PREFIX_LEN], codec::MAGIC | codec::RAFT_MAGIC) {
+        let message_frame = matches!(head[PREFIX_LEN], codec::MAGIC | codec::RAFT_MAGIC);
+        if message_frame && messages == MessageFrames::Skip {
             return Ok(ScanStep::Skipped { frame_len });
         }
         let bytes = self.read_bytes(position, frame_len)?;
-        Ok(match codec::decode_frame(bytes) {
-            Ok(batch) => ScanStep::Frame { batch, frame_len },
+        let decoded = if message_frame && messages == MessageFrames::Marked {
+            codec::marks::decode_frame_if_marked(bytes)
+        } else {
+            codec::decode_frame(bytes).map(Some)
+        };
+        Ok(match decoded {
+            Ok(Some(batch)) => ScanStep::Frame { batch, frame_len },
+            Ok(None) => ScanStep::Skipped { frame_len },
             Err(e) => ScanStep::Invalid(e.to_string()),
         })
     }

@@ -34,7 +34,7 @@ use super::partition_log::PartitionLog;
 use super::proposer::{ProposalSlot, Proposer};
 use super::queued_bytes::QueuedBytes;
 use super::raft_handle::RaftOp;
-use super::reads::Replayed;
+use super::reads::{MessageFrames, Replayed};
 use super::view::{LogPosition, LogView};
 use super::writer_thread::PartitionWriter;
 use crate::config::LogConfig;
@@ -379,16 +379,16 @@ impl PartitionHandle {
         self.inner.view.replay_controls(from, visit)
     }
 
-    /// [`PartitionHandle::replay_controls`] that also visits message batches when
-    /// `with_messages`; returns the position it replayed to (the visible end when it started).
+    /// [`PartitionHandle::replay_controls`] that also visits the message batches `messages`
+    /// asks for; returns the position it replayed to (the visible end when it started).
     /// Blocking file I/O.
     pub fn replay(
         &self,
         from: LogPosition,
-        with_messages: bool,
+        messages: MessageFrames,
         visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
     ) -> Result<LogPosition> {
-        self.inner.view.replay(from, with_messages, visit)
+        self.inner.view.replay(from, messages, visit)
     }
 
     /// [`PartitionHandle::replay`] that stops at `until` when it comes before the visible
@@ -397,12 +397,10 @@ impl PartitionHandle {
         &self,
         from: LogPosition,
         until: LogPosition,
-        with_messages: bool,
+        messages: MessageFrames,
         visit: impl FnMut(LogPosition, Replayed) -> Result<()>,
     ) -> Result<LogPosition> {
-        self.inner
-            .view
-            .replay_until(from, until, with_messages, visit)
+        self.inner.view.replay_until(from, until, messages, visit)
     }
 
     /// Visits at most `max_frames` visible frames from `from`, whole, with their start, end

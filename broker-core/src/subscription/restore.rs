@@ -14,7 +14,7 @@ use super::lease_table::LeaseTable;
 use super::store::SubscriptionStore;
 use crate::control::{self, ControlOwner};
 use crate::error::{BrokerError, Result};
-use crate::storage::{LogPosition, PartitionHandle, Replayed};
+use crate::storage::{LogPosition, MessageFrames, PartitionHandle, Replayed};
 
 /// What opening one partition of a subscription found.
 pub(super) struct Restored {
@@ -145,7 +145,7 @@ fn replay_events_until(
     restored: &mut Restored,
     until: LogPosition,
 ) -> Result<()> {
-    let end = log.replay_until(restored.position, until, false, |at, item| {
+    let end = log.replay_until(restored.position, until, MessageFrames::Skip, |at, item| {
         let Replayed::Control(entry) = item else {
             return Ok(());
         };
@@ -241,7 +241,7 @@ pub(super) fn redrive_cursor_in(
     log.replay_until(
         LogPosition::default(),
         LogPosition::MAX,
-        false,
+        MessageFrames::Skip,
         |_, item| {
             let Replayed::Control(entry) = item else {
                 return Ok(());

@@ -160,6 +160,16 @@ pub(super) fn get_origin(
     }
 }
 
+/// Steps over the trace context and origin a record with `flags` carries (a walk that keeps
+/// neither: `codec::marks`).
+pub(super) fn step_over(cursor: &mut Cursor, flags: u8) -> Result<(), DecodeError> {
+    get_trace(cursor, flags)?;
+    if flags & FLAG_ORIGIN != 0 {
+        get_origin_fields(cursor)?;
+    }
+    Ok(())
+}
+
 /// Reads an origin written by [`put_origin`].
 pub(crate) fn get_origin_fields(cursor: &mut Cursor) -> Result<Origin, DecodeError> {
     let fields = cursor.u8()?;
