@@ -37,6 +37,75 @@ pub const WRITER_QUEUE_DEPTH: &str = "wharf_writer_queue_depth";
 /// settle.
 pub const RAFT_COMMIT_SECONDS: &str = "wharf_raft_commit_seconds";
 
+/// In a cluster, time a partition's replicated writes spend in each stage on their way to an
+/// answer, by `stage` (see [`WriteStage`]): what [`RAFT_COMMIT_SECONDS`] is made of.
+pub const WRITE_STAGE_SECONDS: &str = "wharf_write_stage_seconds";
+/// In a cluster, appends of entries a follower refused because it was still taking the
+/// group's previous one (the leader backs off and sends them again).
+pub const APPENDS_REFUSED_BUSY: &str = "wharf_raft_appends_busy_total";
+
+/// A stage of a replicated write, the `stage` label of [`WRITE_STAGE_SECONDS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteStage {
+    /// On the leader: a proposal waiting in its partition's writer for a place in Raft
+    /// (`raft::coalesce::MAX_WRITES_IN_FLIGHT` entries at a time).
+    Queue,
+    /// On any replica: entries written to this node's log until they are durable (fsynced,
+    /// or written under `fsync never`); the controller's rare metadata entries count too.
+    LogAppend,
+    /// On the leader: an append of entries sent to one follower until its answer (the
+    /// network both ways and the follower's own append included).
+    Replicate,
+    /// On a follower: an append of entries from its arrival to its answer.
+    FollowerAppend,
+    /// On any replica: committed entries applied to the partition (made visible, answers
+    /// computed).
+    Apply,
+}
+
+impl WriteStage {
+    /// Every stage, in the order a write meets them.
+    pub const ALL: [WriteStage; 5] = [
+        WriteStage::Queue,
+        WriteStage::LogAppend,
+        WriteStage::Replicate,
+        WriteStage::FollowerAppend,
+        WriteStage::Apply,
+    ];
+
+    /// Its `stage` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            WriteStage::Queue => "queue",
+            WriteStage::LogAppend => "log_append",
+            WriteStage::Replicate => "replicate",
+            WriteStage::FollowerAppend => "follower_append",
+            WriteStage::Apply => "apply",
+        }
+    }
+}
+
+/// Records `seconds` spent in `stage` by one replicated write (or one batch of entries).
+pub fn write_stage(stage: WriteStage, seconds: f64) {
+    static STAGES: OnceLock<Vec<metrics::Histogram>> = OnceLock::new();
+    let stages = STAGES.get_or_init(|| {
+        WriteStage::ALL
+            .iter()
+            .map(|s| histogram!(WRITE_STAGE_SECONDS, "stage" => s.label()))
+            .collect()
+    });
+    if let Some(histogram) = stages.get(stage as usize) {
+        histogram.record(seconds);
+    }
+}
+
+/// Counts one append a follower refused as busy.
+pub fn append_refused_busy() {
+    static BUSY: OnceLock<Counter> = OnceLock::new();
+    BUSY.get_or_init(|| counter!(APPENDS_REFUSED_BUSY))
+        .increment(1);
+}
+
 /// Registers the descriptions and units of every broker metric with the installed recorder.
 pub fn describe() {
     describe_counter!(
@@ -98,6 +167,16 @@ pub fn describe() {
         RAFT_COMMIT_SECONDS,
         Unit::Seconds,
         "In a cluster: time from proposing an entry on a partition's leader to its commit."
+    );
+    describe_histogram!(
+        WRITE_STAGE_SECONDS,
+        Unit::Seconds,
+        "In a cluster: time replicated writes spend in each stage (queue, log_append, replicate, follower_append, apply)."
+    );
+    describe_counter!(
+        APPENDS_REFUSED_BUSY,
+        Unit::Count,
+        "In a cluster: appends a follower refused while it took the group's previous one."
     );
     describe_histogram!(
         WRITER_QUEUE_DEPTH,

@@ -128,6 +128,10 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
             full(telemetry::RAFT_COMMIT_SECONDS),
             LATENCY_BUCKETS_SECONDS,
         )?
+        .set_buckets_for_metric(
+            full(telemetry::WRITE_STAGE_SECONDS),
+            LATENCY_BUCKETS_SECONDS,
+        )?
         .set_buckets_for_metric(full(PEER_RPC_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(PROBE_ROUND_TRIP_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_REQUESTS), COUNT_BUCKETS)?

@@ -182,3 +182,104 @@ async fn gauges_summed_over_the_nodes_are_the_clusters_figures() {
     }
     drop(cluster);
 }
+
+/// The stages of a replicated write on each node, as `/metrics` counts them: `(stage,
+/// observations)` in [`broker_core::telemetry::WriteStage::ALL`]'s order.
+fn stage_counts(text: &str) -> Vec<(&'static str, f64)> {
+    [
+        "queue",
+        "log_append",
+        "replicate",
+        "follower_append",
+        "apply",
+    ]
+    .into_iter()
+    .map(|stage| {
+        let labels = format!("stage=\"{stage}\"");
+        (
+            stage,
+            gauge(text, "wharf_write_stage_seconds_count", &labels),
+        )
+    })
+    .collect()
+}
+
+/// A produce to a one-partition topic replicated on three nodes: its leader counts the
+/// write's queue, log append, replication to each follower and apply; each follower its own
+/// append, log append and apply; each as a histogram with the stage label.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicated_produce_is_timed_stage_by_stage_on_the_leader_and_the_followers() {
+    let cluster = tokio::task::block_in_place(|| {
+        Cluster::start(ClusterSpec::new(wharf_binary(), 3)).expect("three nodes start")
+    });
+    let endpoints = cluster.endpoints();
+    let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client");
+    let topic = "staged";
+    let (status, body) = post_when_ready(
+        &http,
+        &format!("{}/v1/topics", urls[0]),
+        json!({"name": topic, "partitions": 1, "replication_factor": 3}),
+    )
+    .await;
+    assert_eq!(status, 201, "create topic: {body}");
+    let (status, body) = post_when_ready(
+        &http,
+        &format!("{}/v1/topics/{topic}/messages", urls[0]),
+        json!({"messages": [{"value": "timed"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "produce: {body}");
+    let view: Value =
+        serde_json::from_str(&get_text(&http, &format!("{}/v1/cluster", urls[0])).await)
+            .expect("json");
+    let leader = view["partitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["topic"] == topic)
+        .and_then(|p| p["leader"].as_u64())
+        .expect("the partition's leader");
+
+    // Followers apply a commit when the leader's next append or heartbeat tells them of it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut per_node = Vec::new();
+        for url in &urls {
+            per_node.push(stage_counts(
+                &get_text(&http, &format!("{url}/metrics")).await,
+            ));
+        }
+        let seen = |node: usize, stage: &str| {
+            per_node[node]
+                .iter()
+                .any(|(name, count)| *name == stage && *count >= 1.0)
+        };
+        let complete = (0..3).all(|node| {
+            let leads = endpoints[node].node == leader;
+            let own: &[&str] = if leads {
+                &["queue", "log_append", "replicate", "apply"]
+            } else {
+                &["follower_append", "log_append", "apply"]
+            };
+            own.iter().all(|stage| seen(node, stage))
+        });
+        if complete {
+            let text = get_text(&http, &format!("{}/metrics", urls[0])).await;
+            assert!(
+                text.contains("# TYPE wharf_write_stage_seconds histogram"),
+                "the stages are a histogram"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stages per node (node {leader} leads): {per_node:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(cluster);
+}

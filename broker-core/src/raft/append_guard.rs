@@ -2,6 +2,7 @@
 //! ([`APPENDS_IN_FLIGHT`]).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::Raft;
 use openraft::raft::AppendEntriesRequest;
@@ -10,6 +11,7 @@ use tokio::sync::Semaphore;
 use super::codec::AppendAnswer;
 use super::transport::{GroupId, RpcError};
 use super::types::TypeConfig;
+use crate::telemetry::{self, WriteStage};
 
 /// Appends carrying entries one group's Raft takes from its leader at a time; another that
 /// arrives meanwhile is refused ([`RpcError::Busy`]) and the leader backs off
@@ -32,8 +34,18 @@ pub(super) async fn append_guarded(
     request: AppendEntriesRequest<TypeConfig>,
 ) -> std::result::Result<AppendAnswer, RpcError> {
     let carries_entries = !request.entries.is_empty();
+    let arrived = Instant::now();
     let append = async move { raft.append_entries(request).await };
-    run_guarded(group, appending, carries_entries, append).await
+    let answer = run_guarded(group, appending, carries_entries, append).await;
+    match &answer {
+        Ok(_) if carries_entries && matches!(group, GroupId::Partition { .. }) => {
+            let seconds = arrived.elapsed().as_secs_f64();
+            telemetry::write_stage(WriteStage::FollowerAppend, seconds);
+        }
+        Err(RpcError::Busy(_)) => telemetry::append_refused_busy(),
+        _ => {}
+    }
+    answer
 }
 
 /// Runs `work` at once when `guarded` is false; otherwise only if `guard` has a

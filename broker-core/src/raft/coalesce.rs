@@ -26,6 +26,7 @@ use super::transfer::WriteHold;
 use super::types::{Applied, TypeConfig};
 use crate::error::{BrokerError, Result};
 use crate::storage::{AppendResult, BatchKind, EntryBody, ProposalSlot};
+use crate::telemetry::{self, WriteStage};
 
 /// Entries one partition keeps in Raft at once. Two: a write that arrives while one entry
 /// commits goes at once in the second place (no wait at a light load), and under load each
@@ -50,6 +51,8 @@ pub(super) struct Proposal {
     /// Set by a proposer that stopped waiting for its turn: if it is not yet being written,
     /// it is answered [`abandoned`] and never written, so the proposer learns for sure.
     pub(super) abandoned: Arc<AtomicBool>,
+    /// When it was handed to the partition's writer.
+    pub(super) queued: Instant,
 }
 
 /// The answer to a proposal dropped unwritten because its proposer gave up waiting for its
@@ -148,6 +151,9 @@ async fn write_entry(
     if run.is_empty() {
         return;
     }
+    for proposal in &run {
+        telemetry::write_stage(WriteStage::Queue, proposal.queued.elapsed().as_secs_f64());
+    }
     let counts: Vec<u32> = run.iter().map(|p| p.body.message_count()).collect();
     let (bodies, answers): (Vec<EntryBody>, Vec<_>) =
         run.into_iter().map(|p| (p.body, (p.reply, p.slot))).unzip();
@@ -216,7 +222,7 @@ async fn write_one(raft: &Raft<TypeConfig>, what: &str, body: EntryBody) -> Resu
     let proposed = Instant::now();
     match tokio::time::timeout(timeout, raft.client_write(body)).await {
         Ok(Ok(response)) => {
-            crate::telemetry::raft_commit(proposed.elapsed().as_secs_f64());
+            telemetry::raft_commit(proposed.elapsed().as_secs_f64());
             Ok(response.data)
         }
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
@@ -273,6 +279,7 @@ mod tests {
                 term: None,
             },
             abandoned: Arc::default(),
+            queued: Instant::now(),
         }
     }
 

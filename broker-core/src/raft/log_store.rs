@@ -27,6 +27,7 @@ use std::ops::{Bound, RangeBounds};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use bytes::Bytes;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -36,6 +37,7 @@ use super::repair::RepairClaim;
 use super::types::{TypeConfig, from_frame, log_id, to_raft_entry};
 use crate::error::BrokerError;
 use crate::storage::{BatchHeader, DamagedEntries, EntryBody, PartitionHandle, RaftState};
+use crate::telemetry::{self, WriteStage};
 
 /// Bytes of entry bodies one read gathers before it returns what it has and reads on.
 const READ_CHUNK_BYTES: usize = 8 * 1024 * 1024;
@@ -311,6 +313,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + Send,
         I::IntoIter: Send,
     {
+        let appended = Instant::now();
         let now = crate::clock::now_ms();
         let entries = entries
             .into_iter()
@@ -326,7 +329,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let store = self.clone();
         tokio::spawn(async move {
             let result = match flushed.await {
-                Ok(Ok(_)) => Ok(()),
+                Ok(Ok(_)) => {
+                    let seconds = appended.elapsed().as_secs_f64();
+                    telemetry::write_stage(WriteStage::LogAppend, seconds);
+                    Ok(())
+                }
                 Ok(Err(e)) => Err(io::Error::other(e)),
                 Err(_) => Err(io::Error::other("the partition writer stopped")),
             };

@@ -2,7 +2,7 @@
 //! [`Transport`] within openraft's deadline for it, and its answer decoded.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -17,6 +17,7 @@ use openraft::{Entry, EntryPayload, LogId};
 use super::codec::{AppendAnswer, decode_json, encode_append, encode_json};
 use super::transport::{GroupId, Rpc, RpcCall, RpcError, Transport, TransportError};
 use super::types::{NodeInfo, TypeConfig};
+use crate::telemetry::{self, WriteStage};
 
 /// Builds a [`PeerLink`] to each member of one group.
 #[derive(Clone)]
@@ -146,7 +147,12 @@ impl RaftNetwork<TypeConfig> for PeerLink {
     ) -> RpcResult<AppendEntriesResponse<u64>> {
         let mut rpc = rpc;
         let cut_after = keep_within(&mut rpc.entries, MAX_APPEND_BYTES);
+        let partition = matches!(self.group, GroupId::Partition { .. });
+        let sent = (partition && !rpc.entries.is_empty()).then(Instant::now);
         let answer = self.call(Rpc::Append, encode_append(&rpc), &option).await?;
+        if let Some(sent) = sent {
+            telemetry::write_stage(WriteStage::Replicate, sent.elapsed().as_secs_f64());
+        }
         let answer: AppendAnswer = decode_json(&answer).map_err(|e| undecodable(&e))?;
         let answer = answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))?;
         // The follower has what was sent, not what was asked: openraft sends the rest next.

@@ -121,6 +121,7 @@ impl Proposer for RaftProposer {
             reply,
             slot,
             abandoned: Arc::clone(&abandoned),
+            queued: std::time::Instant::now(),
         };
         let queued = self
             .queue()

@@ -16,6 +16,7 @@
 
 use std::io::Cursor;
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::storage::{RaftStateMachine, Snapshot, SnapshotMeta};
 use openraft::{
@@ -27,6 +28,7 @@ use super::snapshot::{DerivedState, SnapshotBody, SnapshotFile};
 use super::types::{Applied, NodeInfo, TypeConfig, log_id, snapshot_meta};
 use crate::error::BrokerError;
 use crate::storage::{LogPosition, PartitionHandle};
+use crate::telemetry::{self, WriteStage};
 
 type StorageResult<T> = Result<T, StorageError<u64>>;
 
@@ -157,6 +159,7 @@ impl RaftStateMachine<TypeConfig> for PartitionMachine {
         I::IntoIter: Send,
     {
         let _applying = self.applying.lock().await;
+        let applying = Instant::now();
         // The visible end is where the first of these entries' messages start: entries apply
         // in log order, each right after the last one made visible.
         let mut next_offset = self.log.end_offset();
@@ -197,6 +200,7 @@ impl RaftStateMachine<TypeConfig> for PartitionMachine {
                 .await
                 .map_err(|e| sm_error(&e))?;
         }
+        telemetry::write_stage(WriteStage::Apply, applying.elapsed().as_secs_f64());
         Ok(answers)
     }
 
