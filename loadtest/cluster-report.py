@@ -82,6 +82,9 @@ def read_lines(path):
         return [json.loads(line) for line in lines if line.strip()]
 
 
+STAGES = ("queue", "log_append", "replicate", "follower_append", "apply")
+
+
 def errors(m):
     return sum(m.get("errors", {}).values())
 
@@ -221,6 +224,25 @@ def main():
         lines.append(f"| e2e | not measured: {reason} | | | | |")
         if e2e_failed:
             lines += ["", f"e2e setup answered: `{reason}`"]
+    staged = [m for m in measurements if m["scenario"] in ("produce-1", "produce-1000")
+              and m["target"].startswith("rf3") and "appends_busy" in m.get("figures", {})]
+    if staged:
+        lines += ["", "## Where a replicated produce's time goes", "",
+                  "From `wharf_write_stage_seconds{stage}` on the node each load process hit "
+                  "(a spread run: one row per process), scraped when measuring started and ended: p50 / p99 ms of each "
+                  "stage, interpolated within the server's buckets (0.5, 1, 2.5, 5, 10, 25 ms…). "
+                  "queue: a proposal waiting for a place in Raft on the leader; log_append: entries "
+                  "written and fsynced to this node's log; replicate: an append to one follower until "
+                  "its answer; follower_append: on this node as a follower; apply: committed entries "
+                  "applied. busy: appends a follower refused (each a 50–200 ms backoff).", "",
+                  "| scenario | target | round | " + " | ".join(STAGES) + " | busy |",
+                  "|---|---|---:|" + "---:|" * (len(STAGES) + 1)]
+        for m_ in sorted(staged, key=lambda m: (m["scenario"], m["target"], m["round"])):
+            f = m_["figures"]
+            cells = [f"{fmt(f[f'stage_{s}_ms_p50'])} / {fmt(f[f'stage_{s}_ms_p99'])}"
+                     if f"stage_{s}_ms_p50" in f else "–" for s in STAGES]
+            lines.append(f"| {m_['scenario']} | {m_['target']} | {m_['round']} | "
+                         + " | ".join(cells) + f" | {fmt(f['appends_busy'])} |")
     lines += ["", "## Failover: kill -9 of partition 0's leader", "",
               "On a fresh three-node cluster holding only this topic (3 partitions). Each kill: an "
               f"open-loop produce ({fmt(kills[0]['rate_per_s']) if kills else '?'} msg/s, "

@@ -11,6 +11,18 @@ use crate::client::Connection;
 pub const GROUP_COMMIT_REQUESTS: &str = "wharf_group_commit_requests";
 /// Wharf's histogram of fsync times, in seconds.
 pub const FSYNC_SECONDS: &str = "wharf_fsync_seconds";
+/// Wharf's histogram of the stages of replicated writes, in seconds, labelled `stage`.
+pub const WRITE_STAGE_SECONDS: &str = "wharf_write_stage_seconds";
+/// The stages of [`WRITE_STAGE_SECONDS`], in the order a write meets them.
+pub const WRITE_STAGES: [&str; 5] = [
+    "queue",
+    "log_append",
+    "replicate",
+    "follower_append",
+    "apply",
+];
+/// Wharf's counter of appends a follower refused while it took the previous one.
+pub const APPENDS_BUSY: &str = "wharf_raft_appends_busy_total";
 
 /// One unlabelled histogram: cumulative buckets `(upper bound, count)`, sum and count.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,7 +38,20 @@ pub struct Histogram {
 impl Histogram {
     /// The histogram `name` in `exposition`; `None` when it has no `_count` line.
     pub fn parse(exposition: &str, name: &str) -> Option<Histogram> {
+        Histogram::parse_labelled(exposition, name, None)
+    }
+
+    /// The series of histogram `name` whose labels hold `label` (one `key="value"` pair;
+    /// none: the histogram has no labels but `le`); `None` when it has no `_count` line.
+    pub fn parse_labelled(exposition: &str, name: &str, label: Option<&str>) -> Option<Histogram> {
         let bucket_prefix = format!("{name}_bucket{{");
+        let (sum_series, count_series) = match label {
+            Some(label) => (
+                format!("{name}_sum{{{label}}}"),
+                format!("{name}_count{{{label}}}"),
+            ),
+            None => (format!("{name}_sum"), format!("{name}_count")),
+        };
         let mut histogram = Histogram::default();
         let mut counted = false;
         for line in exposition.lines() {
@@ -37,12 +62,14 @@ impl Histogram {
                 continue;
             };
             if let Some(labels) = series.strip_prefix(&bucket_prefix) {
-                if let Some(le) = le_of(labels) {
+                let labels = labels.trim_end_matches('}');
+                let wanted = label.is_none_or(|l| labels.split(',').any(|item| item == l));
+                if wanted && let Some(le) = le_of(labels) {
                     histogram.buckets.push((le, value));
                 }
-            } else if series == format!("{name}_sum") {
+            } else if series == sum_series {
                 histogram.sum = value;
-            } else if series == format!("{name}_count") {
+            } else if series == count_series {
                 histogram.count = value;
                 counted = true;
             }
@@ -185,6 +212,94 @@ impl WriterFigures {
     }
 }
 
+/// The stages of a cluster node's replicated writes between two scrapes (see
+/// [`WRITE_STAGE_SECONDS`]): where a produce's time went on the node the load hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageFigures {
+    /// Each stage seen in the window and its observations there.
+    pub stages: Vec<(&'static str, Histogram)>,
+    /// Appends refused as busy in the window.
+    pub appends_busy: f64,
+}
+
+impl StageFigures {
+    /// The figures between the `before` and `after` expositions; `None` when no stage was
+    /// timed in between (a single node, or a server that does not time them).
+    pub fn between(before: &str, after: &str) -> Option<StageFigures> {
+        let stages: Vec<(&'static str, Histogram)> = WRITE_STAGES
+            .into_iter()
+            .filter_map(|stage| {
+                let label = format!("stage=\"{stage}\"");
+                let later = Histogram::parse_labelled(after, WRITE_STAGE_SECONDS, Some(&label))?;
+                let earlier = Histogram::parse_labelled(before, WRITE_STAGE_SECONDS, Some(&label))
+                    .unwrap_or_default();
+                let window = later.since(&earlier);
+                (window.count > 0.0).then_some((stage, window))
+            })
+            .collect();
+        if stages.is_empty() {
+            return None;
+        }
+        let busy = |text: &str| counter(text, APPENDS_BUSY).unwrap_or(0.0);
+        Some(StageFigures {
+            stages,
+            appends_busy: (busy(after) - busy(before)).max(0.0),
+        })
+    }
+
+    /// The figures by name, as a measurement stores them: `stage_<stage>_count`, `_ms_avg`,
+    /// `_ms_p50`, `_ms_p99`, and `appends_busy`.
+    pub fn named(&self) -> Vec<(String, f64)> {
+        let mut named = Vec::new();
+        for (stage, histogram) in &self.stages {
+            named.push((format!("stage_{stage}_count"), histogram.count));
+            let ms = [
+                ("avg", histogram.mean()),
+                ("p50", histogram.quantile(0.5)),
+                ("p99", histogram.quantile(0.99)),
+            ];
+            for (what, seconds) in ms {
+                if let Some(seconds) = seconds {
+                    named.push((format!("stage_{stage}_ms_{what}"), seconds * 1000.0));
+                }
+            }
+        }
+        named.push(("appends_busy".to_owned(), self.appends_busy));
+        named
+    }
+
+    /// One sentence for the report's notes.
+    pub fn note(&self) -> String {
+        let stages: Vec<String> = self
+            .stages
+            .iter()
+            .map(|(stage, h)| {
+                let ms =
+                    |s: Option<f64>| s.map_or("?".to_owned(), |s| format!("{:.2}", s * 1000.0));
+                format!(
+                    "{stage} {:.0}× avg {} ms p99 ≈ {} ms",
+                    h.count,
+                    ms(h.mean()),
+                    ms(h.quantile(0.99))
+                )
+            })
+            .collect();
+        format!(
+            "replicated write stages on this node over the window: {}; {:.0} appends refused busy",
+            stages.join(", "),
+            self.appends_busy
+        )
+    }
+}
+
+/// The value of the unlabelled counter `name` in `exposition`.
+fn counter(exposition: &str, name: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        (series == name).then(|| value.parse().ok()).flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +357,54 @@ wharf_fsync_seconds_count 20
     fn a_server_without_the_histograms_has_no_figures() {
         assert_eq!(WriterFigures::between("", "not metrics\n"), None);
         assert_eq!(WriterFigures::between(BEFORE, BEFORE), None);
+    }
+
+    /// An exposition of two stages: `queue` with `queue_fast` observations under 1 ms and
+    /// `queue_slow` between 1 and 10 ms summing to `queue_sum` s, `apply` unchanged at 5, and
+    /// `busy` refused appends.
+    fn stages(queue_fast: u32, queue_slow: u32, queue_sum: f64, busy: u32) -> String {
+        let mut text = String::from("# TYPE wharf_write_stage_seconds histogram\n");
+        let name = WRITE_STAGE_SECONDS;
+        for (stage, fast, all, sum) in [
+            ("queue", queue_fast, queue_fast + queue_slow, queue_sum),
+            ("apply", 5, 5, 0.002),
+        ] {
+            for (le, count) in [("0.001", fast), ("0.01", all), ("+Inf", all)] {
+                text += &format!("{name}_bucket{{stage=\"{stage}\",le=\"{le}\"}} {count}\n");
+            }
+            text += &format!("{name}_sum{{stage=\"{stage}\"}} {sum}\n");
+            text += &format!("{name}_count{{stage=\"{stage}\"}} {all}\n");
+        }
+        text + &format!("{APPENDS_BUSY} {busy}\n")
+    }
+
+    #[test]
+    fn each_stage_is_read_from_its_own_labelled_series_over_the_window_only() {
+        let (before, after) = (stages(2, 0, 0.001, 1), stages(2, 4, 0.021, 4));
+        let figures = StageFigures::between(&before, &after).expect("stages");
+        // apply saw nothing new in the window: left out.
+        assert_eq!(figures.stages.len(), 1, "{figures:?}");
+        let (stage, queue) = &figures.stages[0];
+        assert_eq!(*stage, "queue");
+        assert_eq!(queue.count, 4.0);
+        assert!((queue.mean().expect("a mean") - 0.005).abs() < 1e-9);
+        // All four new ones fell between 1 and 10 ms: the median interpolates to 5.5 ms.
+        let p50 = queue.quantile(0.5).expect("a median");
+        assert!((p50 - 0.0055).abs() < 1e-9, "{p50}");
+        assert_eq!(figures.appends_busy, 3.0);
+        let named = figures.named();
+        assert!(
+            named.contains(&("stage_queue_count".to_owned(), 4.0)),
+            "{named:?}"
+        );
+        assert!(
+            named.iter().any(|(n, _)| n == "stage_queue_ms_p99"),
+            "{named:?}"
+        );
+        assert!(
+            !named.iter().any(|(n, _)| n.starts_with("stage_apply")),
+            "{named:?}"
+        );
+        assert_eq!(StageFigures::between(BEFORE, BEFORE), None);
     }
 }

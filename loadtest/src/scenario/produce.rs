@@ -15,7 +15,7 @@ use super::{
 };
 use crate::client::Connection;
 use crate::pacing::Schedule;
-use crate::server_metrics::{self, WriterFigures};
+use crate::server_metrics::{self, StageFigures, WriterFigures};
 use crate::wire;
 
 /// What to produce and how.
@@ -91,7 +91,9 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
     };
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
-    add_writer_figures(&mut measurement, before.zip(after));
+    let scrapes = before.zip(after);
+    add_stage_figures(&mut measurement, scrapes.as_ref());
+    add_writer_figures(&mut measurement, scrapes);
     if spec.rate_per_s.is_some() {
         let gap_ms = longest_gap.as_secs_f64() * 1000.0;
         measurement.figures.insert("max_gap_ms".to_owned(), gap_ms);
@@ -102,6 +104,16 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
         ));
     }
     Ok(measurement)
+}
+
+/// The replicated-write stages of the window on the node the load hit (a cluster node only),
+/// from two scrapes of its `/metrics`.
+fn add_stage_figures(measurement: &mut Measurement, scrapes: Option<&(String, String)>) {
+    let figures = scrapes.and_then(|(before, after)| StageFigures::between(before, after));
+    if let Some(figures) = figures {
+        measurement.figures.extend(figures.named());
+        measurement.notes.push(figures.note());
+    }
 }
 
 /// Group-commit and fsync figures of the window, from two scrapes of the server's
