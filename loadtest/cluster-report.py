@@ -230,7 +230,7 @@ def main():
         lines += ["", "## Where a replicated produce's time goes", "",
                   "From `wharf_write_stage_seconds{stage}` on the node each load process hit "
                   "(a spread run: one row per process), scraped when measuring started and ended: p50 / p99 ms of each "
-                  "stage, interpolated within the server's buckets (0.5, 1, 2.5, 5, 10, 25 ms…). "
+                  "stage, interpolated within the server's buckets (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 ms…). "
                   "queue: a proposal waiting for a place in Raft on the leader; log_append: entries "
                   "written and fsynced to this node's log; replicate: an append to one follower until "
                   "its answer; follower_append: on this node as a follower; apply: committed entries "

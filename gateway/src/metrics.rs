@@ -68,6 +68,12 @@ pub const UNMATCHED_ROUTE: &str = "unmatched";
 pub const LATENCY_BUCKETS_SECONDS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
+/// Buckets of the stages of a replicated write, in seconds: the latency buckets with three
+/// more below 0.5 ms, where a queue wait or an apply usually falls.
+pub const STAGE_BUCKETS_SECONDS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+];
 /// Buckets of produce requests per group commit and of writer queue depths: powers of two up
 /// to the writer queue's depth ([`broker_core::limits::WRITER_QUEUE_DEPTH`], 256), the most
 /// one group can take.
@@ -128,10 +134,7 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
             full(telemetry::RAFT_COMMIT_SECONDS),
             LATENCY_BUCKETS_SECONDS,
         )?
-        .set_buckets_for_metric(
-            full(telemetry::WRITE_STAGE_SECONDS),
-            LATENCY_BUCKETS_SECONDS,
-        )?
+        .set_buckets_for_metric(full(telemetry::WRITE_STAGE_SECONDS), STAGE_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(PEER_RPC_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(PROBE_ROUND_TRIP_SECONDS), LATENCY_BUCKETS_SECONDS)?
         .set_buckets_for_metric(full(telemetry::GROUP_COMMIT_REQUESTS), COUNT_BUCKETS)?
@@ -334,7 +337,12 @@ mod tests {
 
     #[test]
     fn every_bucket_list_is_non_empty_and_increasing() {
-        for buckets in [LATENCY_BUCKETS_SECONDS, COUNT_BUCKETS, BYTE_BUCKETS] {
+        for buckets in [
+            LATENCY_BUCKETS_SECONDS,
+            STAGE_BUCKETS_SECONDS,
+            COUNT_BUCKETS,
+            BYTE_BUCKETS,
+        ] {
             assert!(!buckets.is_empty());
             assert!(buckets.windows(2).all(|pair| pair[0] < pair[1]));
         }
