@@ -28,7 +28,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::broker::SubscriptionInfo;
-use crate::broker::{Broker, PartitionHint};
+use crate::broker::{Broker, PartitionHint, PlacedPartition};
 use crate::cluster::{
     ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
     place_led_by,
@@ -726,12 +726,13 @@ impl ClusterNode {
 }
 
 /// Each partition's replicas, in partition order, with what the metadata knows of each.
-fn replicas_of(state: &ClusterState, record: &TopicRecord) -> Vec<BTreeMap<u64, NodeInfo>> {
+fn replicas_of(state: &ClusterState, record: &TopicRecord) -> Vec<PlacedPartition> {
     record
         .placement
         .iter()
-        .map(|p| {
-            p.replicas
+        .map(|p| PlacedPartition {
+            members: p
+                .replicas
                 .iter()
                 .map(|id| {
                     let info = state
@@ -742,7 +743,8 @@ fn replicas_of(state: &ClusterState, record: &TopicRecord) -> Vec<BTreeMap<u64, 
                         });
                     (*id, info)
                 })
-                .collect()
+                .collect(),
+            preferred: p.preferred_leader(),
         })
         .collect()
 }

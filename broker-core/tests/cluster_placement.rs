@@ -22,7 +22,7 @@ mod raft_support;
 use raft_support::Net;
 use raft_support::nodes::{
     controller_leader, default_subscription, node_record, read_own_replica, start_cluster_node,
-    until,
+    three_registered_nodes, until,
 };
 
 const NODES: u64 = 5;
@@ -402,6 +402,57 @@ async fn a_drain_right_after_a_topic_is_made_moves_every_replica() {
     assert!(
         placement.iter().all(|p| !p.replicas.contains(&drained)),
         "{placement:?}"
+    );
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}
+
+/// A new topic's partitions come to be led by their preferred replicas, which the placement
+/// spreads over the nodes (each of three leads two of six): the preferred replica forms the
+/// group and campaigns first, the others only after a grace without a leader. Before, every
+/// replica formed the group at once and whichever won the race led: a three-partition topic
+/// of a `loadtest/cluster` run was led by one node alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_topics_partitions_are_led_by_their_preferred_replicas_spread_over_the_nodes() {
+    const SPREAD: u32 = 6;
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = three_registered_nodes(root.path(), &net).await;
+    let controller = controller_leader(&nodes);
+    let spec = TopicSpec {
+        name: "spread".into(),
+        partitions: Some(SPREAD),
+        ..TopicSpec::default()
+    };
+    controller.create_topic(spec).await.expect("created");
+    let preferred: Vec<u64> = controller
+        .state()
+        .topic("spread")
+        .expect("placed")
+        .placement
+        .iter()
+        .map(|p| p.preferred_leader().expect("a preferred leader"))
+        .collect();
+    for node in 1..=3 {
+        let leads = preferred.iter().filter(|p| **p == node).count();
+        assert_eq!(leads, 2, "node {node} is preferred for {preferred:?}");
+    }
+    until("every partition has a leader every node agrees on", || {
+        (0..SPREAD).all(|p| {
+            let led = nodes[0].broker_leader("spread", p);
+            led.is_some() && nodes.iter().all(|n| n.broker_leader("spread", p) == led)
+        })
+    })
+    .await;
+    let leaders: Vec<Option<u64>> = (0..SPREAD)
+        .map(|p| nodes[0].broker_leader("spread", p))
+        .collect();
+    let expected: Vec<Option<u64>> = preferred.iter().copied().map(Some).collect();
+    assert_eq!(
+        leaders, expected,
+        "each partition's leader, then its preferred replica"
     );
     for node in &nodes {
         node.shutdown().await;

@@ -45,9 +45,26 @@ pub struct PartitionHint {
     pub replicas: Vec<u64>,
 }
 
+/// One partition as the controller placed it, for [`Broker::materialize_placed_topic`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedPartition {
+    /// Its replicas.
+    pub members: BTreeMap<u64, NodeInfo>,
+    /// The replica that should lead it (`None`: any).
+    pub preferred: Option<u64>,
+}
+
 /// A topic's placement as [`Broker::materialize_placed_topic`] takes it: each partition's
 /// replicas, and the partitions moved since the topic was created.
-type Placed<'a> = (&'a [BTreeMap<u64, NodeInfo>], &'a BTreeSet<u32>);
+type Placed<'a> = (&'a [PlacedPartition], &'a BTreeSet<u32>);
+
+/// How long the replicas of a new partition other than its preferred leader wait for a
+/// leader before forming the group themselves: twice the longest election timeout, so the
+/// preferred replica's first campaign (retried once, when a peer had not opened the topic
+/// yet) normally wins and a new topic's leaders are spread as the placement spread them;
+/// past it, a preferred replica that is down or slow costs the topic no leader, only its
+/// balance (which `rebalance` restores).
+pub const FORM_GRACE_MS: u64 = 2 * crate::raft::ELECTION_TIMEOUT_MS.1;
 
 impl Broker {
     /// This node's replication settings: [`BrokerError::InvalidArgument`] on a single node.
@@ -65,15 +82,20 @@ impl Broker {
         config: TopicConfig,
         members: BTreeMap<u64, NodeInfo>,
     ) -> Result<()> {
-        let replicas = vec![members; config.partitions as usize];
+        let placed = PlacedPartition {
+            members,
+            preferred: None,
+        };
+        let replicas = vec![placed; config.partitions as usize];
         self.materialize_placed_topic(config, replicas, &BTreeSet::new())
             .await
     }
 
     /// Opens topic `config` as the controller placed it unless it is open already, and
     /// starts the groups of the partitions placed here: `replicas[p]` holds partition `p`'s
-    /// replicas. A brand-new partition's group is formed with its replicas (every replica
-    /// does this; forming twice with the same members is safe), unless it is in `moved` (its
+    /// replicas. A brand-new partition's group is formed with its replicas (by its preferred
+    /// leader at once, by the others after [`FORM_GRACE_MS`] without a leader; forming twice
+    /// with the same members is safe), unless it is in `moved` (its
     /// replicas changed since the topic was created): a replica placed here by a move joins
     /// the group its leader adds it to; forming one would fork the group. Every node opens every
     /// topic, holding a replica or not: a partition held elsewhere keeps an empty log here,
@@ -81,7 +103,7 @@ impl Broker {
     pub async fn materialize_placed_topic(
         &self,
         config: TopicConfig,
-        replicas: Vec<BTreeMap<u64, NodeInfo>>,
+        replicas: Vec<PlacedPartition>,
         moved: &BTreeSet<u32>,
     ) -> Result<()> {
         self.check_running()?;
@@ -160,9 +182,9 @@ impl Broker {
         let name = topic.config().name;
         for (partition, log) in (0u32..).zip(&topic.partitions) {
             let seat = &topic.groups[partition as usize];
-            let members = replicas.and_then(|r| r.get(partition as usize));
+            let placed = replicas.and_then(|r| r.get(partition as usize));
             let placed_here = match replicas {
-                Some(_) => members.is_some_and(|m| m.contains_key(&replication.node_id)),
+                Some(_) => placed.is_some_and(|p| p.members.contains_key(&replication.node_id)),
                 None => held_before(log).await?,
             };
             if seat.held() || !placed_here {
@@ -198,11 +220,8 @@ impl Broker {
                 .groups
                 .insert_followed(group, raft.clone(), Arc::clone(seat));
             let form = placement.is_some_and(|(_, moved)| !moved.contains(&partition));
-            if let Some(members) = members.filter(|_| form)
-                && let Err(e) = raft.initialize(members.clone()).await
-            {
-                // NotAllowed: the group was formed before (its log is not empty).
-                tracing::debug!(error = %e, topic = %name, partition, "group already formed");
+            if let Some(placed) = placed.filter(|_| form) {
+                form_group(raft, placed, replication.node_id, &name, partition).await;
             }
         }
         Ok(())
@@ -390,4 +409,42 @@ async fn held_before(log: &crate::storage::PartitionHandle) -> Result<bool> {
     let dir = log.dir().to_path_buf();
     let state = blocking(move || crate::storage::RaftState::load(&dir)).await?;
     Ok(state.vote.is_some() || state.committed.is_some())
+}
+
+/// Forms a brand-new partition's group with its placed replicas: at once on its preferred
+/// leader (or on every replica when it has none), so that replica campaigns first and leads;
+/// elsewhere only once [`FORM_GRACE_MS`] passed with no leader known, in a task of its own.
+/// Forming is refused harmlessly where the group was formed already (a vote or entries).
+async fn form_group(
+    raft: crate::raft::GroupRaft,
+    placed: &PlacedPartition,
+    me: u64,
+    topic: &str,
+    partition: u32,
+) {
+    let members = placed.members.clone();
+    let waits = placed
+        .preferred
+        .is_some_and(|p| p != me && placed.members.contains_key(&p));
+    if !waits {
+        if let Err(e) = raft.initialize(members).await {
+            tracing::debug!(error = %e, topic, partition, "group already formed");
+        }
+        return;
+    }
+    let topic = topic.to_owned();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(FORM_GRACE_MS)).await;
+        if raft.metrics().borrow().current_leader.is_some() {
+            return;
+        }
+        match raft.initialize(members).await {
+            Ok(()) => tracing::info!(
+                topic,
+                partition,
+                "formed a new partition's group: its preferred leader did not within the grace"
+            ),
+            Err(e) => tracing::debug!(error = %e, topic, partition, "group already formed"),
+        }
+    });
 }

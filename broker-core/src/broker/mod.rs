@@ -74,7 +74,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 
-pub use cluster::PartitionHint;
+pub use cluster::{FORM_GRACE_MS, PartitionHint, PlacedPartition};
 pub use types::*;
 pub use zones::LeaderNear;
 
