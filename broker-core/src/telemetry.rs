@@ -48,7 +48,7 @@ pub const APPENDS_REFUSED_BUSY: &str = "wharf_raft_appends_busy_total";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteStage {
     /// On the leader: a proposal waiting in its partition's writer for a place in Raft
-    /// (`raft::coalesce::MAX_WRITES_IN_FLIGHT` entries at a time).
+    /// (`raft::coalesce::MAX_WRITES_IN_FLIGHT` entries of its lane at a time).
     Queue,
     /// On any replica: entries written to this node's log until they are durable (fsynced,
     /// or written under `fsync never`); the controller's rare metadata entries count too.

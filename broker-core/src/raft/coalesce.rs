@@ -4,15 +4,16 @@
 //! Every Raft entry costs the same fixed work on each replica (an append RPC share, a frame,
 //! an fsync, an apply, a commit notice), whatever it holds. Single-message produces and the
 //! control records of receives and acks would each pay it; a partition's writer task instead
-//! keeps at most [`MAX_WRITES_IN_FLIGHT`] entries in Raft and joins whatever waits meanwhile
-//! into the next one (group commit, as the single node's writer queue does). A lone write
-//! goes at once; under load the entries grow, their number does not.
+//! keeps at most [`MAX_WRITES_IN_FLIGHT`] entries of each lane (messages; control records) in
+//! Raft and joins whatever waits meanwhile into the lane's next one (group commit, as the
+//! single node's writer queue does). A lone write goes at once; under load the entries grow,
+//! their number does not.
 //!
 //! A joined entry holds its parts in the order they were proposed, so the log reads exactly
 //! as if each had been an entry of its own; each proposer hears where its own messages
 //! landed.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -28,9 +29,10 @@ use crate::error::{BrokerError, Result};
 use crate::storage::{AppendResult, BatchKind, EntryBody, ProposalSlot};
 use crate::telemetry::{self, WriteStage};
 
-/// Entries one partition keeps in Raft at once. Two: a write that arrives while one entry
-/// commits goes at once in the second place (no wait at a light load), and under load each
-/// entry gathers what came during the other's commit.
+/// Entries each lane of one partition's writes (messages; control records) keeps in Raft at
+/// once. Two: a write that arrives while one entry commits goes at once in the second place
+/// (no wait at a light load), and under load each entry gathers what came during the other's
+/// commit.
 pub const MAX_WRITES_IN_FLIGHT: usize = 2;
 /// Bytes joined into one entry at most: about the size the replication sends in one append
 /// RPC, far below the frame limit, so one large entry does not hold up the small ones
@@ -115,27 +117,78 @@ pub(super) async fn write_proposals(
     hold: Option<WriteHold>,
     mut proposals: mpsc::Receiver<Proposal>,
 ) {
-    let mut queue = VecDeque::new();
+    let mut lanes = Lanes::default();
+    let mut lane_of = HashMap::new();
     let mut writes = JoinSet::new();
     let mut open = true;
     loop {
         tokio::select! {
             received = proposals.recv(), if open => match received {
-                Some(proposal) => queue.push_back(proposal),
+                Some(proposal) => lanes.push(proposal),
                 None => open = false,
             },
-            Some(_) = writes.join_next(), if !writes.is_empty() => {}
+            Some(done) = writes.join_next_with_id(), if !writes.is_empty() => {
+                let id = match done {
+                    Ok((id, ())) => id,
+                    Err(error) => error.id(),
+                };
+                if let Some(lane) = lane_of.remove(&id) {
+                    lanes.written(lane);
+                }
+            }
         }
         while let Ok(proposal) = proposals.try_recv() {
-            queue.push_back(proposal);
+            lanes.push(proposal);
         }
-        while writes.len() < MAX_WRITES_IN_FLIGHT && !queue.is_empty() {
-            let run = take_run(&mut queue);
-            writes.spawn(write_entry(raft.clone(), what.clone(), hold.clone(), run));
+        while let Some((lane, run)) = lanes.next_run() {
+            let write = write_entry(raft.clone(), what.clone(), hold.clone(), run);
+            lane_of.insert(writes.spawn(write).id(), lane);
         }
-        if !open && queue.is_empty() && writes.is_empty() {
+        if !open && lanes.is_empty() && writes.is_empty() {
             return;
         }
+    }
+}
+
+/// A partition's proposals waiting for their entry, in two lanes: messages, and the rest
+/// (control records of receives and acks, Raft's own entries). Each lane keeps at most
+/// [`MAX_WRITES_IN_FLIGHT`] entries in Raft and joins what waits meanwhile, so a lease or
+/// an ack never waits behind produce entries committing, nor a produce behind them: with
+/// one lane of two, at 1,000 produces a second and two consumers, a produce waited 1.9 ms
+/// (p50) for its turn and the publish-to-receive latency was 10.9-11.5 ms (p50); with two
+/// lanes 8.4 ms, and produce-1 throughput stayed the same (four entries in one lane lost a
+/// fifth of it to smaller entries).
+#[derive(Default)]
+struct Lanes {
+    queues: [VecDeque<Proposal>; 2],
+    in_flight: [usize; 2],
+}
+
+impl Lanes {
+    /// The lane of `body`.
+    fn of(body: &EntryBody) -> usize {
+        usize::from(body.kind() != BatchKind::Messages)
+    }
+
+    fn push(&mut self, proposal: Proposal) {
+        self.queues[Self::of(&proposal.body)].push_back(proposal);
+    }
+
+    /// The next run to write, from a lane with room, and its lane; counted in flight.
+    fn next_run(&mut self) -> Option<(usize, Vec<Proposal>)> {
+        let lane = (0..self.queues.len())
+            .find(|&l| self.in_flight[l] < MAX_WRITES_IN_FLIGHT && !self.queues[l].is_empty())?;
+        self.in_flight[lane] += 1;
+        Some((lane, take_run(&mut self.queues[lane])))
+    }
+
+    /// One entry of `lane` was written (or failed).
+    fn written(&mut self, lane: usize) {
+        self.in_flight[lane] = self.in_flight[lane].saturating_sub(1);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.queues.iter().all(VecDeque::is_empty)
     }
 }
 
@@ -369,5 +422,39 @@ mod tests {
         let places: Vec<(u64, u32)> = parts.iter().map(|r| (r.base_offset, r.count)).collect();
         assert_eq!(places, vec![(40, 2), (42, 0), (42, 3), (45, 1)]);
         assert!(parts.iter().all(|r| r.fsynced && r.replicated));
+    }
+
+    #[test]
+    fn a_control_write_goes_at_once_while_message_entries_fill_their_lane() {
+        let mut lanes = Lanes::default();
+        for _ in 0..MAX_WRITES_IN_FLIGHT {
+            lanes.push(proposal(messages(1, 10)));
+            assert!(lanes.next_run().is_some(), "a lone write goes at once");
+        }
+        assert_eq!(lanes.in_flight, [MAX_WRITES_IN_FLIGHT, 0]);
+        lanes.push(proposal(messages(1, 10)));
+        lanes.push(proposal(control()));
+        let (lane, run) = lanes
+            .next_run()
+            .expect("the control record's lane has room");
+        assert_eq!(
+            (lane, kinds_and_counts(&run)),
+            (1, vec![(BatchKind::Control, 0)])
+        );
+        assert!(
+            lanes.next_run().is_none(),
+            "the messages wait for their lane"
+        );
+
+        lanes.push(proposal(messages(2, 10)));
+        lanes.written(0);
+        let (lane, run) = lanes.next_run().expect("a message entry was written");
+        assert_eq!(lane, 0);
+        assert_eq!(
+            kinds_and_counts(&run),
+            vec![(BatchKind::Messages, 1), (BatchKind::Messages, 2)],
+            "what waited is joined, in order"
+        );
+        assert!(lanes.is_empty());
     }
 }

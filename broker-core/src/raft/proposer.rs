@@ -20,7 +20,8 @@ pub const MAX_PROPOSALS_IN_FLIGHT: usize = 1024;
 
 /// Proposes one partition's entries on this node, through its writer task (which joins the
 /// proposals that wait into one entry: at most [`MAX_WRITES_IN_FLIGHT`](super::MAX_WRITES_IN_FLIGHT)
-/// entries in Raft at once, the proposals that queue meanwhile joined into the next).
+/// entries of messages and as many of control records in Raft at once, the proposals that
+/// queue meanwhile joined into their lane's next).
 pub struct RaftProposer {
     node_id: u64,
     raft: Raft<TypeConfig>,
