@@ -67,11 +67,15 @@ async fn a_read_racing_a_truncation_returns_the_entries_it_could_read_not_an_err
     let on_commit = Arc::new(Notify::new());
     let log = PartitionHandle::open_replicated(dir.clone(), tree, config, on_commit, None)
         .expect("opens");
-    let mut store = LogStore::open(log, dir).expect("state");
+    let mut store = LogStore::open(log.clone(), dir.clone()).expect("state");
     store
         .blocking_append((1..=12).map(|i| blank(1, i)))
         .await
         .expect("entries of term 1");
+    // Opened again, as after a restart: the entries appended last are no longer kept in
+    // memory, so the read below goes to the file (where the race is).
+    drop(store);
+    let mut store = LogStore::open(log, dir).expect("state");
 
     // The reader stops once it has found where entry 8 lies, until the log changed.
     let (reached, wait_reached) = mpsc::channel::<()>();

@@ -7,6 +7,10 @@
 //! async lock, so writes never overtake each other, as openraft requires. Blocking file I/O
 //! runs on tokio's blocking pool.
 //!
+//! The entries appended last are also kept in memory ([`RecentEntries`]): the leader's
+//! replication reads them once per follower per append, and reading them back from the file
+//! cost a blocking-pool hop and a decode each time.
+//!
 //! Contracts kept (openraft `RaftLogStorage`): an appended entry is readable when `append`
 //! returns and durable (per the fsync policy: `always` for Raft's promise) when its callback
 //! fires; a purge is durable in the state file before it returns; entries at or below the
@@ -33,6 +37,7 @@ use bytes::Bytes;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, LogId, RaftLogReader, StorageError, StorageIOError, Vote};
 
+use super::recent_entries::RecentEntries;
 use super::repair::RepairClaim;
 use super::types::{TypeConfig, from_frame, log_id, to_raft_entry};
 use crate::error::BrokerError;
@@ -62,6 +67,8 @@ struct Inner {
     removals: AtomicU64,
     /// The claim while the log re-syncs entries it lost to damage (see `repair`).
     repair: Arc<RepairClaim>,
+    /// The entries appended last, for the replication's reads of them.
+    recent: std::sync::Mutex<RecentEntries>,
 }
 
 impl Inner {
@@ -104,6 +111,7 @@ impl LogStore {
                 purged: std::sync::Mutex::new(purged),
                 removals: AtomicU64::new(0),
                 repair: Arc::new(RepairClaim::new(claim)),
+                recent: std::sync::Mutex::default(),
             }),
         })
     }
@@ -122,6 +130,7 @@ impl LogStore {
         })?;
         let claim = self.claim_at_least(held).await?;
         let _removing = Removing::start(&self.inner.removals);
+        crate::sync::lock(&self.inner.recent).clear();
         self.inner.log.cut_damaged_entries(damaged).await?;
         Ok(claim)
     }
@@ -259,6 +268,10 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Unbounded => u64::MAX,
         }
         .min(end);
+        let last = self.inner.log.last_entry().map(|e| log_id(e.term, e.index));
+        if let Some(kept) = crate::sync::lock(&self.inner.recent).get(from, to, last) {
+            return Ok(kept);
+        }
         let log = self.inner.log.clone();
         let removals = self.inner.removals.load(Ordering::Acquire);
         let (frames, failure) = blocking(move || Ok(read_frames(&log, from, to)))
@@ -315,9 +328,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let appended = Instant::now();
         let now = crate::clock::now_ms();
-        let entries = entries
-            .into_iter()
-            .map(|e| to_raft_entry(&e, now))
+        let given: Vec<Entry<TypeConfig>> = entries.into_iter().collect();
+        let entries = given
+            .iter()
+            .map(|e| to_raft_entry(e, now))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| write_error(&e))?;
         let flushed = self
@@ -326,6 +340,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .append_entries(entries)
             .await
             .map_err(|e| write_error(&e))?;
+        crate::sync::lock(&self.inner.recent).add(&given);
         let store = self.clone();
         tokio::spawn(async move {
             let result = match flushed.await {
@@ -348,6 +363,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> StorageResult<()> {
         let _removing = Removing::start(&self.inner.removals);
+        crate::sync::lock(&self.inner.recent).cut_from(log_id.index);
         self.inner
             .log
             .truncate_entries(log_id.index)

@@ -17,6 +17,8 @@
 //!   carries, and the file a replica keeps its latest in.
 //! - `purge`: retention in a cluster: a snapshot, then openraft's purge of the log prefix
 //!   ([`purge_through_snapshot`]).
+//! - `recent_entries`: the entries a replica appended last, which the replication reads
+//!   from memory instead of the segment file.
 //! - `codec`: RPCs as bytes (appends in a binary form that ships bodies as they are).
 //! - `network`: [`GroupNetwork`], openraft's network for one group over a [`Transport`].
 //! - `proposer`: [`RaftProposer`]: a replicated partition's writes (the broker's ordinary
@@ -56,6 +58,7 @@ mod network;
 mod partition_group;
 mod proposer;
 mod purge;
+mod recent_entries;
 mod remote_write;
 mod repair;
 mod snapshot;
@@ -83,6 +86,7 @@ pub use network::{BUSY_BACKOFF_MS, GroupNetwork, MAX_APPEND_BYTES, PeerLink};
 pub use partition_group::{PartitionGroup, Seated, StartedReplica};
 pub use proposer::{MAX_PROPOSALS_IN_FLIGHT, RaftProposer};
 pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
+pub use recent_entries::{RECENT_BYTES, RECENT_ENTRIES};
 pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
 pub use repair::RepairClaim;
 
