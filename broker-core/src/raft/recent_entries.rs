@@ -19,8 +19,11 @@ use super::types::TypeConfig;
 /// Entries kept at most: more than one append of [`super::MAX_PAYLOAD_ENTRIES`] to each of
 /// a few followers, so the entries every follower is sent next are here.
 pub const RECENT_ENTRIES: usize = 256;
-/// Entry bytes kept at most: a few appends of [`super::MAX_APPEND_BYTES`].
-pub const RECENT_BYTES: usize = 16 * 1024 * 1024;
+/// Entry bytes kept at most (the newest entry is kept whatever its size): one joined entry
+/// ([`super::MAX_JOINED_BYTES`]), since every replica of every partition keeps its own
+/// (four times a partition's tail cache). Under small writes the replication reads
+/// entries a moment old, all kept; under large ones a read may miss and go to the file.
+pub const RECENT_BYTES: usize = super::MAX_JOINED_BYTES;
 
 /// The newest entries of one replica's log.
 #[derive(Debug, Default)]
@@ -99,7 +102,7 @@ mod tests {
     use bytes::Bytes;
     use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
 
-    use super::{RECENT_ENTRIES, RecentEntries};
+    use super::{RECENT_BYTES, RECENT_ENTRIES, RecentEntries};
     use crate::raft::types::TypeConfig;
     use crate::storage::EntryBody;
 
@@ -108,7 +111,11 @@ mod tests {
     }
 
     fn entry(term: u64, index: u64) -> Entry<TypeConfig> {
-        let body = EntryBody::meta(index, &Bytes::from(vec![b'x'; 10])).expect("body");
+        sized(term, index, 10)
+    }
+
+    fn sized(term: u64, index: u64, bytes: usize) -> Entry<TypeConfig> {
+        let body = EntryBody::meta(index, &Bytes::from(vec![b'x'; bytes])).expect("body");
         Entry {
             log_id: id(term, index),
             payload: EntryPayload::Normal(body),
@@ -172,5 +179,23 @@ mod tests {
             .get(11, count + 1, last)
             .expect("the newest are kept");
         assert_eq!(kept.len(), RECENT_ENTRIES);
+    }
+
+    #[test]
+    fn the_bytes_kept_stay_within_their_bound_but_the_newest_entry_is_always_kept() {
+        let mut recent = RecentEntries::default();
+        let third = RECENT_BYTES / 3 + 1;
+        recent.add(&(1..=5).map(|i| sized(1, i, third)).collect::<Vec<_>>());
+        let last = Some(id(1, 5));
+        assert_eq!(
+            recent.get(3, 6, last),
+            None,
+            "three thirds and more do not fit"
+        );
+        assert_eq!(indexes(recent.get(4, 6, last)), Some(vec![4, 5]));
+
+        recent.add(&[sized(1, 6, 3 * RECENT_BYTES)]);
+        assert_eq!(indexes(recent.get(6, 7, Some(id(1, 6)))), Some(vec![6]));
+        assert_eq!(recent.get(5, 7, Some(id(1, 6))), None);
     }
 }
