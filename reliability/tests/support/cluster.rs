@@ -314,22 +314,34 @@ pub fn newest_segment(data_dir: &Path, topic: &str, partition: Partition) -> Opt
 
 /// Cuts a stopped node's segment file in the middle of its frames (a segment may end in
 /// zeros written ahead of its last frame, which are not frames): keeps the first half of the
-/// bytes up to its last non-zero byte. Returns (bytes of frames before, length after).
+/// bytes up to its last non-zero byte, one more when that half ends on a frame's end (a log
+/// cut there is whole, a shorter log recovery cannot see). Returns (bytes of frames before,
+/// length after).
 pub fn truncate_mid_log(segment: &Path) -> std::io::Result<(u64, u64)> {
     let bytes = std::fs::read(segment)?;
     let frames = bytes
         .iter()
         .rposition(|b| *b != 0)
         .map_or(0, |last| last + 1);
-    let keep = (frames / 2) as u64;
+    let half = frames / 2;
+    let on_a_boundary =
+        frame_around(&bytes[..frames], half).is_some_and(|(start, _)| start == half);
+    let keep = (half + usize::from(on_a_boundary)) as u64;
     let file = std::fs::OpenOptions::new().write(true).open(segment)?;
     file.set_len(keep)?;
     file.sync_all()?;
     Ok((frames as u64, keep))
 }
 
+/// Bytes before a frame's body: its body length and CRC (`storage::codec::PREFIX_LEN`).
+const FRAME_PREFIX_LEN: usize = 8;
+
 /// Flips every bit of one byte a quarter into a stopped node's segment file's frames (see
-/// [`truncate_mid_log`]). Returns (bytes of frames, the position flipped).
+/// [`truncate_mid_log`]), in a frame's body: a record's bytes, which the frame's CRC covers.
+/// Not in a length prefix: recovery steps over a bad frame by the length its prefix claims to
+/// tell damage (intact frames beyond) from a torn write, so a flipped length reads as a torn
+/// tail (a CI run flipped byte 1 of a frame and the node cut its log without a claim).
+/// Returns (bytes of frames, the position flipped).
 pub fn flip_byte_in_log(segment: &Path) -> std::io::Result<(u64, u64)> {
     use std::io::{Seek, SeekFrom, Write};
     let bytes = std::fs::read(segment)?;
@@ -337,7 +349,7 @@ pub fn flip_byte_in_log(segment: &Path) -> std::io::Result<(u64, u64)> {
         .iter()
         .rposition(|b| *b != 0)
         .map_or(0, |last| last + 1);
-    let at = frames / 4;
+    let at = body_byte_at_or_after(&bytes[..frames], frames / 4);
     let Some(byte) = bytes.get(at) else {
         return Ok((frames as u64, frames as u64));
     };
@@ -346,6 +358,29 @@ pub fn flip_byte_in_log(segment: &Path) -> std::io::Result<(u64, u64)> {
     file.write_all(&[!byte])?;
     file.sync_all()?;
     Ok((frames as u64, at as u64))
+}
+
+/// `at`, or the first body byte of the frame whose prefix holds `at`.
+fn body_byte_at_or_after(frames: &[u8], at: usize) -> usize {
+    match frame_around(frames, at) {
+        Some((start, _)) => at.max(start + FRAME_PREFIX_LEN),
+        None => at,
+    }
+}
+
+/// Where the frame holding byte `at` of `frames` starts and ends, walking the frames from the
+/// start by their length prefixes.
+fn frame_around(frames: &[u8], at: usize) -> Option<(usize, usize)> {
+    let mut start = 0;
+    while let Some(prefix) = frames.get(start..start + FRAME_PREFIX_LEN) {
+        let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
+        let next = start + FRAME_PREFIX_LEN + len;
+        if at < next {
+            return Some((start, next));
+        }
+        start = next;
+    }
+    None
 }
 
 /// Producers only (`ack=all`, unique values, to the nodes in turn) on `topic` of `partitions`
