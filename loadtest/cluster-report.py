@@ -110,6 +110,39 @@ def per_round(measurements, scenario):
     return table
 
 
+PEER_SCENARIOS = ("peer-200", "peer-1000", "peer-closed-1")
+PEER_TARGETS = ("wharf-always", "wharf-never", "nats-r3")
+
+
+def peer_rounds(measurements):
+    """{(scenario, target): {round: row}} of the NATS comparison; a spread run's processes
+    summed (msg/s) and their worst p50 and p99 taken."""
+    table = {}
+    for m in measurements:
+        if m["scenario"] not in PEER_SCENARIOS:
+            continue
+        target = m["target"].split("-spread-")[0]
+        row = table.setdefault((m["scenario"], target), {}).setdefault(m["round"], {
+            "msg_per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0})
+        row["msg_per_s"] += m["msg_per_s"]
+        row["p50_ms"] = max(row["p50_ms"], ms(m["latency"]["p50_us"]))
+        row["p99_ms"] = max(row["p99_ms"], ms(m["latency"]["p99_us"]))
+        row["errors"] += errors(m)
+    return table
+
+
+def peer_figure(peer, scenario, target, key):
+    rows = peer.get((scenario, target), {})
+    return [rows[r][key] for r in sorted(rows)]
+
+
+def peer_ratio(peer, scenario, key):
+    """Per round: Wharf (fsync always) over NATS."""
+    wharf = peer.get((scenario, "wharf-always"), {})
+    nats = peer.get((scenario, "nats-r3"), {})
+    return [wharf[r][key] / nats[r][key] for r in sorted(wharf) if r in nats and nats[r][key] > 0]
+
+
 def ratios(table, target, key):
     base = table.get("rf1", {})
     rows = table.get(target, {})
@@ -136,7 +169,9 @@ def main():
     single = per_round(measurements, "produce-1")
     rounds = max([m["round"] for m in measurements if m["scenario"].startswith("produce-")] or [0])
     open_loops = [m for m in measurements if m["scenario"] == "produce-1000"]
-    e2e = next((m for m in measurements if m["scenario"] == "e2e"), None)
+    e2e = next((m for m in measurements if m["scenario"] == "e2e" and m["target"] == "rf3"), None)
+    peer = peer_rounds(measurements)
+    e2e_8 = [m for m in measurements if m["scenario"] == "e2e" and m["target"] == "wharf-always-e2e-8"]
     kills = sorted((m for m in measurements if m["scenario"] == "failover"), key=lambda m: m["round"])
     gaps_s = [m["figures"].get("max_gap_ms", float("nan")) / 1000.0 for m in kills]
 
@@ -153,6 +188,30 @@ def main():
         ("e2e at 1,000 msg/s, RF 3 ack=all: p99 (ms)", "≤ 10", e2e_p99, 10.0, True,
          fmt(e2e_p99) if e2e_p99 is not None else "not measured"),
     ]
+    if peer:
+        p50 = peer_figure(peer, "peer-1000", "wharf-always", "p50_ms")
+        p99 = peer_figure(peer, "peer-1000", "wharf-always", "p99_ms")
+        e2e8_p50 = [ms(m["latencies"]["e2e"]["p50_us"]) for m in e2e_8 if "e2e" in m.get("latencies", {})]
+        e2e8_p99 = [ms(m["latencies"]["e2e"]["p99_us"]) for m in e2e_8 if "e2e" in m.get("latencies", {})]
+        closed = peer_figure(peer, "peer-closed-1", "wharf-always", "msg_per_s")
+        vs_p50 = peer_ratio(peer, "peer-1000", "p50_ms")
+        vs_p99 = peer_ratio(peer, "peer-1000", "p99_ms")
+        targets += [
+            ("produce at 1,000 msg/s over 8 connections spread, fsync always: p50 (ms)", "≤ 3",
+             median(p50), 3.0, True, summary(p50)),
+            ("produce at 1,000 msg/s over 8 connections spread, fsync always: p99 (ms)", "≤ 10",
+             median(p99), 10.0, True, summary(p99)),
+            ("e2e at 1,000 msg/s, 8 producers: p50 (ms)", "≤ 5", median(e2e8_p50), 5.0, True,
+             summary(e2e8_p50)),
+            ("e2e at 1,000 msg/s, 8 producers: p99 (ms)", "≤ 15", median(e2e8_p99), 15.0, True,
+             summary(e2e8_p99)),
+            ("produce p50 at 1,000 msg/s, Wharf (fsync always) ÷ NATS JetStream R3", "≤ 1",
+             median(vs_p50), 1.0, True, summary(vs_p50)),
+            ("produce p99 at 1,000 msg/s, Wharf (fsync always) ÷ NATS JetStream R3", "≤ 1",
+             median(vs_p99), 1.0, True, summary(vs_p99)),
+            ("one connection, closed loop: produces a second", "≥ 400", median(closed), 400.0,
+             False, summary(closed)),
+        ]
     m = machine()
     durability = (fact("durability") or {}).get("value", "")
     lines = [
@@ -224,8 +283,9 @@ def main():
         lines.append(f"| e2e | not measured: {reason} | | | | |")
         if e2e_failed:
             lines += ["", f"e2e setup answered: `{reason}`"]
-    staged = [m for m in measurements if m["scenario"] in ("produce-1", "produce-1000")
-              and m["target"].startswith("rf3") and "appends_busy" in m.get("figures", {})]
+    staged = [m for m in measurements if m["scenario"] in ("produce-1", "produce-1000", "peer-1000")
+              and m["target"].startswith(("rf3", "wharf-always"))
+              and "appends_busy" in m.get("figures", {})]
     if staged:
         lines += ["", "## Where a replicated produce's time goes", "",
                   "From `wharf_write_stage_seconds{stage}` on the node each load process hit "
@@ -243,6 +303,39 @@ def main():
                      if f"stage_{s}_ms_p50" in f else "–" for s in STAGES]
             lines.append(f"| {m_['scenario']} | {m_['target']} | {m_['round']} | "
                          + " | ".join(cells) + f" | {fmt(f['appends_busy'])} |")
+    if peer:
+        lines += ["", "## Beside NATS JetStream R3", "",
+                  "Per round, on fresh clusters: Wharf RF 3 (`ack=all`) with fsync always, then "
+                  "with `--fsync never`, then NATS JetStream (Debian's nats-server, three servers on "
+                  "loopback, a stream of 3 replicas on file storage, which NATS fsyncs on an "
+                  "interval, not per message), driven through the NATS project's Rust client "
+                  "(`async-nats`). One 1 KiB message per request; open loop at 200 and 1,000 msg/s "
+                  "over 8 connections spread over the three nodes (Wharf: one load process per node "
+                  "at its share of the rate, unkeyed to a topic of 3 partitions whose leaders the "
+                  "placement spreads; the worst process's p50 and p99 are taken), latency from the "
+                  "intended send time; and one connection in a closed loop (Wharf: to node 1). "
+                  "Medians over rounds [min–max].", "",
+                  "| shape | target | msg/s | p50 ms | p99 ms | errors |",
+                  "|---|---|---:|---:|---:|---:|"]
+        shapes = {"peer-200": "200 msg/s, 8 connections", "peer-1000": "1,000 msg/s, 8 connections",
+                  "peer-closed-1": "1 connection, closed loop"}
+        names = {"wharf-always": "Wharf, fsync always", "wharf-never": "Wharf, fsync never",
+                 "nats-r3": "NATS JetStream R3"}
+        for scenario in PEER_SCENARIOS:
+            for target in PEER_TARGETS:
+                if (scenario, target) not in peer:
+                    continue
+                col = lambda key: peer_figure(peer, scenario, target, key)
+                lines.append(f"| {shapes[scenario]} | {names[target]} | {summary(col('msg_per_s'))} "
+                             f"| {summary(col('p50_ms'))} | {summary(col('p99_ms'))} "
+                             f"| {int(sum(col('errors')))} |")
+        for m_ in e2e_8:
+            lat = m_["latencies"].get("e2e", {})
+            prod = m_["latency"]
+            lines.append(f"| e2e 1,000 msg/s, 8 producers, 2 consumers on node 1 (round {m_['round']}) "
+                         f"| Wharf, fsync always | {fmt(m_['msg_per_s'])} | produce {fmt(ms(prod['p50_us']))}, "
+                         f"e2e {fmt(ms(lat.get('p50_us', 0)))} | produce {fmt(ms(prod['p99_us']))}, "
+                         f"e2e {fmt(ms(lat.get('p99_us', 0)))} | {errors(m_)} |")
     lines += ["", "## Failover: kill -9 of partition 0's leader", "",
               "On a fresh three-node cluster holding only this topic (3 partitions). Each kill: an "
               f"open-loop produce ({fmt(kills[0]['rate_per_s']) if kills else '?'} msg/s, "
@@ -270,7 +363,8 @@ def main():
         json.dump({"mode": args.mode, "started": args.started, "commit": args.commit,
                    "machine": m, "durability": durability, "targets": json_targets,
                    "throughput": json_rows, "produce_1000": open_loops, "e2e": e2e,
-                   "e2e_failed": e2e_failed, "failover": kills, "kills": list(kill_facts.values())},
+                   "e2e_failed": e2e_failed, "failover": kills, "kills": list(kill_facts.values()),
+                   "peer": {f"{s} {t}": rows for (s, t), rows in peer.items()}, "e2e_8": e2e_8},
                   out, indent=2)
     print("\n".join(lines))
 

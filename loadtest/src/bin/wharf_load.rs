@@ -61,6 +61,9 @@ enum Command {
     Overload(OverloadArgs),
     /// ceiling-disk: append + fdatasync batches to a file in a folder.
     Disk(DiskArgs),
+    /// nats-publish: the NATS JetStream peer of `produce` (built with `--features nats`).
+    #[cfg(feature = "nats")]
+    NatsPublish(NatsArgs),
     /// Wait until GET /readyz answers 200.
     WaitReady {
         /// The server, http://127.0.0.1:PORT.
@@ -333,6 +336,52 @@ struct ReportArgs {
     wharf_settings: String,
 }
 
+/// `nats-publish`'s options.
+#[cfg(feature = "nats")]
+#[derive(Debug, Args)]
+struct NatsArgs {
+    /// The servers, comma-separated `nats://127.0.0.1:PORT` (loopback only); connection `i`
+    /// uses server `i % count`.
+    #[arg(long, value_delimiter = ',')]
+    servers: Vec<String>,
+    /// The target's label in results.
+    #[arg(long, default_value = "nats-r3")]
+    name: String,
+    /// The scenario's name in results.
+    #[arg(long, default_value = "produce-1")]
+    scenario: String,
+    /// The round, from 1.
+    #[arg(long, default_value_t = 1)]
+    round: u32,
+    /// The stream (and its subject), created when missing.
+    #[arg(long, default_value = "load")]
+    stream: String,
+    /// The stream's replicas.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// Connections (clients).
+    #[arg(long, default_value_t = 8)]
+    connections: usize,
+    /// Publishes per second in total (open loop); closed loop without it.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    duration_s: f64,
+    /// Seconds of load before measuring.
+    #[arg(long, default_value_t = 1.0)]
+    warmup_s: f64,
+    /// Per-publish timeout, milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Most publishes to send.
+    #[arg(long, default_value_t = 10_000_000)]
+    max_requests: u64,
+    /// Append the measurement as a JSON line to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -432,6 +481,8 @@ async fn run(command: Command) -> Result<(), String> {
             emit(&args.common.out, scenario::schedule(&load, &spec).await)
         }
         Command::Overload(args) => overload(args).await,
+        #[cfg(feature = "nats")]
+        Command::NatsPublish(args) => nats_publish(args).await,
         Command::Disk(args) => disk(args).await,
         Command::WaitReady { target, timeout_s } => wait_ready(&target, timeout_s).await,
         Command::FreePort => {
@@ -488,6 +539,37 @@ fn load(common: &Common, connections: usize) -> Result<Load, String> {
     })
 }
 
+#[cfg(feature = "nats")]
+async fn nats_publish(args: NatsArgs) -> Result<(), String> {
+    if !(1..=MAX_CONNECTIONS).contains(&args.connections) {
+        return Err(format!(
+            "connections must be within 1..={MAX_CONNECTIONS}, not {}",
+            args.connections
+        ));
+    }
+    for server in &args.servers {
+        let as_http = server.replacen("nats://", "http://", 1);
+        if !server.starts_with("nats://") || Target::parse(&as_http).is_err() {
+            return Err(format!("{server}: a nats://127.0.0.1:PORT loopback server"));
+        }
+    }
+    let spec = scenario::NatsSpec {
+        scenario: args.scenario,
+        target_name: args.name,
+        round: args.round,
+        servers: args.servers,
+        stream: args.stream,
+        replicas: args.replicas,
+        connections: args.connections,
+        rate_per_s: args.rate,
+        timeout: Duration::from_millis(args.timeout_ms.clamp(1, 120_000)),
+        warmup: seconds(args.warmup_s, "--warmup-s")?,
+        duration: seconds(args.duration_s, "--duration-s")?,
+        max_requests: args.max_requests,
+    };
+    emit(&args.out, scenario::nats_publish(&spec).await)
+}
+
 fn emit(
     out: &Option<PathBuf>,
     measurement: Result<Measurement, scenario::ScenarioError>,
@@ -501,13 +583,17 @@ fn emit(
 }
 
 fn append(path: &Path, record: &Record) -> Result<(), String> {
-    let line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    let mut line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    line.push('\n');
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    writeln!(file, "{line}").map_err(|e| format!("{}: {e}", path.display()))
+    // One write of the whole line: the processes of a spread run append to one file at once,
+    // and `writeln!` wrote the line and its newline apart, so two records could interleave.
+    file.write_all(line.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 async fn overload(args: OverloadArgs) -> Result<(), String> {

@@ -17,6 +17,8 @@ mod consume;
 mod delay;
 mod e2e;
 mod gaps;
+#[cfg(feature = "nats")]
+mod nats;
 mod overload;
 mod produce;
 mod schedule;
@@ -35,6 +37,8 @@ pub use consume::{ConsumeSpec, consume};
 pub use delay::{DelaySpec, delay};
 pub use e2e::{E2eSpec, e2e};
 pub use gaps::SuccessGaps;
+#[cfg(feature = "nats")]
+pub use nats::{NatsSpec, nats_publish};
 pub use overload::{OverloadRun, OverloadSpec, overload};
 pub use produce::{ProduceSpec, produce};
 pub use schedule::{ScheduleSpec, schedule};
@@ -324,13 +328,26 @@ impl Measurement {
         elapsed: Duration,
         usage: (Option<ServerUsage>, Option<f64>),
     ) -> Measurement {
+        Measurement::from_counts(&load.target_name, load.round, shape, tally, elapsed, usage)
+    }
+
+    /// [`Measurement::from_tally`] of a target named `target` in round `round` (a peer that
+    /// is not reached through a [`Load`]).
+    pub fn from_counts(
+        target: &str,
+        round: u32,
+        shape: RunShape,
+        tally: Tally,
+        elapsed: Duration,
+        usage: (Option<ServerUsage>, Option<f64>),
+    ) -> Measurement {
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let failed: u64 = tally.errors.values().sum();
         let succeeded = tally.requests.saturating_sub(failed);
         Measurement {
             scenario: shape.scenario,
-            target: load.target_name.clone(),
-            round: load.round,
+            target: target.to_owned(),
+            round,
             mode: shape.mode.to_owned(),
             connections: shape.connections,
             rate_per_s: shape.rate_per_s,
