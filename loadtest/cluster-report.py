@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 
 TARGETS = ["rf1", "rf3-leader", "rf3-forwarded", "rf3-spread"]
@@ -90,12 +91,13 @@ def errors(m):
 
 
 def per_round(measurements, scenario):
-    """{target: {round: figures}} for a closed-loop scenario, spread processes summed."""
+    """{target: {round: figures}} for one scenario, the processes of a spread run (targets
+    NAME-spread-N) summed into NAME-spread with their worst p50 and p99."""
     table = {}
     for m in measurements:
         if m["scenario"] != scenario:
             continue
-        target = "rf3-spread" if m["target"].startswith("rf3-spread") else m["target"]
+        target = re.sub(r"-spread-\d+$", "-spread", m["target"])
         row = table.setdefault(target, {}).setdefault(m["round"], {
             "msg_per_s": 0.0, "mib_per_s": 0.0, "req_per_s": 0.0, "errors": 0,
             "p50_ms": 0.0, "p99_ms": 0.0, "processes": 0,
@@ -115,20 +117,11 @@ PEER_TARGETS = ("wharf-always", "wharf-never", "nats-r3")
 
 
 def peer_rounds(measurements):
-    """{(scenario, target): {round: row}} of the NATS comparison; a spread run's processes
-    summed (msg/s) and their worst p50 and p99 taken."""
-    table = {}
-    for m in measurements:
-        if m["scenario"] not in PEER_SCENARIOS:
-            continue
-        target = m["target"].split("-spread-")[0]
-        row = table.setdefault((m["scenario"], target), {}).setdefault(m["round"], {
-            "msg_per_s": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0})
-        row["msg_per_s"] += m["msg_per_s"]
-        row["p50_ms"] = max(row["p50_ms"], ms(m["latency"]["p50_us"]))
-        row["p99_ms"] = max(row["p99_ms"], ms(m["latency"]["p99_us"]))
-        row["errors"] += errors(m)
-    return table
+    """{(scenario, target): {round: row}} of the NATS comparison (a spread run counts as its
+    target: Wharf's open loops are spread, its closed loop and NATS's runs are not)."""
+    return {(scenario, target.removesuffix("-spread")): rows
+            for scenario in PEER_SCENARIOS
+            for target, rows in per_round(measurements, scenario).items()}
 
 
 def peer_figure(peer, scenario, target, key):

@@ -107,6 +107,20 @@ struct Common {
     /// The target's label in results.
     #[arg(long, default_value = "wharf")]
     name: String,
+    #[command(flatten)]
+    run: Run,
+    /// The server's pid, to measure its CPU and memory.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Partitions of the topics created.
+    #[arg(long, default_value_t = 1)]
+    partitions: u32,
+}
+
+/// How long and how much one run sends, and where its measurement goes (every load-sending
+/// subcommand, Wharf's and the NATS peer's).
+#[derive(Debug, Args)]
+struct Run {
     /// The round, from 1.
     #[arg(long, default_value_t = 1)]
     round: u32,
@@ -122,12 +136,6 @@ struct Common {
     /// Most requests to send.
     #[arg(long, default_value_t = 10_000_000)]
     max_requests: u64,
-    /// The server's pid, to measure its CPU and memory.
-    #[arg(long)]
-    server_pid: Option<u32>,
-    /// Partitions of the topics created.
-    #[arg(long, default_value_t = 1)]
-    partitions: u32,
     /// Append the measurement as a JSON line to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -350,9 +358,8 @@ struct NatsArgs {
     /// The scenario's name in results.
     #[arg(long, default_value = "produce-1")]
     scenario: String,
-    /// The round, from 1.
-    #[arg(long, default_value_t = 1)]
-    round: u32,
+    #[command(flatten)]
+    run: Run,
     /// The stream (and its subject), created when missing.
     #[arg(long, default_value = "load")]
     stream: String,
@@ -365,21 +372,6 @@ struct NatsArgs {
     /// Publishes per second in total (open loop); closed loop without it.
     #[arg(long)]
     rate: Option<f64>,
-    /// Seconds measured.
-    #[arg(long, default_value_t = 10.0)]
-    duration_s: f64,
-    /// Seconds of load before measuring.
-    #[arg(long, default_value_t = 1.0)]
-    warmup_s: f64,
-    /// Per-publish timeout, milliseconds.
-    #[arg(long, default_value_t = 10_000)]
-    timeout_ms: u64,
-    /// Most publishes to send.
-    #[arg(long, default_value_t = 10_000_000)]
-    max_requests: u64,
-    /// Append the measurement as a JSON line to this file.
-    #[arg(long)]
-    out: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -417,7 +409,7 @@ async fn run(command: Command) -> Result<(), String> {
                 topic: args.topic,
                 partition: args.partition,
             };
-            emit(&args.common.out, scenario::produce(&load, &spec).await)
+            emit(&args.common.run.out, scenario::produce(&load, &spec).await)
         }
         Command::Consume(args) => {
             let load = load(&args.common, args.connections)?;
@@ -429,7 +421,7 @@ async fn run(command: Command) -> Result<(), String> {
                 fill_limit: Duration::from_secs(300),
                 settle: Duration::from_millis(args.settle_ms),
             };
-            emit(&args.common.out, scenario::consume(&load, &spec).await)
+            emit(&args.common.run.out, scenario::consume(&load, &spec).await)
         }
         Command::E2e(args) => {
             let load = load(&args.common, args.producers + 2 * args.consumers)?;
@@ -440,7 +432,7 @@ async fn run(command: Command) -> Result<(), String> {
                 max_messages: args.max_messages,
                 partitions: args.common.partitions,
             };
-            emit(&args.common.out, scenario::e2e(&load, &spec).await)
+            emit(&args.common.run.out, scenario::e2e(&load, &spec).await)
         }
         Command::Backlog(args) => {
             let load = load(&args.common, 1)?;
@@ -451,7 +443,7 @@ async fn run(command: Command) -> Result<(), String> {
                 topic: args.topic,
                 fill_limit: Duration::from_secs(600),
             };
-            emit(&args.common.out, scenario::backlog(&load, &spec).await)
+            emit(&args.common.run.out, scenario::backlog(&load, &spec).await)
         }
         Command::Delay(args) => {
             let load = load(&args.common, args.producers + 2 * args.consumers)?;
@@ -466,7 +458,7 @@ async fn run(command: Command) -> Result<(), String> {
                 partitions: args.common.partitions,
                 rate_per_s: (args.rate > 0.0).then_some(args.rate),
             };
-            emit(&args.common.out, scenario::delay(&load, &spec).await)
+            emit(&args.common.run.out, scenario::delay(&load, &spec).await)
         }
         Command::Schedule(args) => {
             let load = load(&args.common, args.connections)?;
@@ -478,7 +470,7 @@ async fn run(command: Command) -> Result<(), String> {
                 connections: args.connections,
                 partitions: args.common.partitions,
             };
-            emit(&args.common.out, scenario::schedule(&load, &spec).await)
+            emit(&args.common.run.out, scenario::schedule(&load, &spec).await)
         }
         Command::Overload(args) => overload(args).await,
         #[cfg(feature = "nats")]
@@ -530,11 +522,11 @@ fn load(common: &Common, connections: usize) -> Result<Load, String> {
     Ok(Load {
         target: Target::parse(&common.target).map_err(|e| e.to_string())?,
         target_name: common.name.clone(),
-        round: common.round,
-        timeout: Duration::from_millis(common.timeout_ms.clamp(1, 120_000)),
-        duration: seconds(common.duration_s, "--duration-s")?,
-        warmup: seconds(common.warmup_s, "--warmup-s")?,
-        max_requests: common.max_requests,
+        round: common.run.round,
+        timeout: Duration::from_millis(common.run.timeout_ms.clamp(1, 120_000)),
+        duration: seconds(common.run.duration_s, "--duration-s")?,
+        warmup: seconds(common.run.warmup_s, "--warmup-s")?,
+        max_requests: common.run.max_requests,
         server_pid: common.server_pid,
     })
 }
@@ -556,18 +548,18 @@ async fn nats_publish(args: NatsArgs) -> Result<(), String> {
     let spec = scenario::NatsSpec {
         scenario: args.scenario,
         target_name: args.name,
-        round: args.round,
+        round: args.run.round,
         servers: args.servers,
         stream: args.stream,
         replicas: args.replicas,
         connections: args.connections,
         rate_per_s: args.rate,
-        timeout: Duration::from_millis(args.timeout_ms.clamp(1, 120_000)),
-        warmup: seconds(args.warmup_s, "--warmup-s")?,
-        duration: seconds(args.duration_s, "--duration-s")?,
-        max_requests: args.max_requests,
+        timeout: Duration::from_millis(args.run.timeout_ms.clamp(1, 120_000)),
+        warmup: seconds(args.run.warmup_s, "--warmup-s")?,
+        duration: seconds(args.run.duration_s, "--duration-s")?,
+        max_requests: args.run.max_requests,
     };
-    emit(&args.out, scenario::nats_publish(&spec).await)
+    emit(&args.run.out, scenario::nats_publish(&spec).await)
 }
 
 fn emit(
@@ -626,8 +618,8 @@ async fn overload(args: OverloadArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let notes = run.overloaded.notes.clone();
-    emit(&args.common.out, Ok(run.unloaded))?;
-    emit(&args.common.out, Ok(run.overloaded))?;
+    emit(&args.common.run.out, Ok(run.unloaded))?;
+    emit(&args.common.run.out, Ok(run.overloaded))?;
     for note in notes {
         println!("  {note}");
     }

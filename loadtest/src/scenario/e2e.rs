@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{
-    Budget, Load, Measurement, RunShape, ScenarioError, Tally, Usage, Window, create_subscription,
-    create_topic, join_tallies, unique_name,
+    Budget, Load, Measurement, RunShape, ScenarioError, Tally, Turns, Usage, Window,
+    create_subscription, create_topic, join_tallies, unique_name,
 };
 use crate::client::Connection;
 use crate::pacing::Schedule;
@@ -81,10 +81,12 @@ pub async fn e2e(load: &Load, spec: &E2eSpec) -> Result<Measurement, ScenarioErr
             let producer = Producer {
                 connection: load.connect(),
                 path: wire::messages_path(&topic),
-                schedule: Schedule::new(base, spec.rate_per_s, spec.producers, index),
+                turns: Turns::new(
+                    window,
+                    budget.clone(),
+                    Some(Schedule::new(base, spec.rate_per_s, spec.producers, index)),
+                ),
                 base,
-                window,
-                budget: budget.clone(),
                 progress: Arc::clone(&progress),
             };
             tokio::spawn(producer.run())
@@ -118,26 +120,19 @@ pub async fn e2e(load: &Load, spec: &E2eSpec) -> Result<Measurement, ScenarioErr
 struct Producer {
     connection: Connection,
     path: String,
-    schedule: Schedule,
+    turns: Turns,
     base: Instant,
-    window: Window,
-    budget: Budget,
     progress: Arc<Progress>,
 }
 
 impl Producer {
     async fn run(mut self) -> Tally {
         let mut tally = Tally::default();
-        loop {
-            let intended = self.schedule.next_send();
-            if intended >= self.window.deadline || !self.budget.take() {
-                break;
-            }
-            tokio::time::sleep_until(intended).await;
+        while let Some(intended) = self.turns.next().await {
             let stamp = u64::try_from((intended - self.base).as_nanos()).unwrap_or(u64::MAX);
             let body = wire::stamped_produce_body(stamp, wire::MESSAGE_BYTES);
             let result = self.connection.post(&self.path, body).await;
-            let ok = if self.window.measures(intended) {
+            let ok = if self.turns.measures(intended) {
                 let ok = tally.request(intended.elapsed(), result).is_some();
                 if ok {
                     tally.messages += 1;

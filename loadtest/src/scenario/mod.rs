@@ -23,6 +23,7 @@ mod overload;
 mod produce;
 mod schedule;
 mod setup;
+mod turns;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use overload::{OverloadRun, OverloadSpec, overload};
 pub use produce::{ProduceSpec, produce};
 pub use schedule::{ScheduleSpec, schedule};
 pub use setup::{create_subscription, create_topic, fill, key_for_partition, unique_name};
+pub use turns::Turns;
 
 use crate::client::{Connection, Reply, RequestError};
 use crate::latency::{Latencies, LatencySummary};

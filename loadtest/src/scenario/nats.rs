@@ -10,7 +10,7 @@ use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{Budget, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Window};
+use super::{Budget, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Turns, Window};
 use crate::pacing::Schedule;
 use crate::wire;
 
@@ -83,12 +83,13 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
             subject: spec.stream.clone(),
             payload: payload.clone(),
             timeout: spec.timeout,
-            window,
-            budget: budget.clone(),
+            turns: Turns::new(
+                window,
+                budget.clone(),
+                spec.rate_per_s
+                    .map(|rate| Schedule::new(started, rate, spec.connections, index)),
+            ),
             gaps: gaps.clone(),
-            schedule: spec
-                .rate_per_s
-                .map(|rate| Schedule::new(started, rate, spec.connections, index)),
         };
         workers.push(tokio::spawn(worker.run()));
     }
@@ -139,28 +140,16 @@ struct Worker {
     subject: String,
     payload: Bytes,
     timeout: Duration,
-    window: Window,
-    budget: Budget,
+    turns: Turns,
     gaps: SuccessGaps,
-    schedule: Option<Schedule>,
 }
 
 impl Worker {
     async fn run(mut self) -> Tally {
         let mut tally = Tally::default();
-        loop {
-            let start = match &mut self.schedule {
-                Some(schedule) => schedule.next_send(),
-                None => Instant::now(),
-            };
-            if start >= self.window.deadline || !self.budget.take() {
-                break;
-            }
-            if self.schedule.is_some() {
-                tokio::time::sleep_until(start).await;
-            }
+        while let Some(start) = self.turns.next().await {
             let outcome = tokio::time::timeout(self.timeout, self.publish()).await;
-            if !self.window.measures(start) {
+            if !self.turns.measures(start) {
                 continue;
             }
             tally.requests += 1;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::{
-    Budget, Load, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Usage, Window,
+    Budget, Load, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Turns, Usage, Window,
     create_topic, join_tallies, key_for_partition, unique_name,
 };
 use crate::client::Connection;
@@ -61,12 +61,13 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
                 path: path.clone(),
                 body: body.clone(),
                 batch: spec.batch,
-                window,
-                budget: budget.clone(),
+                turns: Turns::new(
+                    window,
+                    budget.clone(),
+                    spec.rate_per_s
+                        .map(|rate| Schedule::new(started, rate, spec.connections, index)),
+                ),
                 gaps: gaps.clone(),
-                schedule: spec
-                    .rate_per_s
-                    .map(|rate| Schedule::new(started, rate, spec.connections, index)),
             };
             tokio::spawn(worker.run())
         })
@@ -140,28 +141,16 @@ struct Worker {
     path: String,
     body: Bytes,
     batch: usize,
-    window: Window,
-    budget: Budget,
+    turns: Turns,
     gaps: SuccessGaps,
-    schedule: Option<Schedule>,
 }
 
 impl Worker {
     async fn run(mut self) -> Tally {
         let mut tally = Tally::default();
-        loop {
-            let start = match &mut self.schedule {
-                Some(schedule) => schedule.next_send(),
-                None => Instant::now(),
-            };
-            if start >= self.window.deadline || !self.budget.take() {
-                break;
-            }
-            if self.schedule.is_some() {
-                tokio::time::sleep_until(start).await;
-            }
+        while let Some(start) = self.turns.next().await {
             let result = self.connection.post(&self.path, self.body.clone()).await;
-            if !self.window.measures(start) {
+            if !self.turns.measures(start) {
                 continue;
             }
             if tally.request(start.elapsed(), result).is_some() {
