@@ -18,8 +18,8 @@ mod cluster;
 use std::time::{Duration, Instant};
 
 use cluster::{
-    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, drain_and_check, env_number,
-    leader_of, new_leader, serially, three_nodes_with,
+    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, describe, drain_and_check,
+    env_number, leader_of, new_leader, serially, three_nodes_with, wait_caught_up,
 };
 use wharf_reliability::event::{NodeId, Phase, Run};
 use wharf_reliability::harness::{Cluster, HarnessError};
@@ -189,15 +189,20 @@ fn killing_the_leader_five_times_in_a_row_loses_no_acknowledged_message() {
             let killed = tokio::task::block_in_place(|| cluster.kill9(leader));
             recorder.record_fault("kill_leader", Some(leader), Phase::Start, killed.is_ok());
             let since = Instant::now();
-            let next = new_leader(&cluster, TOPIC, partition, leader)
-                .await
-                .expect("a new leader");
+            let Some(next) = new_leader(&cluster, TOPIC, partition, leader).await else {
+                let state = describe(&cluster, TOPIC, partition).await;
+                panic!("no new leader within {SETTLE_TIMEOUT:?} of killing {leader}\n{state}");
+            };
             outages.push(since.elapsed());
             term += 1;
             recorder.record_leader(partition, next, term);
             tokio::task::block_in_place(|| cluster.restart(leader)).expect("restarts");
             recorder.record_fault("kill_leader", Some(leader), Phase::End, true);
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            // Ready is not enough: the next kill must leave two whole replicas, or it takes
+            // down two of three and no leader can be elected until this one catches up.
+            if let Err(state) = wait_caught_up(&cluster, TOPIC, partition, leader, next).await {
+                panic!("the restarted node does not catch up: {state}");
+            }
         }
         let stats = finish(running, started, producing).await;
         let report = drain_and_check(&cluster, &workload, WATCHED, true).await;

@@ -128,8 +128,10 @@ pub async fn leader_of(
     None
 }
 
-/// Waits (at most [`SETTLE_TIMEOUT`]) until a node other than `not` names a leader of
-/// `partition` other than `not`.
+/// Waits (at most [`SETTLE_TIMEOUT`]) until a node other than `not` names itself the leader
+/// of `partition`. Every node is asked on each poll: a follower that has not heard of the
+/// election yet still names the old leader, and must not hide the one that won. The leader's
+/// own word is taken, not a follower's, whose view may be older.
 pub async fn new_leader(
     cluster: &Cluster,
     topic: &str,
@@ -143,15 +145,74 @@ pub async fn new_leader(
         .collect();
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     while Instant::now() < deadline {
-        if let Some(leader) = leader_of(cluster, topic, partition, &alive).await
-            && leader != not
-        {
-            return Some(leader);
+        for id in &alive {
+            if let Some(view) = topic_view(cluster, *id, topic).await
+                && leader_in(&view, partition) == Some(*id)
+            {
+                return Some(*id);
+            }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     None
 }
+
+/// Waits (at most [`SETTLE_TIMEOUT`]) until node `id` holds `partition` of `topic` up to the
+/// end offset `leader` has now: a restarted replica that serves again, so the next fault
+/// takes down one node of a cluster whose others are whole. `Err` says where each node
+/// stood.
+pub async fn wait_caught_up(
+    cluster: &Cluster,
+    topic: &str,
+    partition: Partition,
+    id: NodeId,
+    leader: NodeId,
+) -> Result<(), String> {
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    let mut target = None;
+    while Instant::now() < deadline {
+        if target.is_none() {
+            let view = topic_view(cluster, leader, topic).await;
+            target = view.as_ref().and_then(|v| end_offset_in(v, partition));
+        }
+        if let Some(target) = target
+            && let Some(view) = topic_view(cluster, id, topic).await
+            && end_offset_in(&view, partition).is_some_and(|end| end >= target)
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(format!(
+        "node {id} did not reach node {leader}'s end offset {target:?} of partition \
+         {partition} within {SETTLE_TIMEOUT:?}\n{}",
+        describe(cluster, topic, partition).await
+    ))
+}
+
+/// Where each node stands on `partition` of `topic` (the leader it names, its end offset)
+/// and the tail of its log: what a failed wait prints, so that a run that failed elsewhere
+/// (CI) can be read without its data.
+pub async fn describe(cluster: &Cluster, topic: &str, partition: Partition) -> String {
+    let mut text = String::new();
+    for id in cluster.node_ids() {
+        let view = topic_view(cluster, id, topic).await;
+        let leader = view.as_ref().and_then(|v| leader_in(v, partition));
+        let end = view.as_ref().and_then(|v| end_offset_in(v, partition));
+        let tail = cluster
+            .log_tail(id, DESCRIBED_LOG_LINES)
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "--- node {id}: answers {}, names leader {leader:?}, end offset {end:?}; its log's tail:\n{tail}\n",
+            view.is_some()
+        ));
+    }
+    text
+}
+
+/// Lines of each node's log that [`describe`] prints: the last elections and errors,
+/// without flooding a CI log.
+const DESCRIBED_LOG_LINES: usize = 25;
 
 /// Leader observations, recorded with a term of the harness's own: the API names a partition's
 /// leader but not its Raft term, so the term goes up exactly when the observed leader differs
