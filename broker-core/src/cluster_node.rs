@@ -43,6 +43,7 @@ use crate::subscription::SubscriptionSpec;
 use crate::topic::{TopicInfo, TopicSpec};
 
 mod admin;
+mod lead_back;
 pub use admin::{DrainReport, FailedMove, LeaderMoved, RebalanceReport};
 
 /// How long an admin request waits for this node to serve what it asked for (the command

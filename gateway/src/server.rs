@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use crate::accept::serve_connections;
 use crate::alerts::Alerts;
 use crate::app::{AppState, app};
+use crate::cluster::LeadBackTask;
 use crate::config::Settings;
 use crate::edge::Edge;
 use crate::history::History;
@@ -148,6 +149,10 @@ pub async fn serve(
     );
     let keeper = (settings.probe_interval_ms() > 0)
         .then(|| ProbeKeeper::start(Arc::clone(&port.node), port.liveness.clone()));
+    let lead_back = settings
+        .cluster()
+        .and_then(|c| c.preferred_leader_after)
+        .map(|after| LeadBackTask::start(Arc::clone(&port.node), port.liveness.clone(), after));
     let state = AppState::clustered(
         broker.clone(),
         edge,
@@ -158,6 +163,9 @@ pub async fn serve(
     .with_history(history)
     .with_probe(probe_health);
     serve_app(listener, state, shutdown).await;
+    if let Some(lead_back) = lead_back {
+        lead_back.stop().await;
+    }
     if let Some(keeper) = keeper {
         keeper.stop().await;
     }

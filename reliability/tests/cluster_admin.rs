@@ -210,3 +210,118 @@ fn admin_routes_refuse_bad_input_changing_nothing_and_move_a_leader_on_request()
         });
     drop(cluster);
 }
+
+/// Each partition of `topic` in `view`: (leader, preferred leader).
+fn leaders_and_preferred(view: &Value, topic: &str) -> Vec<(Option<u64>, Option<u64>)> {
+    view["partitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["topic"] == topic)
+        .map(|p| (p["leader"].as_u64(), p["replicas"][0]["node"].as_u64()))
+        .collect()
+}
+
+/// Waits (at most `timeout`) until node `base` sees every partition of `topic` led by its
+/// preferred leader; the view then, or the last one seen.
+async fn all_led_by_preferred(base: &str, topic: &str, timeout: Duration) -> Result<Value, Value> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let view = cluster_view(base).await;
+        let partitions = leaders_and_preferred(&view, topic);
+        if !partitions.is_empty() && partitions.iter().all(|(l, p)| l.is_some() && l == p) {
+            return Ok(view);
+        }
+        if Instant::now() >= deadline {
+            return Err(view);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn a_restarted_node_takes_its_preferred_leaderships_back_on_its_own() {
+    const BACK: &str = "back";
+    // Handed back 1 s after the returned node is live and caught up (10 s by default).
+    let after_ms = 1_000;
+    let mut spec = ClusterSpec::new(wharf_binary(), 3);
+    spec.zones = vec!["a".into(), "b".into(), "c".into()];
+    spec.extra_args = vec!["--preferred-leader-after-ms".into(), after_ms.to_string()];
+    let mut cluster = Cluster::start(spec).expect("three nodes start");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let base = |cluster: &Cluster, id: u64| cluster.url(id).expect("url");
+    let first = base(&cluster, 1);
+    let victim = runtime.block_on(async {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let body = json!({"name": BACK, "partitions": 3});
+            let created = send(http().post(format!("{first}/v1/topics")).json(&body)).await;
+            if created.0 == 201 {
+                break;
+            }
+            assert!(
+                created.0 == 503 && Instant::now() < deadline,
+                "{}",
+                created.1
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let view = all_led_by_preferred(&first, BACK, SETTLE_TIMEOUT)
+            .await
+            .unwrap_or_else(|view| panic!("a new topic is led by its preferred leaders: {view}"));
+        // Placement spreads the preferred leaders: each node prefers one of the three.
+        let mut preferred: Vec<u64> = leaders_and_preferred(&view, BACK)
+            .iter()
+            .filter_map(|(_, p)| *p)
+            .collect();
+        preferred.sort_unstable();
+        assert_eq!(preferred, vec![1, 2, 3], "{view}");
+        // The node preferred for partition 0, if not node 1 (which the test asks), else 2.
+        leaders_and_preferred(&view, BACK)
+            .iter()
+            .filter_map(|(_, p)| *p)
+            .find(|p| *p != 1)
+            .expect("a node other than 1 is preferred")
+    });
+    cluster.kill9(victim).expect("kill -9");
+    let moved = runtime.block_on(async {
+        // Its partition is led by a survivor meanwhile.
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let view = cluster_view(&first).await;
+            let partitions = leaders_and_preferred(&view, BACK);
+            let taken = partitions
+                .iter()
+                .any(|(l, p)| *p == Some(victim) && l.is_some() && *l != Some(victim));
+            if taken {
+                break view;
+            }
+            assert!(Instant::now() < deadline, "no survivor took over: {view}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    eprintln!(
+        "while node {victim} is down: {:?}",
+        leaders_and_preferred(&moved, BACK)
+    );
+    let restarted = Instant::now();
+    cluster.restart(victim).expect("restarts");
+    runtime.block_on(async {
+        // Ready, caught up, then a whole wait and a look or two (every 2 s) later.
+        match all_led_by_preferred(&first, BACK, SETTLE_TIMEOUT).await {
+            Ok(view) => eprintln!(
+                "every partition back with its preferred leader {:?} after the restart: {:?}",
+                restarted.elapsed(),
+                leaders_and_preferred(&view, BACK)
+            ),
+            Err(view) => panic!(
+                "node {victim}'s leaderships did not come back within {SETTLE_TIMEOUT:?}: {view}"
+            ),
+        }
+    });
+    drop(cluster);
+}

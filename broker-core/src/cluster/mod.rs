@@ -16,6 +16,8 @@
 //!   [`default_replication_factor`].
 //! - `planner`: [`plan_drain`] and [`plan_leader_balance`], what the controller leader
 //!   proposes to empty a node or even out leaders.
+//! - `lead_back`: [`lead_back::LeadBack`], when a partition's leadership goes back to its
+//!   preferred leader on its own (automatic preferred-leader election).
 //! - `replicated`: the state as the controller group's replicated metadata (commands as
 //!   JSON, applied in log order: [`encode_command`]).
 //! - `error`: [`ClusterError`], one variant per refusal.
@@ -23,6 +25,7 @@
 mod apply;
 mod command;
 mod error;
+pub mod lead_back;
 mod node;
 mod placement;
 mod planner;

@@ -375,7 +375,7 @@ impl ClusterNode {
     }
 
     /// Hands the partition's leadership to `target`, one of `replicas`.
-    async fn transfer(
+    pub(super) async fn transfer(
         &self,
         topic: &str,
         partition: u32,

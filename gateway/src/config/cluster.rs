@@ -21,6 +21,14 @@ pub const MIN_CLUSTER_SECRET_BYTES: usize = 32;
 pub const MAX_ZONE_LEN: usize = 64;
 /// Most voters named in `peers`: a Raft group of more than 9 voters only slows commits.
 pub const MAX_PEERS: usize = 9;
+/// Default of `preferred_leader_after_ms`: a returned node takes its partitions back ten
+/// seconds after it is live and caught up. Long enough that a node flapping in and out is
+/// not handed leaderships it loses again (each move stops the partition's writes for about
+/// half a second); short beside Kafka's five-minute check, since a node here leads only its
+/// share and the survivors carry the rest meanwhile.
+pub const DEFAULT_PREFERRED_LEADER_AFTER_MS: u64 = 10_000;
+/// Longest `preferred_leader_after_ms`: a day.
+pub const MAX_PREFERRED_LEADER_AFTER_MS: u64 = 86_400_000;
 
 /// The cluster flags; each falls back to its env var, then to the file key of the same name.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -48,6 +56,11 @@ pub struct ClusterArgs {
     /// it a brand-new node forms the cluster with `peers` as its initial voters.
     #[arg(long, env = "WHARF_JOIN", num_args = 0..=1, default_missing_value = "true")]
     pub join: Option<String>,
+    /// How long a partition's preferred leader (placement spreads them evenly) must be live
+    /// and caught up before the partition's leadership goes back to it on its own; 0 turns
+    /// automatic preferred-leader election off [default: 10000].
+    #[arg(long, env = "WHARF_PREFERRED_LEADER_AFTER_MS")]
+    pub preferred_leader_after_ms: Option<String>,
 }
 
 /// The cluster settings' file keys.
@@ -59,6 +72,7 @@ pub(super) const CLUSTER_KEYS: &[&str] = &[
     "cluster_secret",
     "cluster_secret_file",
     "join",
+    "preferred_leader_after_ms",
 ];
 
 impl ClusterArgs {
@@ -75,6 +89,9 @@ impl ClusterArgs {
                 .cluster_secret_file
                 .or_else(|| take("cluster_secret_file")),
             join: self.join.or_else(|| take("join")),
+            preferred_leader_after_ms: self
+                .preferred_leader_after_ms
+                .or_else(|| take("preferred_leader_after_ms")),
         }
     }
 
@@ -87,6 +104,7 @@ impl ClusterArgs {
             &self.cluster_secret,
             &self.cluster_secret_file,
             &self.join,
+            &self.preferred_leader_after_ms,
         ]
         .iter()
         .any(|v| v.is_some())
@@ -137,6 +155,9 @@ pub struct ClusterSettings {
     pub secret: ClusterSecret,
     /// Whether this node joins a running cluster instead of forming it with `peers`.
     pub join: bool,
+    /// How long a preferred leader must be fit before its partitions go back to it; `None`:
+    /// never on its own (`POST /v1/cluster/rebalance` still moves them).
+    pub preferred_leader_after: Option<std::time::Duration>,
 }
 
 /// Validates the cluster settings: `None` for a single node (no cluster setting given).
@@ -188,6 +209,12 @@ pub(super) fn freeze_cluster(
             "a joining node needs a running node to reach besides itself",
         ));
     }
+    let after_ms = super::values::ranged(
+        "preferred_leader_after_ms",
+        args.preferred_leader_after_ms,
+        DEFAULT_PREFERRED_LEADER_AFTER_MS,
+        0..=MAX_PREFERRED_LEADER_AFTER_MS,
+    )?;
     Ok(Some(ClusterSettings {
         node_id,
         zone,
@@ -195,6 +222,7 @@ pub(super) fn freeze_cluster(
         peers,
         secret,
         join,
+        preferred_leader_after: (after_ms > 0).then(|| std::time::Duration::from_millis(after_ms)),
     }))
 }
 

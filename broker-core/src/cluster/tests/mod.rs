@@ -2,6 +2,7 @@
 
 mod fixtures;
 mod json;
+mod lead_back;
 mod leaders;
 mod nodes;
 mod placement;

@@ -310,7 +310,10 @@ export interface paths {
          * @description Answered once the node leads the partition (at most about 5 s; a move takes about a
          *     second). A node leading it already is answered as it is. The other replicas hold their
          *     heartbeats and elections for a bounded time while the node campaigns; no committed
-         *     message is lost.
+         *     message is lost. A move to a node other than the partition's preferred leader (its first
+         *     replica) lasts until automatic preferred-leader election hands it back, once the
+         *     preferred leader has been live and caught up for the server's
+         *     `preferred_leader_after_ms` (0 keeps manual moves).
          */
         post: operations["move_leader"];
         delete?: never;

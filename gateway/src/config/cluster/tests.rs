@@ -17,6 +17,7 @@ fn three_nodes() -> ClusterArgs {
         cluster_secret: Some(SECRET.into()),
         cluster_secret_file: None,
         join: None,
+        preferred_leader_after_ms: None,
     }
 }
 
@@ -264,4 +265,33 @@ fn a_joining_node_needs_a_running_node_to_reach_and_a_yes_or_no() {
         frozen(Some("true"), "2=127.0.0.1:7002"),
         Err(ConfigError::Invalid { setting, .. }) if setting == "peers"
     ));
+}
+
+#[test]
+fn preferred_leader_election_waits_ten_seconds_unless_set_and_zero_turns_it_off() {
+    let settings = |value: Option<&str>| {
+        let args = ClusterArgs {
+            preferred_leader_after_ms: value.map(str::to_owned),
+            ..three_nodes()
+        };
+        freeze_cluster(args, public())
+            .expect("valid")
+            .expect("cluster")
+            .preferred_leader_after
+    };
+    assert_eq!(settings(None), Some(std::time::Duration::from_secs(10)));
+    assert_eq!(
+        settings(Some("2500")),
+        Some(std::time::Duration::from_millis(2_500))
+    );
+    assert_eq!(settings(Some("0")), None);
+    for bad in ["-1", "ten", "86400001"] {
+        refused(
+            ClusterArgs {
+                preferred_leader_after_ms: Some(bad.into()),
+                ..three_nodes()
+            },
+            "preferred_leader_after_ms",
+        );
+    }
 }

@@ -123,7 +123,10 @@ def sync_detailed(
      Answered once the node leads the partition (at most about 5 s; a move takes about a
     second). A node leading it already is answered as it is. The other replicas hold their
     heartbeats and elections for a bounded time while the node campaigns; no committed
-    message is lost.
+    message is lost. A move to a node other than the partition's preferred leader (its first
+    replica) lasts until automatic preferred-leader election hands it back, once the
+    preferred leader has been live and caught up for the server's
+    `preferred_leader_after_ms` (0 keeps manual moves).
 
     Args:
         topic (str):
@@ -163,7 +166,10 @@ def sync(
      Answered once the node leads the partition (at most about 5 s; a move takes about a
     second). A node leading it already is answered as it is. The other replicas hold their
     heartbeats and elections for a bounded time while the node campaigns; no committed
-    message is lost.
+    message is lost. A move to a node other than the partition's preferred leader (its first
+    replica) lasts until automatic preferred-leader election hands it back, once the
+    preferred leader has been live and caught up for the server's
+    `preferred_leader_after_ms` (0 keeps manual moves).
 
     Args:
         topic (str):
@@ -198,7 +204,10 @@ async def asyncio_detailed(
      Answered once the node leads the partition (at most about 5 s; a move takes about a
     second). A node leading it already is answered as it is. The other replicas hold their
     heartbeats and elections for a bounded time while the node campaigns; no committed
-    message is lost.
+    message is lost. A move to a node other than the partition's preferred leader (its first
+    replica) lasts until automatic preferred-leader election hands it back, once the
+    preferred leader has been live and caught up for the server's
+    `preferred_leader_after_ms` (0 keeps manual moves).
 
     Args:
         topic (str):
@@ -236,7 +245,10 @@ async def asyncio(
      Answered once the node leads the partition (at most about 5 s; a move takes about a
     second). A node leading it already is answered as it is. The other replicas hold their
     heartbeats and elections for a bounded time while the node campaigns; no committed
-    message is lost.
+    message is lost. A move to a node other than the partition's preferred leader (its first
+    replica) lasts until automatic preferred-leader election hands it back, once the
+    preferred leader has been live and caught up for the server's
+    `preferred_leader_after_ms` (0 keeps manual moves).
 
     Args:
         topic (str):
