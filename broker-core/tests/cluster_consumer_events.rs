@@ -1,6 +1,8 @@
 //! In a cluster a partition leader records every lease as a `leased` event naming its
 //! consumer (the receive's, then the extend's), and every ack names its consumer: what the
-//! message trace reads back from the Raft log.
+//! message trace reads back from the Raft log. A leader cut off from the others, which still
+//! believes it leads, hands out nothing its table shows as waiting: the new leader may have
+//! delivered it and had it acked meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -170,4 +172,65 @@ async fn leases_extends_and_acks_on_a_partition_leader_name_their_consumer() {
             ("acked", 0, Some(&alice)),
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_hands_out_nothing_the_new_leader_may_have_settled() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    let old = partition_leader(&nodes).await;
+    old.broker()
+        .produce("jobs", vec![text_message("a".into())], AckMode::All)
+        .await
+        .expect("produced");
+    let request = |wait_ms| ReceiveRequest {
+        max_messages: 1,
+        wait_ms,
+        ..ReceiveRequest::default()
+    };
+    net.cut.lock().expect("lock").insert(old.node_id());
+    let others: Vec<Arc<ClusterNode>> = nodes
+        .iter()
+        .filter(|n| n.node_id() != old.node_id())
+        .cloned()
+        .collect();
+    until("the others elect a new leader", || {
+        others.iter().all(|n| {
+            n.broker_leader("jobs", 0)
+                .is_some_and(|l| l != old.node_id())
+        })
+    })
+    .await;
+    let new = partition_leader(&others).await;
+    // The new leader delivers the message and has it acked.
+    let got = new
+        .broker()
+        .receive("jobs", "work", request(5_000))
+        .await
+        .expect("received at the new leader");
+    assert_eq!(got.len(), 1);
+    let acked = new
+        .broker()
+        .ack("jobs", "work", &[got[0].receipt.clone()])
+        .await
+        .expect("acked");
+    assert_eq!(acked.succeeded, 1);
+    // The old leader has heard of no newer term: it still leads in its own eyes, and its
+    // table shows the message waiting. It must not hand it out.
+    assert_eq!(old.broker_leader("jobs", 0), Some(old.node_id()));
+    let stale = tokio::time::timeout(
+        Duration::from_secs(3),
+        old.broker().receive("jobs", "work", request(0)),
+    )
+    .await;
+    match stale {
+        Err(_) | Ok(Err(_)) => {}
+        Ok(Ok(got)) => assert!(got.is_empty(), "a deposed leader delivered {got:?}"),
+    }
+    net.cut.lock().expect("lock").clear();
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
 }

@@ -302,8 +302,13 @@ impl Broker {
         if grants.is_empty() {
             return Ok(0);
         }
-        // In a cluster: the leases are committed (this node still leads) before any leaves.
-        if let Some(leases) = leases {
+        // In a cluster nothing leaves before this node has proved it still leads (a deposed
+        // leader's table may show as waiting what the new leader delivered and had acked):
+        // by a heartbeat round a quorum answers, or else by the leases' own commit. The
+        // leases then commit in the background, as a single node's reach its checkpoint.
+        if let Some(leases) = leases
+            && !self.still_leads(topic, sub, partition).await
+        {
             leases.wait().await?;
         }
         let mut records: BTreeMap<u64, StoredRecord> =

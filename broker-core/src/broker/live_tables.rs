@@ -9,10 +9,13 @@
 //! checkpoints ([`Broker::follow_tables`]). A node that gains the leadership makes its table
 //! live once every entry of earlier terms is applied here, so it holds each message in flight
 //! until its lease would have ended and accepts its receipt (receipts are signed with a key
-//! every node shares). A receive hands messages out only once their leases are committed,
-//! which also proves this node still led the partition: a leader paused or cut off believes
-//! it leads until it hears of a newer term, while its table may show as waiting what the new
-//! leader has since delivered and had acked.
+//! every node shares). A receive hands messages out only once this node has proved it still
+//! leads the partition (a heartbeat round a quorum answered, else the leases' commit): a
+//! leader paused or cut off believes it leads until it hears of a newer term, while its
+//! table may show as waiting what the new leader has since delivered and had acked. The
+//! leases themselves commit in the background, about a millisecond later: a leader that
+//! dies in between takes those leases with it, and the new leader hands the messages out
+//! again sooner (at least once, as after a single node's crash before its checkpoint).
 //!
 //! A subscription's start on a partition is the first `sought` event of its log, which the
 //! partition's first leader to serve the subscription appends (at the log's end for
@@ -66,6 +69,27 @@ impl Broker {
             }
             other => Lead::Other(other),
         }
+    }
+
+    /// Whether this node still leads `topic`'s `partition` in the term `sub`'s table went
+    /// live in, proved by a heartbeat round a quorum of voters answered (openraft's
+    /// `get_read_log_id`, Raft's read-index check) sent after this call: no newer leader can have
+    /// been elected before it, so nothing it settled is missing from the live table. `false`
+    /// when the round fails or times out (one heartbeat interval per voter) or the term
+    /// moved: the caller then proves it the slower way, by a commit.
+    pub(super) async fn still_leads(
+        &self,
+        topic: &Topic,
+        sub: &Subscription,
+        partition: usize,
+    ) -> bool {
+        let Some(raft) = topic.groups.get(partition).and_then(|g| g.raft()) else {
+            return false;
+        };
+        let Some(term) = sub.live_term(partition) else {
+            return false;
+        };
+        raft.get_read_log_id().await.is_ok() && raft.metrics().borrow().current_term == term
     }
 
     /// Whether this node holds a replica of `topic`'s `partition` (always on a single node).
