@@ -126,7 +126,11 @@ async fn keep_once(node: &ClusterNode, liveness: &Liveness) {
             .state()
             .topic(&topic)
             .is_some_and(|t| t.placement.iter().any(|p| p.replicas.contains(&record.id)));
-        if live && led_elsewhere && holds && record.is_active() {
+        // Active as the metadata says now, not when this look began: the steps above may
+        // have taken seconds, and a node drained meanwhile must not get its leadership back
+        // (a drain's replica move then met the wrong leader, seen in cluster_five).
+        let active_now = node.state().node(record.id).is_some_and(|n| n.is_active());
+        if live && led_elsewhere && holds && active_now {
             let moved = node.move_leader(&topic, 0, record.id);
             step("move a probe partition's leader to its node", &topic, moved).await;
         }
