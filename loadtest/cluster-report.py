@@ -16,9 +16,10 @@ import platform
 import re
 import statistics
 
-TARGETS = ["rf1", "rf3-leader", "rf3-forwarded", "rf3-spread"]
+TARGETS = ["rf1", "rf3-leader", "rf3-forwarded", "rf3-spread", "rf3-any"]
 LABELS = {
     "rf1": "RF 1 (one plain node)",
+    "rf3-any": "RF 3, through node 1 (gathers from every partition's leader)",
     "rf3-leader": "RF 3, to partition 0's leader",
     "rf3-forwarded": "RF 3, to another node (forwarded)",
     "rf3-spread": "RF 3, spread over the 3 nodes (sum)",
@@ -160,6 +161,7 @@ def main():
     fact = lambda name: next((f for f in facts if f["fact"] == name), None)
     batch = per_round(measurements, "produce-batch")
     single = per_round(measurements, "produce-1")
+    consume = per_round(measurements, "consume")
     rounds = max([m["round"] for m in measurements if m["scenario"].startswith("produce-")] or [0])
     open_loops = [m for m in measurements if m["scenario"] == "produce-1000"]
     e2e = next((m for m in measurements if m["scenario"] == "e2e" and m["target"] == "rf3"), None)
@@ -169,6 +171,9 @@ def main():
     gaps_s = [m["figures"].get("max_gap_ms", float("nan")) / 1000.0 for m in kills]
 
     batch_ratio = ratios(batch, "rf3-leader", "mib_per_s")
+    single_spread = ratios(single, "rf3-spread", "mib_per_s")
+    batch_spread = ratios(batch, "rf3-spread", "mib_per_s")
+    consume_any = ratios(consume, "rf3-any", "msg_per_s")
     e2e_p99 = ms(e2e["latencies"]["e2e"]["p99_us"]) if e2e and "e2e" in e2e.get("latencies", {}) else None
     e2e_failed = fact("e2e_failed")
     targets = [
@@ -180,6 +185,12 @@ def main():
          median(batch_ratio), 0.30, False, summary(batch_ratio)),
         ("e2e at 1,000 msg/s, RF 3 ack=all: p99 (ms)", "≤ 10", e2e_p99, 10.0, True,
          fmt(e2e_p99) if e2e_p99 is not None else "not measured"),
+        ("produce-1 MiB/s, RF 3 spread over the nodes / RF 1", "≥ 0.6",
+         median(single_spread), 0.6, False, summary(single_spread)),
+        ("produce-batch MiB/s, RF 3 spread over the nodes / RF 1", "≥ 0.5",
+         median(batch_spread), 0.5, False, summary(batch_spread)),
+        ("consume msg/s, RF 3 through any node / RF 1", "≥ 0.5",
+         median(consume_any), 0.5, False, summary(consume_any)),
     ]
     if peer:
         p50 = peer_figure(peer, "peer-1000", "wharf-always", "p50_ms")
@@ -239,11 +250,13 @@ def main():
               "Closed loop, 1 KiB messages: produce-batch is 16 connections × 100 per request, "
               "produce-1 64 connections × 1 (spread: the same connections split over the three "
               "nodes). \"To the leader\" and \"forwarded\" key every message to partition 0 and send "
-              "it to its leader's node or to another node (which forwards it: one more hop).", "",
+              "it to its leader's node or to another node (which forwards it: one more hop). "
+              "consume is 8 connections each repeating receive (100) then ack, from a backlog on "
+              "a topic of 3 partitions; through node 1 it gathers from every partition's leader.", "",
               "| scenario | target | MiB/s | msg/s | req/s | p50 ms | p99 ms | errors | MiB/s ÷ RF 1 |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     json_rows = []
-    for scenario, table in (("produce-batch", batch), ("produce-1", single)):
+    for scenario, table in (("produce-batch", batch), ("produce-1", single), ("consume", consume)):
         for target in TARGETS:
             rows = table.get(target, {})
             if not rows:
