@@ -72,11 +72,11 @@ impl Broker {
     }
 
     /// Whether this node still leads `topic`'s `partition` in the term `sub`'s table went
-    /// live in, proved by a heartbeat round a quorum of voters answered (openraft's
-    /// `get_read_log_id`, Raft's read-index check) sent after this call: no newer leader can have
-    /// been elected before it, so nothing it settled is missing from the live table. `false`
-    /// when the round fails or times out (one heartbeat interval per voter) or the term
-    /// moved: the caller then proves it the slower way, by a commit.
+    /// live in, proved by a heartbeat round sent after this call that a quorum of voters
+    /// answered (openraft's `get_read_log_id`, Raft's read-index check): no newer leader can
+    /// have been elected before it, so nothing it settled is missing from the live table.
+    /// `false` when the round fails or times out (one heartbeat interval per voter) or the
+    /// term moved: the caller then proves it the slower way, by a commit.
     pub(super) async fn still_leads(
         &self,
         topic: &Topic,
