@@ -26,6 +26,8 @@
 //!   [`subscription_figures`]: a subscription's stats summed over its partitions' leaders;
 //!   [`ask_leader`]: the one `GET` both make of a leader; [`trace_gather`]: a message
 //!   lookup asks the holders of the partitions this node lacks.
+//! - [`periodic`]: [`periodic::Periodic`], a background task taking one look every period
+//!   until stopped (the probe keeper, preferred-leader election).
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
 //!   [`io_timeout`]: the write timeout of a connection whose client does not read.
 //! - [`accept`]: the accept loop: connection cap, TCP keepalive, header-read timeout, header
@@ -100,6 +102,7 @@ pub mod openapi_links;
 pub mod openapi_rules;
 pub mod payload;
 pub mod peer;
+pub mod periodic;
 pub mod probe;
 pub mod problem;
 pub mod produce_errors;

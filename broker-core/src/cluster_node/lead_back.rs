@@ -5,15 +5,15 @@
 
 use super::ClusterNode;
 use super::admin::LeaderMoved;
+use crate::cluster::ClusterState;
 use crate::cluster::lead_back::Led;
 use crate::error::{BrokerError, Result};
 
 impl ClusterNode {
-    /// The partitions this node leads now, each with how many entries each other voter
-    /// lags its log.
-    pub fn led_partitions(&self) -> Vec<Led> {
+    /// The partitions of `state`'s topics this node leads now, each with how many entries
+    /// each other voter lags its log.
+    pub fn led_partitions(&self, state: &ClusterState) -> Vec<Led> {
         let me = self.node_id();
-        let state = self.state();
         let mut led = Vec::new();
         for (topic, record) in state.topics() {
             for partition in 0..record.placement.len() as u32 {

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use broker_core::cluster::lead_back::LeadBack;
 use broker_core::cluster_node::ClusterNode;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use super::{LIVE_WITHIN, Liveness};
+use crate::periodic::{Look, Periodic};
 
 /// How often this node looks at the partitions it leads. A preferred leader's health is
 /// sampled this often, so it must hold at every look of the wait.
@@ -23,48 +22,51 @@ pub const HAND_BACK_TIMEOUT_MS: u64 = 10_000;
 
 /// The task handing this node's partitions back to their preferred leaders.
 #[derive(Debug)]
-pub struct LeadBackTask {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
-}
+pub struct LeadBackTask(Periodic);
 
 impl LeadBackTask {
     /// Starts looking, handing a partition back once its preferred leader was fit for
     /// `after`.
     pub fn start(node: Arc<ClusterNode>, liveness: Liveness, after: Duration) -> LeadBackTask {
-        let (stop, mut stopped) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            let mut policy = LeadBack::new(after);
-            let mut interval = tokio::time::interval(Duration::from_millis(LOOK_EVERY_MS));
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    _ = interval.tick() => {}
-                }
-                look_once(&node, &liveness, &mut policy).await;
-            }
-        });
-        LeadBackTask { stop, task }
+        let looker = LeadBackLook {
+            node,
+            liveness,
+            policy: LeadBack::new(after),
+        };
+        LeadBackTask(Periodic::start(
+            Duration::from_millis(LOOK_EVERY_MS),
+            looker,
+        ))
     }
 
     /// Stops after the look under way (each hand-back is bounded by
     /// [`HAND_BACK_TIMEOUT_MS`]) and waits for it.
     pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.0.stop().await;
+    }
+}
+
+struct LeadBackLook {
+    node: Arc<ClusterNode>,
+    liveness: Liveness,
+    policy: LeadBack,
+}
+
+impl Look for LeadBackLook {
+    async fn look(&mut self) {
+        look_once(&self.node, &self.liveness, &mut self.policy).await;
     }
 }
 
 /// One look: the partitions due go back one after another.
 async fn look_once(node: &ClusterNode, liveness: &Liveness, policy: &mut LeadBack) {
-    let me = node.node_id();
-    let led = node.led_partitions();
+    let state = node.state();
+    let led = node.led_partitions(&state);
     if led.is_empty() {
         return;
     }
     let live = |n: u64| liveness.since(n).is_some_and(|s| s < LIVE_WITHIN);
-    let due = policy.due(&node.state(), me, &led, live, Instant::now());
+    let due = policy.due(&state, node.node_id(), &led, live, Instant::now());
     for hand in due {
         let moving = node.hand_leadership(&hand.topic, hand.partition, hand.to);
         let timeout = Duration::from_millis(HAND_BACK_TIMEOUT_MS);

@@ -18,11 +18,10 @@ use std::time::Duration;
 
 use broker_core::BrokerError;
 use broker_core::cluster_node::ClusterNode;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use super::round::{PROBE_SUBSCRIPTION, PROBE_TOPIC, probe_subscription_spec, probe_topic_spec};
 use crate::cluster::{LIVE_WITHIN, Liveness};
+use crate::periodic::{Look, Periodic};
 
 /// How often the keeper looks: a new node's probe starts within this of its registration,
 /// a restarted node's within this of being live again.
@@ -49,35 +48,31 @@ pub fn probe_topic_owner(name: &str) -> Option<u64> {
 
 /// The keeper of one node (it acts only while the node leads the controller).
 #[derive(Debug)]
-pub struct ProbeKeeper {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
-}
+pub struct ProbeKeeper(Periodic);
 
 impl ProbeKeeper {
     /// Starts keeping the probe topics of `node`'s cluster; `liveness` says which nodes are
     /// live (a leadership is moved only to a live node).
     pub fn start(node: Arc<ClusterNode>, liveness: Liveness) -> ProbeKeeper {
-        let (stop, mut stopped) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            let mut interval = tokio::time::interval(Duration::from_millis(KEEP_EVERY_MS));
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    _ = interval.tick() => {}
-                }
-                keep_once(&node, &liveness).await;
-            }
-        });
-        ProbeKeeper { stop, task }
+        let every = Duration::from_millis(KEEP_EVERY_MS);
+        ProbeKeeper(Periodic::start(every, Keeper { node, liveness }))
     }
 
     /// Stops the keeper after the look under way (each of its steps is bounded by
     /// [`KEEP_STEP_TIMEOUT_MS`]) and waits for it.
     pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.0.stop().await;
+    }
+}
+
+struct Keeper {
+    node: Arc<ClusterNode>,
+    liveness: Liveness,
+}
+
+impl Look for Keeper {
+    async fn look(&mut self) {
+        keep_once(&self.node, &self.liveness).await;
     }
 }
 

@@ -656,12 +656,7 @@ async fn disk(args: DiskArgs) -> Result<(), String> {
         latency: run.latency,
         ..Tally::default()
     };
-    let shape = RunShape {
-        scenario: args.scenario,
-        mode: "closed",
-        connections: 1,
-        rate_per_s: None,
-    };
+    let shape = RunShape::new(args.scenario, 1, None);
     let client = cpu_seconds(None)
         .zip(client_cpu)
         .map(|(end, start)| end - start);

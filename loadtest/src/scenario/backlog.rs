@@ -98,12 +98,7 @@ pub async fn backlog(load: &Load, spec: &BacklogSpec) -> Result<Measurement, Sce
         }
     }
     let elapsed = measure_from.elapsed();
-    let shape = RunShape {
-        scenario: spec.scenario.clone(),
-        mode: "closed",
-        connections: 1,
-        rate_per_s: None,
-    };
+    let shape = RunShape::new(spec.scenario.clone(), 1, None);
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     measurement.backlog = Some(behind);

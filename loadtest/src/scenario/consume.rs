@@ -62,12 +62,7 @@ pub async fn consume(load: &Load, spec: &ConsumeSpec) -> Result<Measurement, Sce
         .collect();
     let tally = join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
-    let shape = RunShape {
-        scenario: "consume".to_owned(),
-        mode: "closed",
-        connections: spec.connections,
-        rate_per_s: None,
-    };
+    let shape = RunShape::new("consume", spec.connections, None);
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     if spec.backlog > 0 {

@@ -162,16 +162,7 @@ pub async fn delay(load: &Load, spec: &DelaySpec) -> Result<Measurement, Scenari
     tally
         .other
         .insert("lateness".to_owned(), lateness.histogram);
-    let shape = RunShape {
-        scenario: "delay".to_owned(),
-        mode: if spec.rate_per_s.is_some() {
-            "open"
-        } else {
-            "closed"
-        },
-        connections: spec.producers,
-        rate_per_s: spec.rate_per_s,
-    };
+    let shape = RunShape::new("delay", spec.producers, spec.rate_per_s);
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     let figures = [

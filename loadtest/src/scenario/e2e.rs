@@ -102,12 +102,7 @@ pub async fn e2e(load: &Load, spec: &E2eSpec) -> Result<Measurement, ScenarioErr
     if received < produced {
         *tally.errors.entry("not_received".to_owned()).or_default() += produced - received;
     }
-    let shape = RunShape {
-        scenario: "e2e".to_owned(),
-        mode: "open",
-        connections: spec.producers,
-        rate_per_s: Some(spec.rate_per_s),
-    };
+    let shape = RunShape::new("e2e", spec.producers, Some(spec.rate_per_s));
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     measurement.notes.push(format!(

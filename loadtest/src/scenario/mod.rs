@@ -313,15 +313,41 @@ pub struct Measurement {
 pub struct RunShape {
     /// The scenario's name.
     pub scenario: String,
-    /// `closed` or `open`.
-    pub mode: &'static str,
     /// Connections.
     pub connections: usize,
-    /// Open-loop rate.
+    /// Open-loop rate (`None`: a closed loop).
     pub rate_per_s: Option<f64>,
 }
 
+impl RunShape {
+    /// The shape of `scenario` over `connections`, an open loop at `rate_per_s` if given.
+    pub fn new(scenario: impl Into<String>, connections: usize, rate_per_s: Option<f64>) -> Self {
+        RunShape {
+            scenario: scenario.into(),
+            connections,
+            rate_per_s,
+        }
+    }
+
+    /// `open` (at a rate) or `closed`.
+    pub fn mode(&self) -> &'static str {
+        match self.rate_per_s {
+            Some(_) => "open",
+            None => "closed",
+        }
+    }
+}
+
 impl Measurement {
+    /// Records an open loop's longest time without a successful reply (`max_gap_ms`): how
+    /// long the target was unavailable (a closed loop records none: its pauses are its own).
+    pub fn add_max_gap(&mut self, gap: Duration) {
+        if self.rate_per_s.is_some() {
+            self.figures
+                .insert("max_gap_ms".to_owned(), gap.as_secs_f64() * 1000.0);
+        }
+    }
+
     /// The measurement of a run that counted `tally` over `elapsed`.
     pub fn from_tally(
         load: &Load,
@@ -346,11 +372,12 @@ impl Measurement {
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let failed: u64 = tally.errors.values().sum();
         let succeeded = tally.requests.saturating_sub(failed);
+        let mode = shape.mode().to_owned();
         Measurement {
             scenario: shape.scenario,
             target: target.to_owned(),
             round,
-            mode: shape.mode.to_owned(),
+            mode,
             connections: shape.connections,
             rate_per_s: shape.rate_per_s,
             elapsed_s: seconds,

@@ -95,16 +95,7 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
     }
     let tally = super::join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
-    let shape = RunShape {
-        scenario: spec.scenario.clone(),
-        mode: if spec.rate_per_s.is_some() {
-            "open"
-        } else {
-            "closed"
-        },
-        connections: spec.connections,
-        rate_per_s: spec.rate_per_s,
-    };
+    let shape = RunShape::new(spec.scenario.clone(), spec.connections, spec.rate_per_s);
     let mut measurement = Measurement::from_counts(
         &spec.target_name,
         spec.round,
@@ -113,10 +104,7 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
         elapsed,
         (None, None),
     );
-    if spec.rate_per_s.is_some() {
-        let gap_ms = gaps.longest(Instant::now()).as_secs_f64() * 1000.0;
-        measurement.figures.insert("max_gap_ms".to_owned(), gap_ms);
-    }
+    measurement.add_max_gap(gaps.longest(Instant::now()));
     measurement.notes.push(format!(
         "NATS JetStream: stream {} of {} replicas, file storage, {} servers; a publish counts once acknowledged",
         spec.stream,

@@ -137,12 +137,7 @@ async fn closed_loop(load: &Load, spec: &OverloadSpec, produce: &Produce) -> Mea
     let usage = Usage::start(load);
     let tally = join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
-    let shape = RunShape {
-        scenario: "overload-unloaded".to_owned(),
-        mode: "closed",
-        connections: spec.unloaded_connections,
-        rate_per_s: None,
-    };
+    let shape = RunShape::new("overload-unloaded", spec.unloaded_connections, None);
     Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await)
 }
 
@@ -193,12 +188,7 @@ async fn open_loop(
     let hwm_kib = load
         .server_pid
         .and_then(|pid| procfs::status_kib(Some(pid), "VmHWM"));
-    let shape = RunShape {
-        scenario: "overload".to_owned(),
-        mode: "open",
-        connections: spec.connections,
-        rate_per_s: Some(rate),
-    };
+    let shape = RunShape::new("overload", spec.connections, Some(rate));
     let mut m = Measurement::from_tally(load, shape, outcomes.tally, load.duration, server);
     let phase = Phase {
         counts: OutcomeCounts::of(&m, outcomes.without_retry_after),

@@ -80,25 +80,13 @@ pub async fn produce(load: &Load, spec: &ProduceSpec) -> Result<Measurement, Sce
     let elapsed = window.measure_from.elapsed();
     let longest_gap = gaps.longest(Instant::now());
     let after = server_metrics::scrape(&mut scraper).await;
-    let shape = RunShape {
-        scenario: spec.scenario.clone(),
-        mode: if spec.rate_per_s.is_some() {
-            "open"
-        } else {
-            "closed"
-        },
-        connections: spec.connections,
-        rate_per_s: spec.rate_per_s,
-    };
+    let shape = RunShape::new(spec.scenario.clone(), spec.connections, spec.rate_per_s);
     let mut measurement =
         Measurement::from_tally(load, shape, tally, elapsed, usage.finish().await);
     let scrapes = before.zip(after);
     add_stage_figures(&mut measurement, scrapes.as_ref());
     add_writer_figures(&mut measurement, scrapes);
-    if spec.rate_per_s.is_some() {
-        let gap_ms = longest_gap.as_secs_f64() * 1000.0;
-        measurement.figures.insert("max_gap_ms".to_owned(), gap_ms);
-    }
+    measurement.add_max_gap(longest_gap);
     if let Some(partition) = spec.partition {
         measurement.notes.push(format!(
             "every message keyed to partition {partition} of {topic}"

@@ -92,12 +92,7 @@ pub async fn schedule(load: &Load, spec: &ScheduleSpec) -> Result<Measurement, S
         Some(_) => {}
         None => tally.error("no_subscription_stats"),
     }
-    let shape = RunShape {
-        scenario: "schedule".to_owned(),
-        mode: "closed",
-        connections: spec.connections,
-        rate_per_s: None,
-    };
+    let shape = RunShape::new("schedule", spec.connections, None);
     let mut measurement = Measurement::from_tally(load, shape, tally, elapsed, server);
     let mib = |kib: Option<u64>| kib.map(|k| k as f64 / 1024.0);
     let figures = [

@@ -208,12 +208,7 @@ mod tests {
             max_requests: 100,
             server_pid: None,
         };
-        let shape = RunShape {
-            scenario: "overload".to_owned(),
-            mode: "open",
-            connections: 2,
-            rate_per_s: Some(9.0),
-        };
+        let shape = RunShape::new("overload", 2, Some(9.0));
         let m = Measurement::from_tally(&load, shape, outcomes.tally, load.duration, (None, None));
         assert_eq!(m.latency.count, 2);
         assert_eq!(m.messages, 4);
