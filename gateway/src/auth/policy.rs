@@ -305,20 +305,22 @@ pub fn classify(method: &Method, path: &str) -> RouteAccess {
 }
 
 /// `Some(topic)` when `segments` match `pattern` (`topic` is `None` for topic-less routes).
+/// Walks the pattern in place: this runs for every row of [`ROUTES`] on every request.
 fn match_pattern(pattern: &str, segments: &[String]) -> Option<Option<String>> {
-    let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
-    if parts.len() != segments.len() {
-        return None;
-    }
+    let mut parts = pattern.split('/').filter(|p| !p.is_empty());
     let mut topic = None;
-    for (part, segment) in parts.iter().zip(segments) {
-        if *part == "{topic}" {
-            topic = Some(segment.clone());
+    for segment in segments {
+        let part = parts.next()?;
+        if part == "{topic}" {
+            topic = Some(segment);
         } else if !(part.starts_with('{') || part == segment) {
             return None;
         }
     }
-    Some(topic)
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(topic.cloned())
 }
 
 #[cfg(test)]
