@@ -91,6 +91,32 @@ def errors(m):
     return sum(m.get("errors", {}).values())
 
 
+def server_cpu_s(m):
+    """CPU seconds the servers of a measurement used: every node of a cluster when they were
+    measured together (`cluster_cpu_s`), else the one server of a single node (RF 1); None for
+    a process of a cluster run that did not measure them (another process of its spread did)."""
+    server = m.get("server") or {}
+    if server.get("cluster_cpu_s") is not None:
+        return server["cluster_cpu_s"]
+    if m["target"] == "rf1":
+        return server.get("cpu_s")
+    return None
+
+
+def cpu_per_msg_us(row):
+    """Server CPU microseconds per message of a per-round row, or NaN when not measured."""
+    if row.get("cpu_s") is None or not row.get("messages"):
+        return float("nan")
+    return row["cpu_s"] * 1e6 / row["messages"]
+
+
+def cores(row):
+    """Cores the servers kept busy while measuring, or NaN when not measured."""
+    if row.get("cpu_s") is None or not row.get("elapsed_s"):
+        return float("nan")
+    return row["cpu_s"] / row["elapsed_s"]
+
+
 def per_round(measurements, scenario):
     """{target: {round: figures}} for one scenario, the processes of a spread run (targets
     NAME-spread-N) summed into NAME-spread with their worst p50 and p99."""
@@ -101,8 +127,14 @@ def per_round(measurements, scenario):
         target = re.sub(r"-spread-\d+$", "-spread", m["target"])
         row = table.setdefault(target, {}).setdefault(m["round"], {
             "msg_per_s": 0.0, "mib_per_s": 0.0, "req_per_s": 0.0, "errors": 0,
-            "p50_ms": 0.0, "p99_ms": 0.0, "processes": 0,
+            "p50_ms": 0.0, "p99_ms": 0.0, "processes": 0, "messages": 0, "cpu_s": None,
+            "elapsed_s": 0.0,
         })
+        cpu = server_cpu_s(m)
+        if cpu is not None:
+            row["cpu_s"] = (row["cpu_s"] or 0.0) + cpu
+        row["messages"] += m.get("messages", 0)
+        row["elapsed_s"] = max(row["elapsed_s"], m.get("elapsed_s", 0.0))
         row["msg_per_s"] += m["msg_per_s"]
         row["mib_per_s"] += m["mib_per_s"]
         row["req_per_s"] += m["req_per_s"]
@@ -123,6 +155,12 @@ def peer_rounds(measurements):
     return {(scenario, target.removesuffix("-spread")): rows
             for scenario in PEER_SCENARIOS
             for target, rows in per_round(measurements, scenario).items()}
+
+
+def per_row(rows, figure):
+    """A figure of each round's row, leaving out rounds where it was not measured."""
+    values = [figure(rows[r]) for r in sorted(rows)]
+    return [v for v in values if v == v]
 
 
 def peer_figure(peer, scenario, target, key):
@@ -253,8 +291,15 @@ def main():
               "it to its leader's node or to another node (which forwards it: one more hop). "
               "consume is 8 connections each repeating receive (100) then ack, from a backlog on "
               "a topic of 3 partitions; through node 1 it gathers from every partition's leader.", "",
-              "| scenario | target | MiB/s | msg/s | req/s | p50 ms | p99 ms | errors | MiB/s ÷ RF 1 |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "",
+              "Server CPU: the CPU time (user + system, from `/proc`) of every server process the "
+              "run's writes cost, per message: the one node for RF 1, all three nodes for RF 3 "
+              "(a replicated write costs work on every replica); cores is that CPU time over the "
+              "measured seconds. The machine has 2 cores for the servers and the load generator "
+              "together, so a closed loop saturates it: a scenario's msg/s is at most about the "
+              "cores it gets divided by its CPU per message.", "",
+              "| scenario | target | MiB/s | msg/s | req/s | p50 ms | p99 ms | errors | MiB/s ÷ RF 1 | server CPU µs/msg | cores |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     json_rows = []
     for scenario, table in (("produce-batch", batch), ("produce-1", single), ("consume", consume)):
         for target in TARGETS:
@@ -266,7 +311,8 @@ def main():
             lines.append(
                 f"| {scenario} | {LABELS[target]} | {summary(col('mib_per_s'))} | {summary(col('msg_per_s'))} "
                 f"| {summary(col('req_per_s'))} | {summary(col('p50_ms'))} | {summary(col('p99_ms'))} "
-                f"| {sum(col('errors'))} | {summary(ratio) if ratio else '1'} |")
+                f"| {sum(col('errors'))} | {summary(ratio) if ratio else '1'} "
+                f"| {summary(per_row(rows, cpu_per_msg_us))} | {summary(per_row(rows, cores))} |")
             json_rows.append({"scenario": scenario, "target": target, "rounds": rows,
                               "ratio_to_rf1": ratio})
     lines += ["", "## Latency at 1,000 msg/s, RF 3", "",
@@ -321,8 +367,10 @@ def main():
                   "placement spreads; the worst process's p50 and p99 are taken), latency from the "
                   "intended send time; and one connection in a closed loop (Wharf: to node 1). "
                   "Medians over rounds [min–max].", "",
-                  "| shape | target | msg/s | p50 ms | p99 ms | errors |",
-                  "|---|---|---:|---:|---:|---:|"]
+                  "Server CPU µs/msg: the three servers' CPU time while measuring, per message "
+                  "(Wharf's nodes or NATS's servers).", "",
+                  "| shape | target | msg/s | p50 ms | p99 ms | errors | server CPU µs/msg |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
         shapes = {"peer-200": "200 msg/s, 8 connections", "peer-1000": "1,000 msg/s, 8 connections",
                   "peer-closed-1": "1 connection, closed loop"}
         names = {"wharf-always": "Wharf, fsync always", "wharf-never": "Wharf, fsync never",
@@ -334,14 +382,15 @@ def main():
                 col = lambda key: peer_figure(peer, scenario, target, key)
                 lines.append(f"| {shapes[scenario]} | {names[target]} | {summary(col('msg_per_s'))} "
                              f"| {summary(col('p50_ms'))} | {summary(col('p99_ms'))} "
-                             f"| {int(sum(col('errors')))} |")
+                             f"| {int(sum(col('errors')))} "
+                             f"| {summary(per_row(peer[(scenario, target)], cpu_per_msg_us))} |")
         for m_ in e2e_8:
             lat = m_["latencies"].get("e2e", {})
             prod = m_["latency"]
             lines.append(f"| e2e 1,000 msg/s, 8 producers, 2 consumers on node 1 (round {m_['round']}) "
                          f"| Wharf, fsync always | {fmt(m_['msg_per_s'])} | produce {fmt(ms(prod['p50_us']))}, "
                          f"e2e {fmt(ms(lat.get('p50_us', 0)))} | produce {fmt(ms(prod['p99_us']))}, "
-                         f"e2e {fmt(ms(lat.get('p99_us', 0)))} | {errors(m_)} |")
+                         f"e2e {fmt(ms(lat.get('p99_us', 0)))} | {errors(m_)} | – |")
     lines += ["", "## Failover: kill -9 of partition 0's leader", "",
               "On a fresh three-node cluster holding only this topic (3 partitions). Each kill: an "
               f"open-loop produce ({fmt(kills[0]['rate_per_s']) if kills else '?'} msg/s, "

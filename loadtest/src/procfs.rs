@@ -66,6 +66,41 @@ pub struct ServerUsage {
     pub rss_peak_kib: u64,
     /// `VmHWM` (peak resident set since the process started) at the end, KiB.
     pub hwm_kib: u64,
+    /// CPU seconds every node of the server's cluster used during the measurement (itself
+    /// included), when their processes were named (`--node-pid`): a replicated write costs
+    /// work on every replica, not only on the node a client talks to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_cpu_s: Option<f64>,
+}
+
+/// CPU seconds a set of processes used between [`CpuMeter::start`] and
+/// [`CpuMeter::finish`] (a process that is gone at the end counts as having used none
+/// since the start).
+#[derive(Debug, Clone)]
+pub struct CpuMeter {
+    at_start: Vec<(u32, f64)>,
+}
+
+impl CpuMeter {
+    /// Reads every process of `pids` now; `None` when `pids` is empty.
+    pub fn start(pids: &[u32]) -> Option<CpuMeter> {
+        if pids.is_empty() {
+            return None;
+        }
+        let at_start = pids
+            .iter()
+            .map(|&pid| (pid, cpu_seconds(Some(pid)).unwrap_or(0.0)))
+            .collect();
+        Some(CpuMeter { at_start })
+    }
+
+    /// Their CPU seconds since the start, summed.
+    pub fn finish(&self) -> f64 {
+        self.at_start
+            .iter()
+            .map(|&(pid, start)| (cpu_seconds(Some(pid)).unwrap_or(start) - start).max(0.0))
+            .sum()
+    }
 }
 
 /// Samples a process's resident memory every [`RSS_SAMPLE_INTERVAL`] until stopped, and
@@ -114,6 +149,7 @@ impl UsageProbe {
             cpu_s: cpu_at_end - self.cpu_at_start,
             rss_peak_kib,
             hwm_kib: status_kib(Some(self.pid), "VmHWM").unwrap_or(0),
+            cluster_cpu_s: None,
         }
     }
 }
@@ -132,5 +168,30 @@ mod tests {
         assert!(status_kib(None, "VmHWM").unwrap_or(0) > 0);
         assert_eq!(status_kib(None, "NoSuchField"), None);
         assert!(open_files_limit().unwrap_or(u64::MAX) > 0);
+    }
+
+    #[test]
+    fn a_cpu_meter_sums_what_its_processes_used() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        assert!(CpuMeter::start(&[]).is_none());
+        let me = std::process::id();
+        let Some(meter) = CpuMeter::start(&[me, me]) else {
+            panic!("a meter of two processes");
+        };
+        // Spin until this process's own clock has moved two ticks, then the meter of the
+        // same process twice reads twice its use.
+        let start = cpu_seconds(None).unwrap_or(0.0);
+        let mut spins = 0u64;
+        while cpu_seconds(None).unwrap_or(0.0) < start + 2.0 / CLOCK_TICKS_PER_SECOND {
+            spins = std::hint::black_box(spins.wrapping_add(1));
+        }
+        let used = cpu_seconds(None).unwrap_or(0.0) - start;
+        let metered = meter.finish();
+        assert!(
+            metered >= 2.0 * used,
+            "metered {metered} s, used {used} s twice"
+        );
     }
 }

@@ -25,6 +25,7 @@ async fn ceiling() -> Load {
         warmup: Duration::from_millis(50),
         max_requests: 100_000,
         server_pid: Some(std::process::id()),
+        node_pids: Vec::new(),
     }
 }
 

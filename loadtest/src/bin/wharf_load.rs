@@ -112,6 +112,10 @@ struct Common {
     /// The server's pid, to measure its CPU and memory.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// The pid of every node of the server's cluster (repeat it), to measure their CPU
+    /// together: what a replicated write costs over all its replicas.
+    #[arg(long = "node-pid")]
+    node_pids: Vec<u32>,
     /// Partitions of the topics created.
     #[arg(long, default_value_t = 1)]
     partitions: u32,
@@ -372,6 +376,9 @@ struct NatsArgs {
     /// Publishes per second in total (open loop); closed loop without it.
     #[arg(long)]
     rate: Option<f64>,
+    /// The pid of every server (repeat it), to measure their CPU together.
+    #[arg(long = "node-pid")]
+    node_pids: Vec<u32>,
 }
 
 fn main() -> ExitCode {
@@ -528,6 +535,7 @@ fn load(common: &Common, connections: usize) -> Result<Load, String> {
         warmup: seconds(common.run.warmup_s, "--warmup-s")?,
         max_requests: common.run.max_requests,
         server_pid: common.server_pid,
+        node_pids: common.node_pids.clone(),
     })
 }
 
@@ -558,6 +566,7 @@ async fn nats_publish(args: NatsArgs) -> Result<(), String> {
         warmup: seconds(args.run.warmup_s, "--warmup-s")?,
         duration: seconds(args.run.duration_s, "--duration-s")?,
         max_requests: args.run.max_requests,
+        node_pids: args.node_pids,
     };
     emit(&args.run.out, scenario::nats_publish(&spec).await)
 }
@@ -648,6 +657,7 @@ async fn disk(args: DiskArgs) -> Result<(), String> {
         warmup: Duration::ZERO,
         max_requests: spec.max_appends,
         server_pid: None,
+        node_pids: Vec::new(),
     };
     let tally = Tally {
         requests: run.appends,

@@ -48,7 +48,7 @@ pub use turns::Turns;
 
 use crate::client::{Connection, Reply, RequestError};
 use crate::latency::{Latencies, LatencySummary};
-use crate::procfs::{ServerUsage, UsageProbe, cpu_seconds};
+use crate::procfs::{CpuMeter, ServerUsage, UsageProbe, cpu_seconds};
 use crate::target::Target;
 
 /// Why a scenario could not run (its measurement phase never fails; it counts errors).
@@ -83,6 +83,9 @@ pub struct Load {
     pub max_requests: u64,
     /// The server's process, to measure its CPU time and memory.
     pub server_pid: Option<u32>,
+    /// Every node of the server's cluster (itself included), to measure their CPU time
+    /// together ([`ServerUsage::cluster_cpu_s`]); empty for a single node.
+    pub node_pids: Vec<u32>,
 }
 
 impl Load {
@@ -227,6 +230,7 @@ pub async fn join_tallies(workers: Vec<tokio::task::JoinHandle<Tally>>) -> Tally
 #[derive(Debug)]
 pub struct Usage {
     probe: Option<UsageProbe>,
+    nodes: Option<CpuMeter>,
     client_cpu_at_start: Option<f64>,
 }
 
@@ -235,6 +239,7 @@ impl Usage {
     pub fn start(load: &Load) -> Usage {
         Usage {
             probe: load.server_pid.map(UsageProbe::start),
+            nodes: CpuMeter::start(&load.node_pids),
             client_cpu_at_start: cpu_seconds(None),
         }
     }
@@ -244,8 +249,12 @@ impl Usage {
         let client = cpu_seconds(None)
             .zip(self.client_cpu_at_start)
             .map(|(end, start)| end - start);
+        let cluster_cpu_s = self.nodes.as_ref().map(CpuMeter::finish);
         let server = match self.probe {
-            Some(probe) => Some(probe.finish().await),
+            Some(probe) => Some(ServerUsage {
+                cluster_cpu_s,
+                ..probe.finish().await
+            }),
             None => None,
         };
         (server, client)
@@ -417,13 +426,19 @@ impl Measurement {
             self.latency.p99_us as f64 / 1000.0,
             self.latency.max_us as f64 / 1000.0,
             errors,
-            self.server
-                .map(|s| format!(
-                    "  server cpu {:.2} s rss {} MiB",
-                    s.cpu_s,
-                    s.rss_peak_kib / 1024
-                ))
-                .unwrap_or_default(),
+            self.server.map(usage_line).unwrap_or_default(),
         )
     }
+}
+
+/// The server's usage in a [`Measurement::headline`].
+fn usage_line(usage: ServerUsage) -> String {
+    let mut line = format!("  server cpu {:.2} s", usage.cpu_s);
+    if usage.rss_peak_kib > 0 {
+        line += &format!(" rss {} MiB", usage.rss_peak_kib / 1024);
+    }
+    if let Some(cluster) = usage.cluster_cpu_s {
+        line += &format!(" (every node: {cluster:.2} s)");
+    }
+    line
 }

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::{Budget, Measurement, RunShape, ScenarioError, SuccessGaps, Tally, Turns, Window};
 use crate::pacing::Schedule;
+use crate::procfs::{CpuMeter, ServerUsage};
 use crate::wire;
 
 /// What to publish and how.
@@ -41,6 +42,8 @@ pub struct NatsSpec {
     pub duration: Duration,
     /// Most publishes to send.
     pub max_requests: u64,
+    /// The servers' processes, to measure their CPU time together while measuring.
+    pub node_pids: Vec<u32>,
 }
 
 fn failed(what: &str, error: impl std::fmt::Display) -> ScenarioError {
@@ -93,8 +96,20 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
         };
         workers.push(tokio::spawn(worker.run()));
     }
+    // The servers' CPU over the measured phase only, as a Wharf run's.
+    let pids = spec.node_pids.clone();
+    let meter = tokio::spawn(async move {
+        tokio::time::sleep_until(window.measure_from).await;
+        CpuMeter::start(&pids)
+    });
     let tally = super::join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
+    let nodes_cpu_s = meter.await.ok().flatten().map(|meter| meter.finish());
+    let server = nodes_cpu_s.map(|cpu_s| ServerUsage {
+        cpu_s,
+        cluster_cpu_s: Some(cpu_s),
+        ..ServerUsage::default()
+    });
     let shape = RunShape::new(spec.scenario.clone(), spec.connections, spec.rate_per_s);
     let mut measurement = Measurement::from_counts(
         &spec.target_name,
@@ -102,7 +117,7 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
         shape,
         tally,
         elapsed,
-        (None, None),
+        (server, None),
     );
     measurement.add_max_gap(gaps.longest(Instant::now()));
     measurement.notes.push(format!(

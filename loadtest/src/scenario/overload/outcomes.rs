@@ -207,6 +207,7 @@ mod tests {
             warmup: Duration::ZERO,
             max_requests: 100,
             server_pid: None,
+            node_pids: Vec::new(),
         };
         let shape = RunShape::new("overload", 2, Some(9.0));
         let m = Measurement::from_tally(&load, shape, outcomes.tally, load.duration, (None, None));
