@@ -182,12 +182,14 @@ mod tests {
         };
         // Spin until this process's own clock has moved two ticks, then the meter of the
         // same process twice reads twice its use.
-        let start = cpu_seconds(None).unwrap_or(0.0);
+        let Some(start) = cpu_seconds(None) else {
+            panic!("this process's CPU time");
+        };
         let mut spins = 0u64;
-        while cpu_seconds(None).unwrap_or(0.0) < start + 2.0 / CLOCK_TICKS_PER_SECOND {
+        while cpu_seconds(None).unwrap_or(f64::MAX) < start + 2.0 / CLOCK_TICKS_PER_SECOND {
             spins = std::hint::black_box(spins.wrapping_add(1));
         }
-        let used = cpu_seconds(None).unwrap_or(0.0) - start;
+        let used = cpu_seconds(None).unwrap_or(start) - start;
         let metered = meter.finish();
         assert!(
             metered >= 2.0 * used,

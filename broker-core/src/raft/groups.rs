@@ -74,7 +74,7 @@ pub fn raft_config() -> Result<Arc<Config>> {
 /// The settings of `group`: a partition's leader lets a new commit index ride on its next
 /// append or heartbeat (at most [`HEARTBEAT_MS`] later, openraft's `eager_commit_notice` off,
 /// vendor/README.md): a notice of its own held up the partition's next entry for a round
-/// trip (produce p50 at 1,000 msg/s 2.5 → 1.7 ms). The controller keeps telling followers at
+/// trip (produce p50 at 1,000 msg/s 2.6 → 1.9 ms). The controller keeps telling followers at
 /// once: a topic or subscription made through one node is used through another moments later.
 /// A partition's followers apply up to a heartbeat later; their reads already allow
 /// [`super::FOLLOWER_READ_MAX_LAG_MS`].
