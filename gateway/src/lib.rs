@@ -26,6 +26,7 @@
 //!   [`subscription_figures`]: a subscription's stats summed over its partitions' leaders;
 //!   [`ask_leader`]: the one `GET` both make of a leader; [`trace_gather`]: a message
 //!   lookup asks the holders of the partitions this node lacks.
+//! - [`hex`]: [`hex::lower_hex`], the spelling of every MAC Wharf sends.
 //! - [`periodic`]: [`periodic::Periodic`], a background task taking one look every period
 //!   until stopped (the probe keeper, preferred-leader election).
 //! - [`memory`]: the memory budget of request bodies and answers, and [`memory::ChargedBody`];
@@ -85,6 +86,7 @@ pub mod edge;
 pub mod extract;
 pub mod forward;
 pub mod gather;
+pub mod hex;
 pub mod history;
 pub mod integral_floats;
 pub mod internal_topics;

@@ -73,6 +73,19 @@ pub struct ServerUsage {
     pub cluster_cpu_s: Option<f64>,
 }
 
+impl ServerUsage {
+    /// The usage of servers measured only as the CPU seconds their processes used together
+    /// (NATS's servers; a cluster run given no server pid): `cpu_s` and `cluster_cpu_s` both
+    /// hold it, no memory was sampled.
+    pub fn of_nodes(cpu_s: f64) -> ServerUsage {
+        ServerUsage {
+            cpu_s,
+            cluster_cpu_s: Some(cpu_s),
+            ..ServerUsage::default()
+        }
+    }
+}
+
 /// CPU seconds a set of processes used between [`CpuMeter::start`] and
 /// [`CpuMeter::finish`] (a process that is gone at the end counts as having used none
 /// since the start).

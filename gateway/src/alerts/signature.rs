@@ -9,6 +9,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use super::error::AlertError;
+use crate::hex::lower_hex;
 
 /// The header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "wharf-signature";
@@ -50,7 +51,7 @@ impl WebhookSigner {
             .mac(&unix_secs.to_string(), body)
             .finalize()
             .into_bytes();
-        format!("t={unix_secs},v1={}", hex(&tag))
+        format!("t={unix_secs},v1={}", lower_hex(&tag))
     }
 
     /// Whether `header` signs `body` with this secret at a time within
@@ -136,16 +137,6 @@ fn parse(header: &str) -> Result<Parsed<'_>, AlertError> {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    text
-}
-
 fn unhex(text: &str) -> Option<[u8; 32]> {
     if text.len() != SIGNATURE_HEX_LEN {
         return None;
@@ -210,7 +201,7 @@ mod tests {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(SECRET).expect("a key");
         mac.update(format!("{NOW}.").as_bytes());
         mac.update(BODY);
-        let expected = hex(&mac.finalize().into_bytes());
+        let expected = lower_hex(&mac.finalize().into_bytes());
         let header = WebhookSigner::new(SECRET).sign(NOW, BODY);
         assert_eq!(header, format!("t={NOW},v1={expected}"));
     }

@@ -10,6 +10,8 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::hex::lower_hex;
+
 /// The header carrying the proof.
 pub const AUTH_HEADER: &str = "wharf-cluster-auth";
 /// How far a caller's clock may be from ours: five minutes, so nodes with a drifting clock
@@ -69,15 +71,7 @@ impl PeerAuth {
     fn tag(&self, claim: &str) -> String {
         let mut mac = self.key.clone();
         mac.update(claim.as_bytes());
-        let bytes = mac.finalize().into_bytes();
-        // Every call on the cluster port signs and checks one: no formatter per byte.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut tag = String::with_capacity(2 * bytes.len());
-        for byte in bytes {
-            tag.push(char::from(HEX[usize::from(byte >> 4)]));
-            tag.push(char::from(HEX[usize::from(byte & 0x0f)]));
-        }
-        tag
+        lower_hex(&mac.finalize().into_bytes())
     }
 }
 

@@ -255,7 +255,7 @@ impl Usage {
                 cluster_cpu_s,
                 ..probe.finish().await
             }),
-            None => None,
+            None => cluster_cpu_s.map(ServerUsage::of_nodes),
         };
         (server, client)
     }

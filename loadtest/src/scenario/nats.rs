@@ -104,12 +104,11 @@ pub async fn nats_publish(spec: &NatsSpec) -> Result<Measurement, ScenarioError>
     });
     let tally = super::join_tallies(workers).await;
     let elapsed = window.measure_from.elapsed();
-    let nodes_cpu_s = meter.await.ok().flatten().map(|meter| meter.finish());
-    let server = nodes_cpu_s.map(|cpu_s| ServerUsage {
-        cpu_s,
-        cluster_cpu_s: Some(cpu_s),
-        ..ServerUsage::default()
-    });
+    let server = meter
+        .await
+        .ok()
+        .flatten()
+        .map(|meter| ServerUsage::of_nodes(meter.finish()));
     let shape = RunShape::new(spec.scenario.clone(), spec.connections, spec.rate_per_s);
     let mut measurement = Measurement::from_counts(
         &spec.target_name,
