@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::raft::Proved;
 use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
 
 /// Messages stored by produces, per topic (delayed ones when they are scheduled).
@@ -43,6 +44,12 @@ pub const WRITE_STAGE_SECONDS: &str = "wharf_write_stage_seconds";
 /// In a cluster, appends of entries a follower refused because it was still taking the
 /// group's previous one (the leader backs off and sends them again).
 pub const APPENDS_REFUSED_BUSY: &str = "wharf_raft_appends_busy_total";
+
+/// In a cluster, how receives proved that their node still led the partition before handing
+/// anything out, by `how`: `lease` (a write or round a quorum took within the read lease),
+/// `round` (a heartbeat round sent for it), `commit` (neither: the receive waited for its
+/// leases to commit).
+pub const LEADERSHIP_PROOFS: &str = "wharf_receive_leadership_proofs_total";
 
 /// A stage of a replicated write, the `stage` label of [`WRITE_STAGE_SECONDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +103,20 @@ pub fn write_stage(stage: WriteStage, seconds: f64) {
     });
     if let Some(histogram) = stages.get(stage as usize) {
         histogram.record(seconds);
+    }
+}
+
+/// Counts how one receive proved its node still led (`None`: by its leases' commit).
+pub fn leadership_proved(proved: Option<Proved>) {
+    static HOW: OnceLock<[Counter; 3]> = OnceLock::new();
+    let [lease, round, commit] = HOW.get_or_init(|| {
+        [Proved::Lease.label(), Proved::Round.label(), "commit"]
+            .map(|how| counter!(LEADERSHIP_PROOFS, "how" => how))
+    });
+    match proved {
+        Some(Proved::Lease) => lease.increment(1),
+        Some(Proved::Round) => round.increment(1),
+        None => commit.increment(1),
     }
 }
 
@@ -172,6 +193,11 @@ pub fn describe() {
         WRITE_STAGE_SECONDS,
         Unit::Seconds,
         "In a cluster: time replicated writes spend in each stage (queue, log_append, replicate, follower_append, apply)."
+    );
+    describe_counter!(
+        LEADERSHIP_PROOFS,
+        Unit::Count,
+        "In a cluster: how receives proved their node still led (lease, round, commit)."
     );
     describe_counter!(
         APPENDS_REFUSED_BUSY,

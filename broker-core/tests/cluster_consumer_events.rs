@@ -234,3 +234,55 @@ async fn a_leader_cut_off_hands_out_nothing_the_new_leader_may_have_settled() {
         node.broker().shutdown().await;
     }
 }
+
+/// A leader whose write a quorum just took hands out at once, even cut off from its
+/// followers: they elect no one else within the read lease (`READ_LEASE_MS`), so it
+/// needs no heartbeat round of its own (which would fail here, and the leases' commit
+/// after it). Each try produces, cuts the leader off at once and receives; a busy machine
+/// may let the lease run out before the receive looks, so one of five must hand out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_hands_out_on_a_quorums_recent_answer_without_a_round_of_its_own() {
+    let root = tempfile::tempdir().expect("dir");
+    let net = Arc::new(Net::default());
+    let nodes = jobs_on_three_nodes(root.path(), &net).await;
+    let request = ReceiveRequest {
+        max_messages: 1,
+        wait_ms: 0,
+        ..ReceiveRequest::default()
+    };
+    // The table goes live (a commit of its own) before any cut.
+    let leader = partition_leader(&nodes).await;
+    let warm = leader.broker().receive("jobs", "work", request.clone());
+    assert!(warm.await.expect("received").is_empty());
+    let mut handed_out = 0;
+    for try_number in 0..5 {
+        let leader = partition_leader(&nodes).await;
+        let message = text_message(format!("m{try_number}"));
+        leader
+            .broker()
+            .produce("jobs", vec![message], AckMode::All)
+            .await
+            .expect("produced");
+        net.cut.lock().expect("lock").insert(leader.node_id());
+        let got = tokio::time::timeout(
+            Duration::from_secs(1),
+            leader.broker().receive("jobs", "work", request.clone()),
+        )
+        .await;
+        net.cut.lock().expect("lock").clear();
+        if let Ok(Ok(got)) = got {
+            handed_out += got.len();
+        }
+        if handed_out > 0 {
+            break;
+        }
+    }
+    assert!(
+        handed_out > 0,
+        "a leader cut off right after a committed write handed out nothing in five tries"
+    );
+    for node in &nodes {
+        node.shutdown().await;
+        node.broker().shutdown().await;
+    }
+}

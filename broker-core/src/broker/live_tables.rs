@@ -26,10 +26,12 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
+use crate::raft::prove_leadership;
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
 use crate::sync::{read, write};
+use crate::telemetry;
 
 /// How long [`Broker::subscription_started`] callers should wait between looks: about a
 /// heartbeat, so the start a leader appended is seen soon after it commits.
@@ -72,24 +74,27 @@ impl Broker {
     }
 
     /// Whether this node still leads `topic`'s `partition` in the term `sub`'s table went
-    /// live in, proved by a heartbeat round sent after this call that a quorum of voters
-    /// answered (openraft's `get_read_log_id`, Raft's read-index check): no newer leader can
-    /// have been elected before it, so nothing it settled is missing from the live table.
-    /// `false` when the round fails or times out (one heartbeat interval per voter) or the
-    /// term moved: the caller then proves it the slower way, by a commit.
+    /// live in, so that nothing it settled is missing from the live table: by a write or
+    /// heartbeat round a quorum took that began within [`crate::raft::READ_LEASE_MS`] (its
+    /// voters elect no one else for twice that), else by a heartbeat round sent after this
+    /// call (Raft's read-index check); see [`crate::raft::prove_leadership`]. `false` when
+    /// neither shows it or the term moved: the caller then proves it the slower way, by a
+    /// commit.
     pub(super) async fn still_leads(
         &self,
         topic: &Topic,
         sub: &Subscription,
         partition: usize,
     ) -> bool {
-        let Some(raft) = topic.groups.get(partition).and_then(|g| g.raft()) else {
+        let Some(seated) = topic.groups.get(partition).and_then(|g| g.seated()) else {
             return false;
         };
         let Some(term) = sub.live_term(partition) else {
             return false;
         };
-        raft.get_read_log_id().await.is_ok() && raft.metrics().borrow().current_term == term
+        let proved = prove_leadership(&seated.raft, seated.proposer.proof(), term).await;
+        telemetry::leadership_proved(proved);
+        proved.is_some()
     }
 
     /// Whether this node holds a replica of `topic`'s `partition` (always on a single node).

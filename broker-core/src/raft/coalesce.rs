@@ -23,6 +23,7 @@ use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
+use super::leader_proof::LeaderProof;
 use super::transfer::WriteHold;
 use super::types::{Applied, TypeConfig};
 use crate::error::{BrokerError, Result};
@@ -115,6 +116,7 @@ pub(super) async fn write_proposals(
     raft: Raft<TypeConfig>,
     what: String,
     hold: Option<WriteHold>,
+    proof: Arc<LeaderProof>,
     mut proposals: mpsc::Receiver<Proposal>,
 ) {
     let mut lanes = Lanes::default();
@@ -141,7 +143,13 @@ pub(super) async fn write_proposals(
             lanes.push(proposal);
         }
         while let Some((lane, run)) = lanes.next_run() {
-            let write = write_entry(raft.clone(), what.clone(), hold.clone(), run);
+            let write = write_entry(
+                raft.clone(),
+                what.clone(),
+                hold.clone(),
+                Arc::clone(&proof),
+                run,
+            );
             lane_of.insert(writes.spawn(write).id(), lane);
         }
         if !open && lanes.is_empty() && writes.is_empty() {
@@ -193,11 +201,12 @@ impl Lanes {
 }
 
 /// Writes `run` as one entry and answers each of its proposers; refused while `hold` says
-/// the leadership is moving away.
+/// the leadership is moving away. A commit renews `proof`.
 async fn write_entry(
     raft: Raft<TypeConfig>,
     what: String,
     hold: Option<WriteHold>,
+    proof: Arc<LeaderProof>,
     run: Vec<Proposal>,
 ) {
     let run = still_wanted(&raft, &what, run);
@@ -228,7 +237,7 @@ async fn write_entry(
             what,
             leader: Some(target),
         }),
-        (Some(body), Ok(_writing)) => write_one(&raft, &what, body).await,
+        (Some(body), Ok(_writing)) => write_one(&raft, &what, body, &proof).await,
         (None, Ok(_)) => Err(BrokerError::ShuttingDown),
     };
     match outcome {
@@ -269,13 +278,20 @@ fn still_wanted(raft: &Raft<TypeConfig>, what: &str, run: Vec<Proposal>) -> Vec<
         .collect()
 }
 
-/// Proposes one entry and waits (bounded) for its commit.
-async fn write_one(raft: &Raft<TypeConfig>, what: &str, body: EntryBody) -> Result<Applied> {
+/// Proposes one entry and waits (bounded) for its commit, which proves in `proof` that this
+/// node led when it proposed it: a quorum took the entry after that.
+async fn write_one(
+    raft: &Raft<TypeConfig>,
+    what: &str,
+    body: EntryBody,
+    proof: &LeaderProof,
+) -> Result<Applied> {
     let timeout = Duration::from_millis(PROPOSE_TIMEOUT_MS);
     let proposed = Instant::now();
     match tokio::time::timeout(timeout, raft.client_write(body)).await {
         Ok(Ok(response)) => {
             telemetry::raft_commit(proposed.elapsed().as_secs_f64());
+            proof.record(response.log_id.leader_id.term, proposed);
             Ok(response.data)
         }
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {

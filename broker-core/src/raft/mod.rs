@@ -28,6 +28,9 @@
 //! - `controller`: [`ControllerMachine`], the controller group's state machine: committed
 //!   commands handed in order to the node's cluster [`Metadata`], a version to wake on.
 //! - `status`: [`GroupStatus`], one group as this node sees it (leader, term, lag).
+//! - `leader_proof`: [`LeaderProof`], when a partition's leader last saw a quorum follow it:
+//!   a receive relies on a proof younger than [`READ_LEASE_MS`] instead of a heartbeat round
+//!   ([`prove_leadership`]).
 //! - `transfer`: moving a group's leadership to a chosen voter ([`TransferCoordinator`]):
 //!   the other voters hold their heartbeats and elections for a bounded time while the
 //!   target campaigns.
@@ -52,6 +55,7 @@ mod codec;
 mod contact;
 mod controller;
 mod groups;
+mod leader_proof;
 mod log_store;
 mod membership;
 mod network;
@@ -77,6 +81,7 @@ pub use groups::{
     PartitionReplica, ProposeAnswer, ProposeRefusal, RaftGroups, ReplicaSpec, propose_command,
     raft_config,
 };
+pub use leader_proof::{LeaderProof, Proved, READ_LEASE_MS, prove_leadership};
 pub use log_store::LogStore;
 pub use membership::{
     MEMBERSHIP_STEP_MS, MembershipAnswer, MembershipRefusal, MembershipStep, answer_membership,

@@ -8,6 +8,7 @@ use openraft::Raft;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::coalesce::{PROPOSE_TIMEOUT_MS, Proposal, write_proposals};
+use super::leader_proof::LeaderProof;
 use super::transfer::WriteHold;
 use super::types::TypeConfig;
 use crate::error::{BrokerError, Result};
@@ -33,6 +34,8 @@ pub struct RaftProposer {
     /// The writer task's queue, started with the first proposal (a proposal is always made
     /// on the runtime; a seat may be built off it).
     queue: OnceLock<mpsc::Sender<Proposal>>,
+    /// When a write of this node's last committed as leader (a proof that it led then).
+    proof: Arc<LeaderProof>,
 }
 
 impl RaftProposer {
@@ -45,7 +48,13 @@ impl RaftProposer {
             slots: Arc::new(Semaphore::new(MAX_PROPOSALS_IN_FLIGHT)),
             write_hold: None,
             queue: OnceLock::new(),
+            proof: Arc::default(),
         }
+    }
+
+    /// The latest proof that this node leads the partition: each committed write renews it.
+    pub fn proof(&self) -> &Arc<LeaderProof> {
+        &self.proof
     }
 
     /// This proposer, taking no new writes while `hold` says the leadership is moving away.
@@ -96,6 +105,7 @@ impl RaftProposer {
                 self.raft.clone(),
                 self.what.clone(),
                 self.write_hold.clone(),
+                Arc::clone(&self.proof),
                 receiver,
             ));
             sender
