@@ -58,14 +58,15 @@ struct Started {
 }
 
 /// Starts producers on `cluster` for `seconds` under a history of case `case` injecting
-/// `faults`, waits for `warm` acknowledged writes and observes the partition's leader.
+/// `faults` (which change the partition's leader when `moves_leader`), waits for `warm`
+/// acknowledged writes and observes the partition's leader.
 async fn start(
     cluster: &Cluster,
     case: (&str, &str),
-    faults: &[&str],
+    (faults, moves_leader): (&[&str], bool),
     (seconds, warm): (u64, u64),
 ) -> Started {
-    let run = run_header(case, 11, faults, (PARTITIONS, true), cluster);
+    let run = run_header(case, 11, faults, (PARTITIONS, moves_leader), cluster);
     let (workload, running) =
         start_workload(cluster, producers_only(WATCHED, RATE, seconds), run, warm).await;
     let recorder = workload.recorder().clone();
@@ -108,7 +109,7 @@ fn a_lagging_follower_alone_acknowledges_nothing_and_loses_nothing_once_an_in_sy
         } = start(
             &cluster,
             ("R6", "no-unclean-election"),
-            &["kill_follower", "kill_in_sync"],
+            (&["kill_follower", "kill_in_sync"], true),
             (seconds, 100),
         )
         .await;
@@ -231,6 +232,8 @@ const CUT_MESSAGE: &str = "cutting a bad tail";
 /// What the node says when it cuts entries it held (a bad frame with intact ones beyond it,
 /// in its tail or before) and starts re-syncing them.
 const REPAIR_MESSAGE: &str = "re-syncing from the leader";
+/// What the node says once it re-synced the entries it cut.
+const REPAIRED_MESSAGE: &str = "a damaged log re-synced up to its claim";
 
 #[test]
 fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing() {
@@ -238,11 +241,11 @@ fn a_follower_with_a_cut_log_does_not_lead_before_it_resyncs_and_loses_nothing()
 }
 
 /// The damaged follower cuts the bad frame and what follows, keeps a claim on the entries it
-/// held, refuses votes below it and holds its own elections until it re-synced. It was once
-/// ignored: about one run in five found values in the log that had been answered 503. The
-/// likely cause, a forward to the leader lost as it was killed answered as a refusal
-/// (`not_leader`) though the leader may have appended it, was fixed (a lost forward is
-/// `replication_timeout`, an unknown outcome); 17 runs in a row since were valid.
+/// held, refuses votes below it and holds its own elections until it re-synced. About one
+/// run in five once found a value in the log that had been answered 503: first thought a
+/// lost forward (since answered `replication_timeout`), it was the leader's Raft panicking
+/// as it re-synced the shrunk follower before its kill (see
+/// `a_follower_whose_damaged_log_shrank_is_resynced_by_a_live_leader`).
 #[test]
 fn a_follower_with_a_flipped_byte_does_not_lead_with_it_and_loses_nothing() {
     minority_corruption(Corruption::Flip);
@@ -271,7 +274,7 @@ fn minority_corruption(corruption: Corruption) {
         } = start(
             &cluster,
             ("R9", name),
-            &["corrupt_follower", "kill_leader"],
+            (&["corrupt_follower", "kill_leader"], true),
             (seconds, 200),
         )
         .await;
@@ -385,6 +388,86 @@ fn minority_corruption(corruption: Corruption) {
         assert!(damaged, "the segment was not damaged: {damage}");
         assert!(detected, "the damage went unnoticed at restart: {damage}");
         assert_eq!(short_leads, 0, "the cut node led with a short log");
+        assert_nothing_acknowledged_lost(&report);
+    });
+}
+
+/// R9 with the leader alive: the damaged follower restarts and cuts entries the leader
+/// had seen it take (its log shrinks), and the leader re-syncs it while writes go on. The
+/// leader's Raft once asserted that a follower's log never shrinks and its partition core
+/// panicked (debug builds), answering the writes in flight `shutting_down` though some were
+/// committed: the "503 then stored" values R9 found about one run in five.
+#[test]
+fn a_follower_whose_damaged_log_shrank_is_resynced_by_a_live_leader() {
+    serially(async {
+        let mut cluster = three_nodes_with(|_| {});
+        let seconds = 10 + env_number("WHARF_FAULT_SECONDS", 3);
+        let Started {
+            workload,
+            running,
+            recorder,
+            mut leaders,
+            all,
+            leader,
+            followers,
+        } = start(
+            &cluster,
+            ("R9", "minority-corruption-live-leader"),
+            (&["corrupt_follower"], false),
+            (seconds, 200),
+        )
+        .await;
+        let corrupt = followers[0];
+        let killed = tokio::task::block_in_place(|| cluster.kill9(corrupt));
+        killed.expect("kill -9 of a follower");
+        let data_dir = cluster.data_dir(corrupt).expect("a data folder");
+        let segment = newest_segment(data_dir, TOPIC, 0).expect("the partition has a segment");
+        let (frames, at) = flip_byte_in_log(&segment).expect("the segment is damaged");
+        recorder.record_fault("corrupt_follower", Some(corrupt), Phase::Start, at < frames);
+        let repairs_before = log_mentions(&cluster, corrupt, REPAIRED_MESSAGE);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::task::block_in_place(|| cluster.restart(corrupt)).expect("restarts");
+        recorder.record_fault("corrupt_follower", Some(corrupt), Phase::End, true);
+        let acked_at_restart = running.stats().acked;
+        let went_on = running
+            .wait_acked(acked_at_restart + 100, SETTLE_TIMEOUT)
+            .await;
+        let mut repaired = false;
+        let until = Instant::now() + SETTLE_TIMEOUT;
+        while !repaired && Instant::now() < until {
+            repaired = log_mentions(&cluster, corrupt, REPAIRED_MESSAGE) > repairs_before;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        leaders
+            .observe_all(&cluster, &recorder, WATCHED, &all)
+            .await;
+        let stats = running.finish().await.expect("workload ran");
+        let report = drain_and_check(&cluster, &workload, WATCHED, false).await;
+        let panics = log_mentions(&cluster, leader, "panicked at");
+        let queue = &report.findings.queue;
+        CaseLine::new("R9", "minority-corruption-live-leader")
+            .seed(11)
+            .must_be_zero("acked lost", queue.lost.count, queue.acknowledged)
+            .must_be_zero("leader panics", panics as u64, 1)
+            .figure(
+                "re-synced by the leader",
+                if repaired { "yes" } else { "no" },
+            )
+            .verdict(report.verdict)
+            .record();
+        eprintln!("{stats:?}; leader {leader}, corrupt {corrupt}");
+        assert_eq!(
+            panics, 0,
+            "the leader's Raft panicked re-syncing the follower"
+        );
+        assert!(
+            went_on,
+            "writes stopped after the damaged follower's restart"
+        );
+        assert!(
+            repaired,
+            "the damaged follower never re-synced up to its claim"
+        );
         assert_nothing_acknowledged_lost(&report);
     });
 }

@@ -19,13 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use openraft::Raft;
-use openraft::error::{ClientWriteError, RaftError};
+use openraft::error::{ClientWriteError, Fatal, RaftError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use super::leader_proof::LeaderProof;
 use super::transfer::WriteHold;
-use super::types::{Applied, TypeConfig};
+use super::types::{Applied, NodeInfo, TypeConfig};
 use crate::error::{BrokerError, Result};
 use crate::storage::{AppendResult, BatchKind, EntryBody, ProposalSlot};
 use crate::telemetry::{self, WriteStage};
@@ -294,20 +294,35 @@ async fn write_one(
             proof.record(response.log_id.leader_id.term, proposed);
             Ok(response.data)
         }
-        Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
-            Err(BrokerError::NotLeader {
-                what: what.to_owned(),
-                leader: forward.leader_id,
-            })
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, %what, "a proposal failed");
-            Err(BrokerError::ShuttingDown)
-        }
+        Ok(Err(error)) => Err(refusal(what, error)),
         Err(_) => Err(BrokerError::ReplicationTimeout {
             what: what.to_owned(),
             ms: PROPOSE_TIMEOUT_MS,
         }),
+    }
+}
+
+/// What a proposal openraft refused or lost tells its proposers. `ForwardToLeader` comes
+/// before the entry reached the log, or once a new leader's log replaced it: nothing is
+/// stored. Anything else (the Raft core stopped or panicked) may come after the entry was
+/// appended and sent to followers, who may still commit it: the outcome is unknown, never
+/// a refusal (`shutting_down` and `not_leader` promise that nothing was stored).
+fn refusal(what: &str, error: RaftError<u64, ClientWriteError<u64, NodeInfo>>) -> BrokerError {
+    match error {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => BrokerError::NotLeader {
+            what: what.to_owned(),
+            leader: forward.leader_id,
+        },
+        RaftError::Fatal(Fatal::Panicked) => BrokerError::Panicked {
+            task: format!("the Raft of {what}"),
+        },
+        error => {
+            tracing::warn!(%error, %what, "a proposal failed with its outcome unknown");
+            BrokerError::ReplicationTimeout {
+                what: format!("{what} (its Raft stopped: {error})"),
+                ms: PROPOSE_TIMEOUT_MS,
+            }
+        }
     }
 }
 
@@ -322,6 +337,7 @@ fn same_error(error: &BrokerError) -> BrokerError {
             what: what.clone(),
             ms: *ms,
         },
+        BrokerError::Panicked { task } => BrokerError::Panicked { task: task.clone() },
         _ => BrokerError::ShuttingDown,
     }
 }
@@ -472,5 +488,38 @@ mod tests {
             "what waited is joined, in order"
         );
         assert!(lanes.is_empty());
+    }
+
+    #[test]
+    fn a_proposal_lost_with_its_raft_has_an_unknown_outcome_never_a_refusal() {
+        use openraft::error::ForwardToLeader;
+        let what = "topic 'jobs' partition 0";
+        let forwarded = RaftError::APIError(ClientWriteError::ForwardToLeader(ForwardToLeader {
+            leader_id: Some(2),
+            leader_node: None,
+        }));
+        assert!(matches!(
+            refusal(what, forwarded),
+            BrokerError::NotLeader {
+                leader: Some(2),
+                ..
+            }
+        ));
+        // Once was `shutting_down` (503, "nothing stored"): a leader's core that panicked
+        // after appending an entry its followers then committed (R9, one run in five).
+        let panicked = refusal(what, RaftError::Fatal(Fatal::Panicked));
+        assert!(
+            matches!(panicked, BrokerError::Panicked { .. }),
+            "{panicked:?}"
+        );
+        assert!(matches!(
+            same_error(&panicked),
+            BrokerError::Panicked { .. }
+        ));
+        let stopped = refusal(what, RaftError::Fatal(Fatal::Stopped));
+        assert!(
+            matches!(stopped, BrokerError::ReplicationTimeout { .. }),
+            "{stopped:?}"
+        );
     }
 }
