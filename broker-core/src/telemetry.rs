@@ -5,8 +5,9 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::raft::Proved;
 use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
+
+use crate::raft::Proved;
 
 /// Messages stored by produces, per topic (delayed ones when they are scheduled).
 pub const PRODUCED_MESSAGES: &str = "wharf_produced_messages_total";
