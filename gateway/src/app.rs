@@ -46,6 +46,8 @@ pub struct Shared {
     pub history: Arc<crate::history::History>,
     /// The synthetic probe's state (off unless [`AppState::with_probe`] gave one).
     pub probe: Arc<crate::probe::ProbeHealth>,
+    /// In a cluster: the other leaders' last answers to this node's gathers.
+    pub remote_looks: crate::gather_looks::RemoteLooks,
     draining: AtomicBool,
 }
 
@@ -84,6 +86,7 @@ impl AppState {
             alerts,
             history: Arc::new(crate::history::History::in_memory(Default::default())),
             probe: Arc::new(crate::probe::ProbeHealth::off()),
+            remote_looks: Default::default(),
             draining: AtomicBool::new(false),
         }))
     }
@@ -107,6 +110,7 @@ impl AppState {
             alerts,
             history: Arc::new(crate::history::History::in_memory(Default::default())),
             probe: Arc::new(crate::probe::ProbeHealth::off()),
+            remote_looks: Default::default(),
             draining: AtomicBool::new(false),
         }))
     }

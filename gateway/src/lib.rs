@@ -86,6 +86,7 @@ pub mod edge;
 pub mod extract;
 pub mod forward;
 pub mod gather;
+pub mod gather_looks;
 pub mod hex;
 pub mod history;
 pub mod integral_floats;

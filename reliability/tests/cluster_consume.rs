@@ -910,3 +910,120 @@ async fn an_offset_read_goes_to_a_replica_in_the_nodes_zone_before_a_far_leader(
     }
     drop(cluster);
 }
+
+/// Zones a, a, a (every leader is near). Node 1 leads partition 0, node 2 partition 1. A
+/// backlog on node 1's partition fills every receive on node 1, yet a message that reaches
+/// partition 1 is handed out by node 1's receives before that backlog drains: node 1 asks
+/// its zone's other leaders first when it has not asked one for 50 ms
+/// (`gateway::gather_looks`). It used to ask them only for what its own partitions left,
+/// which with a backlog was nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_on_the_receiving_nodes_partition_starves_no_other_partition() {
+    const FAIR: &str = "fair";
+    const BACKLOG: usize = 200;
+    const ASK: usize = 10;
+    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let (cluster, http) = three_nodes(["a", "a", "a"]);
+    let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics", urls[0]),
+        json!({"name": FAIR, "partitions": 2}),
+    )
+    .await;
+    assert_eq!(status, 201, "create topic: {body}");
+    leaders_seen(&http, &urls[0], FAIR).await;
+    for (partition, node) in [(0, 1), (1, 2)] {
+        let (status, body) = post_when_ready(
+            &http,
+            format!(
+                "{}/v1/cluster/partitions/{FAIR}/{partition}/leader",
+                urls[0]
+            ),
+            json!({ "node": node }),
+        )
+        .await;
+        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while leaders_seen(&http, &urls[0], FAIR).await != [1, 2] {
+        assert!(
+            Instant::now() < deadline,
+            "node 1 never saw the moved leaders"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Which keys go to which partition: a probe before the subscription, which starts after
+    // it (and would skip any probe it saw: values are checked below).
+    let messages_url = format!("{}/v1/topics/{FAIR}/messages", urls[0]);
+    let probe: Vec<Value> = (0..16)
+        .map(|i| json!({"key": format!("k{i}"), "value": "probe"}))
+        .collect();
+    let (_, probed) = produce_batch(&http, &messages_url, &probe).await;
+    let key_of = |partition: u64| -> String {
+        let placed = probed["messages"].as_array().expect("messages");
+        let index = placed
+            .iter()
+            .position(|m| m["partition"] == partition)
+            .unwrap_or_else(|| panic!("no probe key went to partition {partition}: {probed}"));
+        format!("k{index}")
+    };
+    let (status, body) = post_when_ready(
+        &http,
+        format!("{}/v1/topics/{FAIR}/subscriptions", urls[0]),
+        json!({"name": "fair", "start": "latest", "ack_timeout_ms": 60000}),
+    )
+    .await;
+    assert_eq!(status, 201, "create subscription: {body}");
+    let backlog: Vec<Value> = (0..BACKLOG)
+        .map(|i| json!({"key": key_of(0), "value": format!("local-{i}")}))
+        .collect();
+    produce_batch(&http, &messages_url, &backlog).await;
+
+    let receive_url = format!("{}/v1/topics/{FAIR}/subscriptions/fair/receive", urls[0]);
+    let receive = || async {
+        let (status, body) = post(
+            &http,
+            receive_url.clone(),
+            json!({"max_messages": ASK, "wait_ms": 0}),
+        )
+        .await;
+        assert_eq!(status, 200, "receive: {body}");
+        let values: Vec<String> = body["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["value"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert!(values.len() <= ASK, "more than asked: {body}");
+        values
+    };
+    // Node 1 learns that node 2's partition is empty, and its own backlog fills the ask.
+    let first = receive().await;
+    assert!(first.iter().all(|v| v.starts_with("local-")), "{first:?}");
+    let mut local = first.len();
+    produce_batch(
+        &http,
+        &messages_url,
+        &[json!({"key": key_of(1), "value": "remote"})],
+    )
+    .await;
+    let mut receives = 0;
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let values = receive().await;
+        receives += 1;
+        if values.iter().any(|v| v == "remote") {
+            break;
+        }
+        local += values.iter().filter(|v| v.starts_with("local-")).count();
+        assert!(
+            local < BACKLOG,
+            "partition 1's message waited until node 1's backlog of {BACKLOG} drained \
+             ({receives} receives of {ASK}, 20 ms apart)"
+        );
+    }
+    assert!(local < BACKLOG, "handed out only with the backlog drained");
+    drop(cluster);
+}
