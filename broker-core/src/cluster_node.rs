@@ -764,7 +764,13 @@ fn refusal_error(refusal: ProposeRefusal) -> BrokerError {
             what: "cluster metadata".into(),
             ms: crate::raft::PROPOSE_TIMEOUT_MS,
         },
-        ProposeRefusal::Failed(reason) => BrokerError::invalid("controller", reason),
+        // The controller's Raft stopped or panicked, maybe after the entry went out to
+        // its followers, who may still commit it: the outcome is unknown (503), not a bad
+        // request.
+        ProposeRefusal::Failed(reason) => BrokerError::ReplicationTimeout {
+            what: format!("cluster metadata (its Raft failed: {reason})"),
+            ms: crate::raft::PROPOSE_TIMEOUT_MS,
+        },
     }
 }
 
@@ -847,5 +853,30 @@ async fn report_leaders_loop(node: Weak<ClusterNode>) {
             node.report_leaders().await;
         }
         tokio::time::sleep(Duration::from_millis(LEADER_REPORT_MS)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_controller_whose_raft_failed_answers_an_unknown_outcome_not_a_bad_request() {
+        let failed = refusal_error(ProposeRefusal::Failed("the Raft core panicked".into()));
+        assert!(
+            matches!(failed, BrokerError::ReplicationTimeout { .. }),
+            "{failed:?}"
+        );
+        let elsewhere = refusal_error(ProposeRefusal::NotLeader(Some(2)));
+        assert!(
+            matches!(
+                elsewhere,
+                BrokerError::NotLeader {
+                    leader: Some(2),
+                    ..
+                }
+            ),
+            "{elsewhere:?}"
+        );
     }
 }

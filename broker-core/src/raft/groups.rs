@@ -420,6 +420,11 @@ async fn membership_change<T>(
                 leader: forward.leader_id,
             })
         }
+        // The Raft core stopped or panicked: the change may still be committed.
+        Ok(Err(RaftError::Fatal(e))) => Err(BrokerError::ReplicationTimeout {
+            what: format!("cluster metadata voters (its Raft failed: {e})"),
+            ms,
+        }),
         Ok(Err(e)) => Err(BrokerError::invalid("controller voters", e.to_string())),
         Err(_) => Err(BrokerError::ReplicationTimeout {
             what: "cluster metadata voters".into(),

@@ -56,11 +56,16 @@ pub async fn answer_write(
         .map_err(refusal_of))
 }
 
-/// What a refused or failed proposal answers the writing node.
+/// What a refused or failed proposal answers the writing node. `Failed` tells it that
+/// nothing was stored (it answers `not_leader`), so a write whose outcome is unknown (its
+/// commit timed out, or the Raft core panicked after the entry may have gone out) is
+/// `Timeout`.
 fn refusal_of(error: BrokerError) -> ProposeRefusal {
     match error {
         BrokerError::NotLeader { leader, .. } => ProposeRefusal::NotLeader(leader),
-        BrokerError::ReplicationTimeout { .. } => ProposeRefusal::Timeout,
+        BrokerError::ReplicationTimeout { .. } | BrokerError::Panicked { .. } => {
+            ProposeRefusal::Timeout
+        }
         other => ProposeRefusal::Failed(other.to_string()),
     }
 }
@@ -197,5 +202,17 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn a_leader_whose_raft_panicked_answers_an_unknown_outcome_not_a_refusal() {
+        let panicked = BrokerError::Panicked {
+            task: "the Raft of topic 'orders' partition 0".to_owned(),
+        };
+        assert_eq!(refusal_of(panicked), ProposeRefusal::Timeout);
+        assert_eq!(
+            refusal_of(BrokerError::ShuttingDown),
+            ProposeRefusal::Failed(BrokerError::ShuttingDown.to_string())
+        );
     }
 }
