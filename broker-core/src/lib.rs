@@ -13,7 +13,8 @@
 //! - `schedule`: the schedule of delayed messages ([`schedule::DelayStore`]), derived from
 //!   the schedule events of the partition logs ([`schedule::ScheduleEvent`]).
 //! - `dedup`: the window of client-chosen message ids ([`dedup::DedupIndex`]); `in_flight`:
-//!   the ids of produces under way ([`in_flight::InFlightIds`]).
+//!   the ids of produces under way ([`in_flight::InFlightIds`]); `derived_position`: how far
+//!   those derived tables have applied each partition's log, and how they write it.
 //! - `cluster_node`: [`cluster_node::ClusterNode`], a cluster node at run time: the
 //!   controller replica, the node's registration, and the reconciler that opens and deletes
 //!   topics as the cluster metadata says.
@@ -42,6 +43,7 @@ pub mod cluster_node;
 pub mod config;
 pub mod control;
 pub mod dedup;
+pub mod derived_position;
 pub mod disk_space;
 pub mod error;
 pub mod history;

@@ -26,10 +26,7 @@ use crate::raft::PartitionGroup;
 use crate::schedule::{DelayStore, ScheduleChanges, ScheduleEvent, Scheduled};
 use crate::storage::{LogPosition, MessageFrames, PartitionHandle, Replayed};
 
-/// How often the applier copies the logs' new schedule and dedup changes into sled: the
-/// changes held in memory meanwhile are about this long a stretch of produces (bounded by
-/// [`crate::schedule::MAX_UNAPPLIED_BYTES`] and [`crate::dedup::MAX_UNAPPLIED_IDS`]).
-pub const APPLY_EVERY_MS: u64 = 100;
+pub use crate::derived_position::APPLY_EVERY_MS;
 
 /// A topic's derived tables and its logs.
 pub(super) struct Tables<'a> {

@@ -31,7 +31,7 @@ const TIME: u8 = b't';
 pub const MAX_SWEEP: usize = 10_000;
 /// Most ids held in memory until the applier has them in sled: about a second of idempotent
 /// produces at 100,000 messages a second while the applier runs every
-/// [`crate::broker::APPLY_EVERY_MS`], some 20 MiB; past it, produces with ids are refused with
+/// [`crate::derived_position::APPLY_EVERY_MS`], some 20 MiB; past it, produces with ids are refused with
 /// `Overloaded` until the applier catches up (a stuck sled must not become unbounded memory).
 pub const MAX_UNAPPLIED_IDS: usize = 100_000;
 
@@ -104,7 +104,7 @@ impl DedupIndex {
         if lock(&self.recent).len() >= MAX_UNAPPLIED_IDS {
             return Err(BrokerError::Overloaded {
                 resource: "dedup index (ids not yet applied)",
-                retry_after_ms: crate::broker::APPLY_EVERY_MS,
+                retry_after_ms: crate::derived_position::APPLY_EVERY_MS,
             });
         }
         Ok(())
@@ -164,11 +164,11 @@ impl DedupIndex {
 
     /// How far into `partition`'s log the tree reflects; `None` before the first apply.
     pub fn position(&self, partition: u32) -> Result<Option<LogPosition>> {
-        crate::schedule::read_position(&self.tree, partition)
+        crate::derived_position::read_position(&self.tree, partition)
     }
 
     /// Writes one round's first results of `partition`, one at a time
-    /// (`schedule::apply_in_order`), and then the position they reach; then memory
+    /// (`derived_position::apply_in_order`), and then the position they reach; then memory
     /// lets go of them. A crash in between leaves the old position: the stretch is applied
     /// again at the next start.
     pub fn apply(
@@ -201,7 +201,7 @@ impl DedupIndex {
         self.write(partition, removals, firsts, position)
     }
 
-    /// Writes `removals`, then `firsts`, then the position (`schedule::apply_in_order`), and
+    /// Writes `removals`, then `firsts`, then the position (`derived_position::apply_in_order`), and
     /// lets memory go of `firsts`.
     fn write(
         &self,
@@ -215,7 +215,7 @@ impl DedupIndex {
             writes.push((key(ID, 0, id).to_vec(), Some(encode(first).to_vec())));
             writes.push((key(TIME, first.produced_ms, id).to_vec(), Some(Vec::new())));
         }
-        crate::schedule::apply_in_order(&self.tree, writes, partition, position)?;
+        crate::derived_position::apply_in_order(&self.tree, writes, partition, position)?;
         let mut recent = lock(&self.recent);
         for (id, first) in firsts {
             recent.applied(id, first.produced_ms);

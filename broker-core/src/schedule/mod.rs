@@ -40,6 +40,7 @@ pub use events::{ScheduleDecodeError, ScheduleEvent};
 pub use overlay::{DueKey, ScheduleOverlay};
 pub use seq::SeqCounter;
 
+use crate::derived_position::{apply_in_order, read_position};
 use crate::error::{BrokerError, Result};
 use crate::message::Record;
 use crate::storage::{LogPosition, codec};
@@ -47,12 +48,11 @@ use crate::sync::lock;
 
 const DUE: u8 = b'd';
 const ID: u8 = b'i';
-const POSITION: u8 = b'p';
 
 /// Most bytes of delayed records held in memory until the applier has them in sled: a
 /// quarter of a second of delayed produces at 32 MiB/s, while the applier runs every
-/// [`crate::broker::APPLY_EVERY_MS`]; past it, delayed produces wait for the applier (up to
-/// [`crate::broker::ROOM_WAIT_MS`]) and are then refused with `Overloaded` (a stuck sled
+/// [`crate::derived_position::APPLY_EVERY_MS`]; past it, delayed produces wait for the applier (up to
+/// [`crate::limits::WRITER_ENQUEUE_TIMEOUT_MS`]) and are then refused with `Overloaded` (a stuck sled
 /// must not turn into unbounded memory).
 pub const MAX_UNAPPLIED_BYTES: usize = 8 * 1024 * 1024;
 /// Most delayed messages held in memory until the applier has them in sled, however small:
@@ -159,7 +159,7 @@ impl DelayStore {
         {
             return Err(BrokerError::Overloaded {
                 resource: "delay schedule (changes not yet applied)",
-                retry_after_ms: crate::broker::APPLY_EVERY_MS,
+                retry_after_ms: crate::derived_position::APPLY_EVERY_MS,
             });
         }
         Ok(())
@@ -428,70 +428,6 @@ impl DelayStore {
         lock(&self.overlay).applied(applied);
         Ok(())
     }
-}
-
-/// Writes `writes` (a value, or `None` to remove) one at a time, in order, and then the
-/// position they reach in `partition`'s log. A crash in between leaves the old position (sled
-/// recovers a prefix of its writes): the next start replays the stretch again, which applies
-/// the same changes in the same order.
-///
-/// Not `sled::Batch`: sled applies a batch under a process-wide write lock that every other
-/// sled read and write waits for, and a scan takes that lock's shared side at each step, so
-/// the delay mover's scans of the schedule advanced a step per batch of the first apply round
-/// after a burst of 10,000 scheduled messages (68 ms for one look, deliveries 36 ms late).
-/// Single writes take the shared side, and each reclaims its node copies as it ends, where a
-/// batch held them all until its end (one batch of 6,000 peaked at over 1 GiB of RSS).
-pub(crate) fn apply_in_order(
-    tree: &sled::Tree,
-    writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    partition: u32,
-    position: LogPosition,
-) -> Result<()> {
-    for (key, value) in writes {
-        match value {
-            Some(value) => tree.insert(key, value)?,
-            None => tree.remove(key)?,
-        };
-    }
-    tree.insert(
-        &position_key(POSITION, partition)[..],
-        &encode_position(position)[..],
-    )?;
-    Ok(())
-}
-
-/// The stored position of `partition` under the `p` key of a derived tree.
-pub(crate) fn read_position(tree: &sled::Tree, partition: u32) -> Result<Option<LogPosition>> {
-    let Some(value) = tree.get(position_key(POSITION, partition))? else {
-        return Ok(None);
-    };
-    let half = |at: usize| {
-        value
-            .get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_be_bytes)
-    };
-    match (value.len(), half(0), half(8)) {
-        (16, Some(segment_base), Some(position)) => Ok(Some(LogPosition {
-            segment_base,
-            position,
-        })),
-        _ => Err(corrupt("log position")),
-    }
-}
-
-/// A log position as a derived tree stores it.
-pub(crate) fn encode_position(position: LogPosition) -> [u8; 16] {
-    let mut bytes = [0; 16];
-    bytes[..8].copy_from_slice(&position.segment_base.to_be_bytes());
-    bytes[8..].copy_from_slice(&position.position.to_be_bytes());
-    bytes
-}
-
-fn position_key(prefix: u8, partition: u32) -> [u8; 5] {
-    let mut key = [prefix; 5];
-    key[1..].copy_from_slice(&partition.to_be_bytes());
-    key
 }
 
 fn due_key(due_ms: u64, seq: u64) -> [u8; 17] {
