@@ -47,7 +47,7 @@ pub struct Shared {
     /// The synthetic probe's state (off unless [`AppState::with_probe`] gave one).
     pub probe: Arc<crate::probe::ProbeHealth>,
     /// In a cluster: the other leaders' last answers to this node's gathers.
-    pub remote_looks: crate::gather_looks::RemoteLooks,
+    pub remote_looks: crate::fanout::gather_looks::RemoteLooks,
     draining: AtomicBool,
 }
 
@@ -159,7 +159,7 @@ pub fn app(state: AppState) -> Router {
     let router = match state.cluster {
         Some(_) => router.layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::forward::forward,
+            crate::fanout::forward::forward,
         )),
         None => router,
     };

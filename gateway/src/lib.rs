@@ -18,14 +18,18 @@
 //!   ([`rate_limit`]), budgets and timeouts of [`limits`]; [`client_addr`]: peer vs
 //!   `X-Forwarded-For`; [`browser_guard`]: the edge's first check, which refuses requests
 //!   that web pages make browsers send (`Host` against DNS rebinding, `Origin`).
-//! - [`forward`]: in a cluster, a request answered `not_leader` here goes on to the leader the
-//!   cluster metadata names (one hop), and its answer back; [`gather`]: a receive gathered
-//!   from several partition leaders, and acks scattered to them; [`scatter`]: a produce batch
-//!   split over its partitions' leaders, answered as one reply; [`topic_stats`]: a topic's
-//!   stats of the partitions held on other nodes, asked of their leaders;
-//!   [`subscription_figures`]: a subscription's stats summed over its partitions' leaders;
-//!   [`ask_leader`]: the one `GET` both make of a leader; [`trace_gather`]: a message
-//!   lookup asks the holders of the partitions this node lacks.
+//! - [`fanout`]: in a cluster, a request one node cannot answer alone, forwarded, gathered or
+//!   scattered. [`fanout::forward`]: a request answered `not_leader` here goes on to the leader
+//!   the cluster metadata names (one hop), and its answer back; [`fanout::gather`]: a receive
+//!   gathered from several partition leaders, and acks scattered to them, with
+//!   [`fanout::gather_looks`] remembering each leader's last answer; [`fanout::scatter`]: a
+//!   produce batch split over its partitions' leaders, answered as one reply;
+//!   [`fanout::topic_stats`]: a topic's stats of the partitions held on other nodes, asked of
+//!   their leaders; [`fanout::subscription_figures`]: a subscription's stats summed over its
+//!   partitions' leaders; [`fanout::ask_leader`]: the one `GET` both make of a leader;
+//!   [`fanout::trace_gather`]: a message lookup asks the holders of the partitions this node
+//!   lacks; [`fanout::peer`]: one call to another node on a client's behalf, which gather,
+//!   scatter and the trace lookup send their parts through.
 //! - [`hex`]: [`hex::lower_hex`], the spelling of every MAC Wharf sends.
 //! - [`periodic`]: [`periodic::Periodic`], a background task taking one look every period
 //!   until stopped (the probe keeper, preferred-leader election).
@@ -71,7 +75,6 @@
 pub mod accept;
 pub mod alerts;
 pub mod app;
-pub mod ask_leader;
 pub mod auth;
 pub mod browser_guard;
 pub mod cli;
@@ -84,9 +87,7 @@ pub mod consumed_by;
 pub mod docs_html;
 pub mod edge;
 pub mod extract;
-pub mod forward;
-pub mod gather;
-pub mod gather_looks;
+pub mod fanout;
 pub mod hex;
 pub mod history;
 pub mod integral_floats;
@@ -104,7 +105,6 @@ pub mod openapi_edge;
 pub mod openapi_links;
 pub mod openapi_rules;
 pub mod payload;
-pub mod peer;
 pub mod periodic;
 pub mod probe;
 pub mod problem;
@@ -112,11 +112,7 @@ pub mod produce_errors;
 pub mod produce_origin;
 pub mod rate_limit;
 pub mod routes;
-pub mod scatter;
 pub mod server;
-pub mod subscription_figures;
-pub mod topic_stats;
-pub mod trace_gather;
 
 pub use app::{AppState, app};
 pub use config::{ConfigError, ServeArgs, Settings};

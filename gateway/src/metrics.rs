@@ -252,7 +252,7 @@ fn history_topic(method: &Method, route: &str, request: &Request) -> Option<(Str
     if WAITING.iter().any(|tail| rest.ends_with(tail))
         || request
             .headers()
-            .contains_key(crate::forward::FORWARDED_HEADER)
+            .contains_key(crate::fanout::forward::FORWARDED_HEADER)
     {
         return None;
     }

@@ -395,7 +395,7 @@ impl IntoResponse for ApiError {
         if let ApiError::Broker(BrokerError::NotLeader { leader, .. }) = &self {
             response
                 .extensions_mut()
-                .insert(crate::forward::LeaderHint(*leader));
+                .insert(crate::fanout::forward::LeaderHint(*leader));
         }
         response
     }

@@ -6,10 +6,10 @@
 //! with it and this node checks it again). `Wharf-Forwarded: <node>` is believed only when
 //! the connection comes from that node's own public address (a client cannot claim to be a
 //! node it does not run on); then the origin names that node, and the client's address is
-//! the one that node put in `Wharf-Client-Address` ([`crate::forward::CLIENT_ADDRESS_HEADER`],
-//! none if it is missing or not an address). Any other produce names this node and the
-//! client address of [`client_address`]: a `Wharf-Client-Address` a client sends itself is
-//! never read.
+//! the one that node put in `Wharf-Client-Address`
+//! ([`crate::fanout::forward::CLIENT_ADDRESS_HEADER`], none if it is missing or not an address).
+//! Any other produce names this node and the client address of [`client_address`]: a
+//! `Wharf-Client-Address` a client sends itself is never read.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -23,7 +23,7 @@ use broker_core::Origin;
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::client_addr::{IpRange, client_address};
-use crate::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
+use crate::fanout::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
 
 /// The origin of the produce being handled: an extractor over the principal the edge
 /// established, the connection's peer and the request headers.

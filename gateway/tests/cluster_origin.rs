@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use broker_core::Origin;
 use cluster_common::{Node, SETTLE, client_from, start_cluster, stop_cluster};
-use gateway::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
+use gateway::fanout::forward::{CLIENT_ADDRESS_HEADER, FORWARDED_HEADER};
 use serde_json::{Value, json};
 
 const NODES: u64 = 3;

@@ -915,7 +915,7 @@ async fn an_offset_read_goes_to_a_replica_in_the_nodes_zone_before_a_far_leader(
 /// backlog on node 1's partition fills every receive on node 1, yet a message that reaches
 /// partition 1 is handed out by node 1's receives before that backlog drains: node 1 asks
 /// its zone's other leaders first when it has not asked one for 50 ms
-/// (`gateway::gather_looks`). It used to ask them only for what its own partitions left,
+/// (`gateway::fanout::gather_looks`). It used to ask them only for what its own partitions left,
 /// which with a backlog was nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_on_the_receiving_nodes_partition_starves_no_other_partition() {

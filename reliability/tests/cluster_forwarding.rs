@@ -33,7 +33,7 @@ use wharf_reliability::event::{NodeId, Outcome, Phase};
 use wharf_reliability::harness::Cluster;
 use wharf_reliability::workload::{Recorder, Workload};
 
-/// The server's bound on a forwarded request (`gateway::forward::FORWARD_TIMEOUT`, 75 s: a
+/// The server's bound on a forwarded request (`gateway::fanout::forward::FORWARD_TIMEOUT`, 75 s: a
 /// receive long-polls up to 60 s, plus margin); a produce is answered sooner or it hangs.
 const SERVER_FORWARD_TIMEOUT: Duration = Duration::from_secs(75);
 /// The client's bound: the server's forward timeout and a margin for this loaded machine.

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::runtime::Alerts;
 use crate::cluster::{AUTH_HEADER, CONNECT_TIMEOUT, PeerAuth};
-use crate::subscription_figures::{LedFigures, led, summed, take};
+use crate::fanout::subscription_figures::{LedFigures, led, summed, take};
 
 /// Where a node answers the evaluator's [`FiguresAsk`] on its cluster port.
 pub const ALERT_FIGURES_PATH: &str = "/cluster/v1/alerts/figures";

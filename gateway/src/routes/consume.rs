@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::codes;
 use crate::consumed_by::ConsumedBy;
 use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
-use crate::gather;
+use crate::fanout::gather;
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
 use crate::message_json::{self, DeliveryParts, json_response};

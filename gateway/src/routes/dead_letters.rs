@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::extract::{OptionalJsonBody, PathParams};
-use crate::forward::FORWARDED_HEADER;
-use crate::gather;
+use crate::fanout::forward::FORWARDED_HEADER;
+use crate::fanout::gather;
 use crate::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 

@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
 use crate::extract::{PathParams, QueryParams};
-use crate::forward::NearReplica;
+use crate::fanout::forward::NearReplica;
 use crate::long_poll::long_poll;
 use crate::memory::answer_memory;
 use crate::message_json::{self, json_response};

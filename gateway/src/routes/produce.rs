@@ -17,14 +17,14 @@ use crate::app::AppState;
 use crate::extract::{
     PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
 };
-use crate::gather::leaders_to_gather;
+use crate::fanout::gather::leaders_to_gather;
+use crate::fanout::scatter::Scatter;
 use crate::integral_floats;
 use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::payload::{WireStr, decode_values};
 use crate::problem::{ApiError, Problem};
 use crate::produce_origin::ProducedBy;
 use crate::routes::TopicPath;
-use crate::scatter::Scatter;
 
 /// Prefix of request headers that become message headers on a raw produce.
 pub const HEADER_PREFIX: &str = "x-wharf-header-";

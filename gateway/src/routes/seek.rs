@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::extract::{JsonBody, PathParams};
-use crate::forward::FORWARDED_HEADER;
-use crate::gather;
+use crate::fanout::forward::FORWARDED_HEADER;
+use crate::fanout::gather;
 use crate::problem::{ApiError, Problem};
 use crate::routes::{SubscriptionPath, present};
 

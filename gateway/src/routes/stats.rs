@@ -24,11 +24,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::ask_leader::ask_leader;
 use crate::auth::Principal;
 use crate::auth::scope::Action;
 use crate::extract::QueryParams;
-use crate::forward::FORWARDED_HEADER;
+use crate::fanout::ask_leader::ask_leader;
+use crate::fanout::forward::FORWARDED_HEADER;
 use crate::problem::{ApiError, Problem};
 
 /// Minutes a history answers by default: the last hour, the console's first chart.

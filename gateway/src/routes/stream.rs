@@ -38,7 +38,7 @@ use utoipa::IntoParams;
 use crate::app::AppState;
 use crate::consumed_by::ConsumedBy;
 use crate::extract::{PathParams, QueryParams};
-use crate::gather;
+use crate::fanout::gather;
 use crate::long_poll::LONG_POLL_SLICE_MS;
 use crate::memory::{AnswerMemory, answer_memory};
 use crate::message_json::{self, DeliveryParts};

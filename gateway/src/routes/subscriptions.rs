@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::extract::{JsonBody, PathParams};
+use crate::fanout::subscription_figures::{Gathered, gather};
 use crate::json_object;
 use crate::problem::{ApiError, Problem};
 use crate::routes::{SubscriptionPath, TopicPath};
-use crate::subscription_figures::{Gathered, gather};
 
 /// Where a new subscription starts.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema)]

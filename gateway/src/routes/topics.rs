@@ -13,10 +13,10 @@ use utoipa::ToSchema;
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::extract::{JsonBody, PathParams};
+use crate::fanout::subscription_figures;
 use crate::json_object;
 use crate::problem::{ApiError, Problem};
 use crate::routes::{TopicPath, present};
-use crate::subscription_figures;
 
 /// A topic to create.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -280,7 +280,7 @@ pub async fn describe_topic(
         return Ok(Json(figures).into_response());
     }
     let mut topic: Topic = state.broker.describe_topic(&path.topic)?.into();
-    crate::topic_stats::fill_from_leaders(&state, &headers, &mut topic).await;
+    crate::fanout::topic_stats::fill_from_leaders(&state, &headers, &mut topic).await;
     if state.cluster.is_some() {
         topic.delayed = subscription_figures::delayed(&state, &headers, &path.topic).await?;
     }

@@ -9,7 +9,7 @@
 //! `null`, as consumers never see who produced a message.
 //!
 //! In a cluster whose replication factor is below the node count, a node asks the holders
-//! of the partitions it lacks ([`crate::trace_gather`]) and answers as if it held them all.
+//! of the partitions it lacks ([`crate::fanout::trace_gather`]) and answers as if it held them all.
 
 use axum::Extension;
 use axum::Json;
@@ -26,13 +26,13 @@ use crate::app::AppState;
 use crate::auth::Principal;
 use crate::auth::scope::Action;
 use crate::extract::{PathParams, QueryParams};
+use crate::fanout::trace_gather::{
+    ListedMessage, ask_holders, found_or_not, key_answer, lacked_partitions, merge_by_key,
+};
 use crate::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
 use crate::routes::delays::MessagePath;
 use crate::routes::partitions::LogMessage;
-use crate::trace_gather::{
-    ListedMessage, ask_holders, found_or_not, key_answer, lacked_partitions, merge_by_key,
-};
 
 /// Messages a key lookup answers when `limit` is not given.
 pub const DEFAULT_KEY_LIMIT: usize = 20;

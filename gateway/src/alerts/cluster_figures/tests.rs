@@ -2,7 +2,7 @@ use broker_core::broker::SubscriptionFigures;
 use broker_core::subscription::SubscriptionSpec;
 
 use super::*;
-use crate::subscription_figures::LedSubscription;
+use crate::fanout::subscription_figures::LedSubscription;
 
 fn backlog(n: u64) -> SubscriptionStats {
     SubscriptionStats {

@@ -1,6 +1,6 @@
 //! What a node remembers, per subscription, of each other leader's last answer to its
-//! gathers ([`crate::gather`]): when it was asked, and whether it had nothing. Two choices of
-//! a gathering round rest on it ([`RemoteLooks::plan`]):
+//! gathers ([`crate::fanout::gather`]): when it was asked, and whether it had nothing. Two choices
+//! of a gathering round rest on it ([`RemoteLooks::plan`]):
 //!
 //! - This node's own partitions first, and an answer with what they had at once when every
 //!   other leader had nothing at most [`REMOTE_LOOK_MS`] ago: asking them again costs a

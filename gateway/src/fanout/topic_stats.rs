@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 
 use crate::app::AppState;
-use crate::ask_leader::ask_leader;
-use crate::forward::FORWARDED_HEADER;
+use crate::fanout::ask_leader::ask_leader;
+use crate::fanout::forward::FORWARDED_HEADER;
 use crate::routes::topics::{PartitionStats, Topic};
 
 #[derive(Deserialize)]

@@ -1,14 +1,14 @@
 //! One call to another node of the cluster on a client's behalf: a JSON body sent to the
 //! node's public address with the client's credentials and `Wharf-Forwarded` (so the node
-//! serves it itself, one hop), under the forwarding timeouts (`crate::forward::call`).
-//! The produce scatter ([`crate::scatter`]) and the receive gather, settle and seek scatter
-//! ([`crate::gather`]) all send their parts through [`call_peer`].
+//! serves it itself, one hop), under the forwarding timeouts (`crate::fanout::forward::call`).
+//! The produce scatter ([`crate::fanout::scatter`]) and the receive gather, settle and seek scatter
+//! ([`crate::fanout::gather`]) all send their parts through [`call_peer`].
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
 use crate::app::AppState;
-use crate::forward::call;
+use crate::fanout::forward::call;
 
 /// What a node answered: its status, headers (less the per-connection ones) and body.
 #[derive(Debug)]

@@ -1,14 +1,14 @@
 //! Asking another node (a partition's leader) for figures only it has live: a `GET` with
 //! the client's credentials and `Wharf-Forwarded`, its JSON answer parsed. Used by
-//! [`crate::topic_stats`] and [`crate::subscription_figures`]; an answer that does not come
-//! is `None` (logged), and the caller keeps this node's own figures.
+//! [`crate::fanout::topic_stats`] and [`crate::fanout::subscription_figures`]; an answer that does
+//! not come is `None` (logged), and the caller keeps this node's own figures.
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use broker_core::cluster_node::ClusterNode;
 use serde::de::DeserializeOwned;
 
-use crate::forward::call;
+use crate::fanout::forward::call;
 
 /// `GET http://<leader's public address><path>` with the client's `headers` (plus `extra`,
 /// if any), the answer parsed as `T`; `None` if the leader has no known address, cannot be

@@ -35,8 +35,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::app::AppState;
-use crate::forward::{FORWARD_TIMEOUT, LeaderHint};
-use crate::peer::{PeerAnswer, PeerFailure, call_peer};
+use crate::fanout::forward::{FORWARD_TIMEOUT, LeaderHint};
+use crate::fanout::peer::{PeerAnswer, PeerFailure, call_peer};
 use crate::problem::ApiError;
 use crate::routes::produce::{DURABILITY_HEADER, ProducedMessage};
 
@@ -82,7 +82,7 @@ pub struct Scatter<'a> {
     pub headers: &'a HeaderMap,
     /// When the reply is sent.
     pub ack: AckMode,
-    /// The leader of each of the topic's partitions ([`crate::gather::leaders_to_gather`]).
+    /// The leader of each of the topic's partitions ([`crate::fanout::gather::leaders_to_gather`]).
     pub leaders: Vec<Option<u64>>,
     /// Who produced the batch ([`crate::produce_origin`]), stored with this node's share;
     /// the other leaders learn it from the headers sent on with theirs.

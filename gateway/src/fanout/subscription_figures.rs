@@ -16,8 +16,8 @@ use broker_core::broker::{FiguresOf, SubscriptionInfo, SubscriptionStats, TopicF
 use serde::{Deserialize, Serialize};
 
 use crate::app::AppState;
-use crate::ask_leader::ask_leader;
-use crate::forward::FORWARDED_HEADER;
+use crate::fanout::ask_leader::ask_leader;
+use crate::fanout::forward::FORWARDED_HEADER;
 use crate::problem::ApiError;
 
 /// Marks a forwarded `GET` of a subscription (or of the list) that asks for

@@ -3,15 +3,15 @@
 //! an ack, nack or extend sends each receipt to the leader of its partition.
 //!
 //! - Receive: when one node leads every partition, the request goes there whole (a remote
-//!   one long-polls there; see [`crate::forward`]). Otherwise rounds take what each leader has
-//!   now (`wait_ms` 0): this node's own partitions first, then the other leaders in this
+//!   one long-polls there; see [`crate::fanout::forward`]). Otherwise rounds take what each leader
+//!   has now (`wait_ms` 0): this node's own partitions first, then the other leaders in this
 //!   node's zone at once, then, for what is still wanted, the leaders in other zones at once
 //!   (nearby consume: a zone that is down or empty is fallen back from), all over HTTP
-//!   ([`crate::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for its
+//!   ([`crate::fanout::peer`]: the client's credentials and `Wharf-Forwarded`), each asked for its
 //!   share of what is still wanted so that a round never takes more than asked. A round
 //!   answers with its own partitions' messages alone when every other leader had nothing
 //!   within the last 50 ms, and asks this zone's other leaders before its own partitions
-//!   when one was not asked for as long ([`crate::gather_looks`]: a millisecond saved per
+//!   when one was not asked for as long ([`crate::fanout::gather_looks`]: a millisecond saved per
 //!   light-load receive, and no partition starved by a backlog on this node's). An empty
 //!   round waits, once every leader was asked since the last wait, for the next commit to
 //!   any of the topic's partitions held here (a node hears of those only) or
@@ -43,10 +43,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::app::AppState;
-use crate::forward::FORWARDED_HEADER;
-use crate::gather_looks::{RoundPlan, stale_first};
+use crate::fanout::forward::FORWARDED_HEADER;
+use crate::fanout::gather_looks::{RoundPlan, stale_first};
+use crate::fanout::peer::{PeerAnswer, call_peer};
 use crate::message_json::{self, DeliveryParts};
-use crate::peer::{PeerAnswer, call_peer};
 use crate::routes::SubscriptionPath;
 
 /// Longest an empty gathering round waits before asking the other leaders again: the lag a
@@ -57,7 +57,7 @@ pub const GATHER_POLL_MS: u64 = 200;
 /// gather goes on without it: a leader answers a receive that waits for nothing
 /// within tens of milliseconds (its leases' commit) even on a loaded node, so 500 ms cuts off
 /// only a leader that accepted the call and hangs (paused, overloaded), which would otherwise
-/// hold the whole receive for [`crate::forward::FORWARD_TIMEOUT`]. Messages a cut-off call
+/// hold the whole receive for [`crate::fanout::forward::FORWARD_TIMEOUT`]. Messages a cut-off call
 /// leased come back when their lease ends, as with any answer lost on the way.
 pub const REMOTE_CALL_MARGIN_MS: u64 = 500;
 
@@ -89,7 +89,7 @@ pub struct ReceiveAsk {
 /// from (or scattered to) several nodes; `None` when this node serves it as a single node
 /// does: on a single node, for a forwarded request, and when one node (or none, during an
 /// election) leads every partition; the broker then serves it or answers `not_leader` naming
-/// that leader, and [`crate::forward`] sends the whole request there.
+/// that leader, and [`crate::fanout::forward`] sends the whole request there.
 pub fn leaders_to_gather(
     state: &AppState,
     headers: &HeaderMap,
@@ -181,8 +181,8 @@ static SHARE_TURN: AtomicUsize = AtomicUsize::new(0);
 /// Takes what the nodes `leaders` names hold for the subscription now, in rounds (see the
 /// module's map), until some message is taken or `ask.wait_ms` has passed. This node's own
 /// partitions are received first, unless the round's plan says otherwise
-/// ([`crate::gather_looks::RoundPlan`]); the others' leaders are asked at once, each for its
-/// share of what is still wanted ([`shares`]), so the round never takes more than
+/// ([`crate::fanout::gather_looks::RoundPlan`]); the others' leaders are asked at once, each for
+/// its share of what is still wanted ([`shares`]), so the round never takes more than
 /// `ask.max_messages`. An empty round waits only once every leader was asked since the last
 /// wait.
 pub async fn gather_messages(
@@ -276,7 +276,7 @@ pub async fn gather_messages(
 
 /// Asks each node of `round` at once for its share of the subscription's messages (`wait_ms`
 /// 0) and adds it to `asked`; what they handed out. When `here` (this node leads a partition
-/// too), each answer is remembered for the next rounds' plans ([`crate::gather_looks`]).
+/// too), each answer is remembered for the next rounds' plans ([`crate::fanout::gather_looks`]).
 async fn ask_leaders(
     state: &AppState,
     headers: &HeaderMap,

@@ -8,8 +8,8 @@
 //! - [`ask_holders`]: for each lacked partition, one node holding it (its leader as the
 //!   metadata records it first; the next holder when one fails), the client's request sent
 //!   as it came (its path and query, its credentials: the holder applies the caller's
-//!   visibility itself) with `Wharf-Forwarded` ([`crate::peer::call_peer`]), one request per
-//!   node, all at once, each under [`LOOKUP_PEER_TIMEOUT`]. Partitions none of whose holders
+//!   visibility itself) with `Wharf-Forwarded` ([`crate::fanout::peer::call_peer`]), one request
+//!   per node, all at once, each under [`LOOKUP_PEER_TIMEOUT`]. Partitions none of whose holders
 //!   gave a usable answer are reported, so the route answers 503 `not_leader` rather than a
 //!   false 404 or a short list.
 //! - By id the first holder that found the message answers ([`found_or_not`]); by key
@@ -27,8 +27,8 @@ use serde_json::value::RawValue;
 
 use crate::app::AppState;
 use crate::codes;
-use crate::forward::FORWARDED_HEADER;
-use crate::peer::{PeerAnswer, call_peer};
+use crate::fanout::forward::FORWARDED_HEADER;
+use crate::fanout::peer::{PeerAnswer, call_peer};
 use crate::routes::trace::KeyedMessage;
 
 /// Longest a lookup waits for another node's answer. A node answers a lookup with one

@@ -14,7 +14,8 @@
 //! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
 //! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is never forwarded: it
-//! gathers from every partition's leader instead ([`crate::gather::leaders_to_stream_from`]).
+//! gathers from every partition's leader instead
+//! ([`crate::fanout::gather::leaders_to_stream_from`]).
 //!
 //! An offset read may name a replica in this node's zone besides the leader
 //! ([`NearReplica`]): it goes there first, and to the leader only when that replica did not
