@@ -33,11 +33,11 @@ use crate::cluster::{
     ClusterState, Command, NodeRecord, PlacementLoad, TopicRecord, encode_command, place,
     place_led_by,
 };
-use crate::config::{LogConfig, Replication};
+use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
 use crate::raft::{
     ControllerReplica, GroupId, GroupStatus, NodeInfo, ProposeAnswer, ProposeRefusal, ReplicaSpec,
-    Rpc, RpcCall, propose_command,
+    Replication, Rpc, RpcCall, propose_command,
 };
 use crate::subscription::SubscriptionSpec;
 use crate::topic::{TopicInfo, TopicSpec};

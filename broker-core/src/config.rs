@@ -67,8 +67,6 @@ pub struct BrokerConfig {
     pub retention_check_ms: u64,
     /// Longest delay a produce may ask for, in milliseconds.
     pub max_delay_ms: u64,
-    /// In a cluster: how this node's partitions replicate (none on a single node).
-    pub replication: Option<Replication>,
     /// Produces are refused (storage full) while less than this many bytes are free on the
     /// data folder's file system; 0 turns the reserve off (see [`crate::disk_space`]).
     pub min_free_bytes: u64,
@@ -77,31 +75,6 @@ pub struct BrokerConfig {
     /// Off, message lookups by id or key are not served, and a single node records a
     /// delivery only from its second attempt on (the attempt count `max_deliveries` needs).
     pub trace_index: bool,
-}
-
-/// What a node of a cluster needs to replicate its partitions: its id, the transport to
-/// other nodes, the registry answering their RPCs, and the Raft settings.
-#[derive(Clone)]
-pub struct Replication {
-    /// This node's id.
-    pub node_id: u64,
-    /// RPCs to other nodes.
-    pub transport: std::sync::Arc<dyn crate::raft::Transport>,
-    /// This node's groups, which answer other nodes' RPCs.
-    pub groups: std::sync::Arc<crate::raft::RaftGroups>,
-    /// The Raft settings of every group.
-    pub raft: std::sync::Arc<openraft::Config>,
-    /// The key every node of the cluster signs receipts with (derived from the cluster
-    /// secret), so a receipt stays good when its partition's leader changes.
-    pub receipt_key: [u8; crate::subscription::receipt::RECEIPT_KEY_BYTES],
-}
-
-impl std::fmt::Debug for Replication {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Replication")
-            .field("node_id", &self.node_id)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Default longest delay: one year (API.md), where SQS stops at 15 minutes.
@@ -115,7 +88,6 @@ impl BrokerConfig {
             log: LogConfig::default(),
             retention_check_ms: 60_000,
             max_delay_ms: DEFAULT_MAX_DELAY_MS,
-            replication: None,
             min_free_bytes: crate::disk_space::DEFAULT_MIN_FREE_BYTES,
             trace_index: true,
         }

@@ -37,7 +37,7 @@ impl Broker {
 
     /// Checkpoints every subscription now. Blocking sled writes run on the blocking pool.
     pub(super) async fn checkpoint_all(&self) -> Result<()> {
-        if self.config.replication.is_some() {
+        if self.replication.is_some() {
             let work = self.follow_work();
             return blocking(move || follow_tables(&work)).await;
         }
@@ -66,7 +66,7 @@ pub(super) async fn checkpoint_loop(broker: Weak<Broker>) {
             return;
         }
         let gate = Arc::clone(&live.background);
-        let done = if live.config.replication.is_some() {
+        let done = if live.replication.is_some() {
             let work = live.follow_work();
             drop(live);
             background_blocking(&gate, move || follow_tables(&work)).await

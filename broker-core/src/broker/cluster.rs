@@ -30,8 +30,8 @@ use std::sync::Arc;
 
 use super::cluster_retention::PartitionTables;
 use super::{Broker, Topic, blocking, metadata};
-use crate::config::Replication;
 use crate::error::{BrokerError, Result};
+use crate::raft::Replication;
 use crate::raft::{GroupId, GroupParts, GroupStatus, NodeInfo, PartitionGroup, PartitionReplica};
 use crate::sync::{read, write};
 use crate::topic::TopicConfig;
@@ -69,8 +69,7 @@ pub const FORM_GRACE_MS: u64 = 2 * crate::raft::ELECTION_TIMEOUT_MS.1;
 impl Broker {
     /// This node's replication settings: [`BrokerError::InvalidArgument`] on a single node.
     fn replication(&self) -> Result<&Replication> {
-        self.config
-            .replication
+        self.replication
             .as_ref()
             .ok_or_else(|| BrokerError::invalid("cluster", "this node is not part of a cluster"))
     }
@@ -137,7 +136,7 @@ impl Broker {
         let trees = self.metadata.topic_trees(config.uid)?;
         let (broker_config, opened) = (self.config.clone(), config.clone());
         let topic = blocking(move || {
-            metadata::open_topic_files(&dir, indexes, trees, &broker_config, opened)
+            metadata::open_topic_files(&dir, indexes, trees, &broker_config, true, opened)
         })
         .await?;
         self.metadata.save_topic(&config)?;
@@ -157,7 +156,7 @@ impl Broker {
     /// whose Raft state has a vote held a replica here; the reconciler starts the others
     /// placed here once the metadata is back.
     pub(super) async fn start_replication(&self) -> Result<()> {
-        let Some(replication) = self.config.replication.clone() else {
+        let Some(replication) = self.replication.clone() else {
             return Ok(());
         };
         let topics: Vec<Arc<Topic>> = read(&self.topics).values().cloned().collect();
@@ -229,7 +228,7 @@ impl Broker {
 
     /// Stops the groups of `topic`'s partitions (before its logs are shut down).
     pub(super) async fn stop_groups(&self, topic: &Topic) {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return;
         };
         let name = topic.config().name;
@@ -249,7 +248,7 @@ impl Broker {
     /// [`BrokerError::InvalidArgument`] in a cluster, for what this stage of the cluster does
     /// not replicate yet (it would change one node only).
     pub(super) fn refuse_in_cluster(&self, what: &str) -> Result<()> {
-        match self.config.replication {
+        match self.replication {
             None => Ok(()),
             Some(_) => Err(BrokerError::invalid(
                 "cluster",
@@ -260,7 +259,7 @@ impl Broker {
 
     /// This node's replication settings, in a cluster.
     pub fn replication_settings(&self) -> Option<&Replication> {
-        self.config.replication.as_ref()
+        self.replication.as_ref()
     }
 
     /// The log settings of every partition.
@@ -286,7 +285,7 @@ impl Broker {
     /// The partitions of `topic` this node leads (none on a single node, where unkeyed
     /// messages take every partition in turn).
     pub(super) fn partitions_led_here(&self, topic: &Topic) -> Vec<u32> {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return Vec::new();
         };
         (0u32..)
@@ -299,7 +298,7 @@ impl Broker {
     /// This node's seat in the group of `topic`'s partition `partition` (`None` on a single
     /// node, or for an unknown topic or partition).
     fn seat(&self, topic: &str, partition: u32) -> Option<Arc<PartitionGroup>> {
-        self.config.replication.as_ref()?;
+        self.replication.as_ref()?;
         let topics = read(&self.topics);
         topics.get(topic)?.groups.get(partition as usize).cloned()
     }
@@ -323,7 +322,7 @@ impl Broker {
     /// Whether this node holds a replica of `topic`'s partition `partition` (always on a
     /// single node).
     pub fn holds_partition(&self, topic: &str, partition: u32) -> bool {
-        match &self.config.replication {
+        match &self.replication {
             None => true,
             Some(_) => self.seat(topic, partition).is_some_and(|s| s.held()),
         }
@@ -345,7 +344,7 @@ impl Broker {
     /// The partitions of topic `name` (incarnation `uid`) this node leads now, each with
     /// its term, for the leaders the metadata records.
     pub fn led_partitions(&self, name: &str, uid: u64) -> Vec<(u32, u64)> {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return Vec::new();
         };
         let Some(topic) = read(&self.topics).get(name).cloned() else {
@@ -383,7 +382,7 @@ impl Broker {
     /// [`BrokerError::NotLeader`] naming the leader the metadata records, unless this node
     /// holds a replica of `topic`'s partition `partition` (or is a single node).
     pub(super) fn require_held(&self, topic: &Topic, partition: u32) -> Result<()> {
-        if self.config.replication.is_none() {
+        if self.replication.is_none() {
             return Ok(());
         }
         match topic.groups.get(partition as usize) {

@@ -50,7 +50,7 @@ impl Broker {
         dlq: &Topic,
         led_only: bool,
     ) -> Result<Vec<usize>> {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return Ok((0..dlq.partitions.len()).collect());
         };
         let name = dlq.config().name;
@@ -81,7 +81,7 @@ impl Broker {
         log: &PartitionHandle,
         partition: usize,
     ) -> Result<()> {
-        if self.config.replication.is_none() {
+        if self.replication.is_none() {
             return Ok(());
         }
         let (sub, log) = (Arc::clone(sub), log.clone());
@@ -96,7 +96,7 @@ impl Broker {
         open: &Topic,
         shares: Vec<Vec<Record>>,
     ) -> Result<()> {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return self.append_shares(open, shares).await.map(|_| ());
         };
         let name = open.config().name;

@@ -43,7 +43,7 @@ impl Broker {
     /// that the group's committed configuration left this node out. `Ok(true)`: dropped;
     /// `Ok(false)`: nothing to drop, or not yet (asked again later).
     pub async fn release_replica(&self, name: &str, uid: u64, partition: u32) -> Result<bool> {
-        let Some(replication) = self.config.replication.clone() else {
+        let Some(replication) = self.replication.clone() else {
             return Ok(false);
         };
         let me = replication.node_id;

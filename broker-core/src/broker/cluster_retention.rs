@@ -192,7 +192,7 @@ pub(super) type ClusterRetentionWork = (Vec<bool>, Vec<Option<GroupRaft>>);
 impl Broker {
     /// What [`enforce_in_cluster`] needs for `topic` now; `None` on a single node.
     pub(super) fn cluster_retention_work(&self, topic: &Topic) -> Option<ClusterRetentionWork> {
-        self.config.replication.as_ref()?;
+        self.replication.as_ref()?;
         let leading = (0..topic.partitions.len())
             .map(|p| matches!(self.lead(topic, p), Lead::Leader(_)))
             .collect();

@@ -85,7 +85,7 @@ impl Broker {
         // In a cluster this node appends only to dead-letter partitions it leads; with none,
         // the dead letters wait here for a round on a node that leads one (they stay
         // unsettled, and are counted as backlog, meanwhile).
-        let targets = if self.config.replication.is_some() {
+        let targets = if self.replication.is_some() {
             let led = self.partitions_led_here(&dlq);
             if led.is_empty() {
                 return Ok(());
@@ -167,7 +167,7 @@ impl Broker {
         if let Ok(existing) = self.topic(name) {
             return Ok(existing);
         }
-        if self.config.replication.is_some() {
+        if self.replication.is_some() {
             // In a cluster the controller creates it with the subscription.
             return Err(BrokerError::NotLeader {
                 what: format!("dead-letter topic '{name}'"),
@@ -252,7 +252,7 @@ impl Broker {
                     moved += 1;
                 }
                 self.append_redriven(&open, shares).await?;
-                let home = match self.config.replication {
+                let home = match self.replication {
                     None => &open.partitions[partition % open.partitions.len()],
                     Some(_) => log,
                 };

@@ -43,7 +43,7 @@ impl Broker {
     /// holds (or is a single node): as its leader, as an in-sync follower, or not at all
     /// ([`BrokerError::NotLeader`] naming the leader).
     pub(super) async fn offset_reader(&self, topic: &Topic, partition: u32) -> Result<Reader> {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return Ok(Reader::Leader);
         };
         let Some(seat) = topic.groups.get(partition as usize) else {

@@ -52,7 +52,7 @@ pub(super) enum Lead {
 impl Broker {
     /// Whether this node serves the subscriptions of `topic`'s partition `partition` now.
     pub(super) fn lead(&self, topic: &Topic, partition: usize) -> Lead {
-        let Some(replication) = &self.config.replication else {
+        let Some(replication) = &self.replication else {
             return Lead::Single;
         };
         let Some(seat) = topic.groups.get(partition) else {
@@ -99,7 +99,7 @@ impl Broker {
 
     /// Whether this node holds a replica of `topic`'s `partition` (always on a single node).
     fn held(&self, topic: &Topic, partition: usize) -> bool {
-        self.config.replication.is_none() || topic.groups.get(partition).is_some_and(|g| g.held())
+        self.replication.is_none() || topic.groups.get(partition).is_some_and(|g| g.held())
     }
 
     /// Whether this node serves `sub` on `partition` now; on a leader, makes its table live
@@ -111,7 +111,7 @@ impl Broker {
         sub: &Arc<Subscription>,
         partition: usize,
     ) -> Result<bool> {
-        if self.config.replication.is_none() {
+        if self.replication.is_none() {
             return Ok(true);
         }
         let term = match self.lead(topic, partition) {
@@ -155,7 +155,7 @@ impl Broker {
         topic: &Topic,
         sub: &Arc<Subscription>,
     ) -> Result<()> {
-        if self.config.replication.is_none() {
+        if self.replication.is_none() {
             return Ok(());
         }
         for partition in 0..topic.partitions.len() {
@@ -179,7 +179,7 @@ impl Broker {
         let name = topic.config().name;
         let leader = match self.lead(topic, partition) {
             Lead::Other(leader) => {
-                leader.filter(|l| Some(*l) != self.config.replication.as_ref().map(|r| r.node_id))
+                leader.filter(|l| Some(*l) != self.replication.as_ref().map(|r| r.node_id))
             }
             _ => None,
         };

@@ -235,7 +235,10 @@ fn open_db(meta_dir: &std::path::Path) -> Result<sled::Db> {
 
 /// Opens the metadata store and every topic in it, with logs recovered and subscriptions
 /// loaded; removes what an interrupted delete left behind. Blocking.
-pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, Arc<Topic>>)> {
+pub(super) fn load(
+    config: &BrokerConfig,
+    replicated: bool,
+) -> Result<(Metadata, BTreeMap<String, Arc<Topic>>)> {
     let meta_dir = config.data_dir.join("meta");
     std::fs::create_dir_all(&meta_dir).map_err(|e| BrokerError::io(&meta_dir, e))?;
     let db = open_db(&meta_dir)?;
@@ -259,11 +262,11 @@ pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, 
     for item in metadata.topics.iter() {
         let (_, value) = item?;
         let topic_config: TopicConfig = from_json(&value)?;
-        let topic = open_topic(&metadata, config, topic_config)?;
+        let topic = open_topic(&metadata, config, replicated, topic_config)?;
         let name = read_name(&topic);
         topics.insert(name, Arc::new(topic));
     }
-    load_subscriptions(&metadata, &topics, config.replication.is_some())?;
+    load_subscriptions(&metadata, &topics, replicated)?;
     remove_leftovers(&metadata, &topics)?;
     Ok((metadata, topics))
 }
@@ -272,13 +275,21 @@ pub(super) fn load(config: &BrokerConfig) -> Result<(Metadata, BTreeMap<String, 
 pub(super) fn open_topic(
     metadata: &Metadata,
     config: &BrokerConfig,
+    replicated: bool,
     topic: TopicConfig,
 ) -> Result<Topic> {
     let indexes = (0..topic.partitions)
         .map(|p| metadata.index_tree(topic.uid, p))
         .collect::<Result<Vec<_>>>()?;
     let trees = metadata.topic_trees(topic.uid)?;
-    open_topic_files(&metadata.topic_dir(&topic), indexes, trees, config, topic)
+    open_topic_files(
+        &metadata.topic_dir(&topic),
+        indexes,
+        trees,
+        config,
+        replicated,
+        topic,
+    )
 }
 
 /// Opens (creating if needed) the partition logs of a topic in `dir`, one index tree each.
@@ -288,6 +299,7 @@ pub(super) fn open_topic_files(
     indexes: Vec<sled::Tree>,
     (delays, dedup): (DelayStore, DedupIndex),
     config: &BrokerConfig,
+    replicated: bool,
     topic: TopicConfig,
 ) -> Result<Topic> {
     let on_commit = Arc::new(Notify::new());
@@ -304,12 +316,12 @@ pub(super) fn open_topic_files(
         ));
         let partition_dir = dir.join(partition.to_string());
         partition_dirs.push(partition_dir.clone());
-        let handle = match &config.replication {
-            None => {
+        let handle = match replicated {
+            false => {
                 PartitionHandle::open(partition_dir, index, config.log.clone(), on_commit.clone())
             }
             // Replicated: readers see what Raft applies; its Raft starts once the topic is open.
-            Some(_) => PartitionHandle::open_replicated(
+            true => PartitionHandle::open_replicated(
                 partition_dir,
                 index,
                 config.log.clone(),
@@ -321,7 +333,7 @@ pub(super) fn open_topic_files(
             Ok(handle) => {
                 // A replicated partition's writes go through this node's seat in its group:
                 // its Raft once it holds a replica, refused naming the leader before.
-                if config.replication.is_some() {
+                if replicated {
                     handle.set_proposer(Arc::clone(&group) as Arc<dyn Proposer>);
                 }
                 partitions.push(handle);

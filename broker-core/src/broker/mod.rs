@@ -83,7 +83,7 @@ use crate::dedup::DedupIndex;
 use crate::error::{BrokerError, Result};
 use crate::in_flight::InFlightIds;
 use crate::partitioner::Partitioner;
-use crate::raft::PartitionGroup;
+use crate::raft::{PartitionGroup, Replication};
 use crate::schedule::DelayStore;
 use crate::storage::PartitionHandle;
 use crate::subscription::{ReceiptCodec, Subscription};
@@ -151,6 +151,8 @@ impl Topic {
 #[derive(Debug)]
 pub struct Broker {
     config: BrokerConfig,
+    /// In a cluster: how this node's partitions replicate (none on a single node).
+    replication: Option<Replication>,
     metadata: Metadata,
     receipts: ReceiptCodec,
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
@@ -189,16 +191,34 @@ impl Broker {
         let _ = self.memory.set(budget);
     }
 
-    /// Opens the broker on `config.data_dir`, creating it if needed: recovers every partition's
-    /// log tail and reloads topics, subscriptions, cursors and leases. Starts retention.
+    /// Opens a single node's broker on `config.data_dir`, creating it if needed: recovers
+    /// every partition's log tail and reloads topics, subscriptions, cursors and leases.
+    /// Starts retention.
     pub async fn open(config: BrokerConfig) -> Result<Arc<Broker>> {
-        let opening = config.clone();
-        let (metadata, topics) = tokio::task::spawn_blocking(move || metadata::load(&opening))
-            .await
-            .map_err(|error| join_error("opening the data folder", &error))??;
+        Broker::open_with(config, None).await
+    }
+
+    /// [`Broker::open`] for a node of a cluster, whose partitions replicate through
+    /// `replication`.
+    pub async fn open_replicated(
+        config: BrokerConfig,
+        replication: Replication,
+    ) -> Result<Arc<Broker>> {
+        Broker::open_with(config, Some(replication)).await
+    }
+
+    async fn open_with(
+        config: BrokerConfig,
+        replication: Option<Replication>,
+    ) -> Result<Arc<Broker>> {
+        let (opening, replicated) = (config.clone(), replication.is_some());
+        let (metadata, topics) =
+            tokio::task::spawn_blocking(move || metadata::load(&opening, replicated))
+                .await
+                .map_err(|error| join_error("opening the data folder", &error))??;
         // In a cluster every node signs receipts with the key the cluster shares, so the
         // receipt of a delivery stays good after its partition's leadership moves.
-        let receipt_key = match &config.replication {
+        let receipt_key = match &replication {
             Some(replication) => replication.receipt_key,
             None => metadata.receipt_key()?,
         };
@@ -209,6 +229,7 @@ impl Broker {
             me: me.clone(),
             receipts,
             config,
+            replication,
             metadata,
             topics: RwLock::new(topics),
             admin: AsyncMutex::new(()),

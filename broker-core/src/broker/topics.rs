@@ -23,12 +23,20 @@ impl Broker {
         let dir = self.metadata.topic_dir(&config);
         let topic = {
             let (broker_config, metadata_config) = (self.config.clone(), config.clone());
+            let replicated = self.replication.is_some();
             let indexes = (0..config.partitions)
                 .map(|p| self.metadata.index_tree(config.uid, p))
                 .collect::<Result<Vec<_>>>()?;
             let trees = self.metadata.topic_trees(config.uid)?;
             blocking(move || {
-                metadata::open_topic_files(&dir, indexes, trees, &broker_config, metadata_config)
+                metadata::open_topic_files(
+                    &dir,
+                    indexes,
+                    trees,
+                    &broker_config,
+                    replicated,
+                    metadata_config,
+                )
             })
             .await?
         };
@@ -109,7 +117,7 @@ impl Broker {
     /// How a partition's leader is named in its stats: this node's id on a single node; in a
     /// cluster the leading node's id, or empty during an election.
     fn leader_name(&self, topic: &str, partition: u32) -> String {
-        match &self.config.replication {
+        match &self.replication {
             None => self.node_id().to_owned(),
             Some(_) => self
                 .partition_leader(topic, partition)

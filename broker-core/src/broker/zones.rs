@@ -38,7 +38,7 @@ impl Broker {
     /// leads, else those led in its zone, else none (every partition in turn). None on a
     /// single node.
     pub(super) fn unkeyed_partitions(&self, topic: &Topic) -> Vec<u32> {
-        if self.config.replication.is_none() {
+        if self.replication.is_none() {
             return Vec::new(); // A single node's produce path allocates nothing here.
         }
         let led_here = self.partitions_led_here(topic);
@@ -69,7 +69,7 @@ impl Broker {
     }
 
     fn leaders_near(&self, topic: &Topic) -> Vec<LeaderNear> {
-        let me = self.config.replication.as_ref().map(|r| r.node_id);
+        let me = self.replication.as_ref().map(|r| r.node_id);
         let zones = read(&self.zones);
         let same_zone = |node: u64| {
             let zone = |n: u64| zones.get(&n);
@@ -107,7 +107,7 @@ impl Broker {
     /// else it answers `NotLeader` and the read goes to the leader. Of several such
     /// replicas, the partition number chooses, so that reads spread over them.
     pub fn read_replica_near(&self, topic: &str, partition: u32) -> Option<u64> {
-        let me = self.config.replication.as_ref()?.node_id;
+        let me = self.replication.as_ref()?.node_id;
         let open = self.topic(topic).ok()?;
         let seat = open.groups.get(partition as usize)?;
         if seat.held() {

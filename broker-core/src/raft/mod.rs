@@ -65,6 +65,7 @@ mod purge;
 mod recent_entries;
 mod remote_write;
 mod repair;
+mod replication;
 mod snapshot;
 mod state_machine;
 mod status;
@@ -94,6 +95,7 @@ pub use purge::{SNAPSHOT_WAIT_MS, purge_through_snapshot};
 pub use recent_entries::{RECENT_BYTES, RECENT_ENTRIES};
 pub use remote_write::{WRITE_CALL_TIMEOUT_MS, answer_write, write_at_leader};
 pub use repair::RepairClaim;
+pub use replication::Replication;
 
 /// The Raft of one group on this node.
 pub type GroupRaft = openraft::Raft<TypeConfig>;

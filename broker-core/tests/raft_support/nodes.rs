@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use broker_core::cluster::{NodeRecord, NodeState};
 use broker_core::cluster_node::{ClusterNode, NodeStart};
-use broker_core::config::Replication;
+use broker_core::raft::Replication;
 use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
 use broker_core::{Broker, BrokerConfig};
 
@@ -52,7 +52,7 @@ pub async fn try_open_cluster_broker(
         .insert(id, Arc::clone(&groups));
     let mut config = BrokerConfig::new(root.join(format!("node-{id}")));
     tune(&mut config);
-    config.replication = Some(Replication {
+    let replication = Replication {
         node_id: id,
         transport: Arc::new(NodeTransport {
             me: id,
@@ -61,8 +61,8 @@ pub async fn try_open_cluster_broker(
         groups,
         receipt_key: [7; 32],
         raft: raft_config().expect("config"),
-    });
-    Broker::open(config).await
+    };
+    Broker::open_replicated(config, replication).await
 }
 
 /// A cluster node as `me`, its broker opened by [`open_cluster_broker`]: with `peers` the

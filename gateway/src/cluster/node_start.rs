@@ -8,7 +8,7 @@ use std::sync::Arc;
 use broker_core::Broker;
 use broker_core::cluster::{NodeRecord, NodeState};
 use broker_core::cluster_node::{ClusterNode, NodeStart};
-use broker_core::config::Replication;
+use broker_core::raft::Replication;
 use broker_core::raft::{NodeInfo, RaftGroups, raft_config};
 
 use super::liveness::Liveness;
@@ -86,16 +86,18 @@ pub async fn start_node(
             let _ = stopped.await;
         },
     ));
-    let mut config = settings.broker_config();
-    config.replication = Some(Replication {
+    let config = settings.broker_config();
+    let replication = Replication {
         node_id: cluster.node_id,
         transport: Arc::new(peers),
         groups: Arc::clone(&groups),
         raft: raft_config().map_err(|e| fail(&e))?,
         receipt_key: auth.derive_key(RECEIPT_KEY_PURPOSE),
-    });
+    };
     let log_config = config.log.clone();
-    let broker = Broker::open(config).await.map_err(ServeError::OpenBroker)?;
+    let broker = Broker::open_replicated(config, replication)
+        .await
+        .map_err(ServeError::OpenBroker)?;
     let voters: BTreeMap<u64, NodeInfo> = cluster
         .peers
         .iter()
