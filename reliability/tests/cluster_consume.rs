@@ -497,6 +497,34 @@ async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64
     }
 }
 
+/// Once `topic`'s partitions have leaders, moves partition `p`'s leadership to node
+/// `leaders[p]` (through the first of `urls`) and waits until every node sees them so.
+async fn lead_partitions(http: &reqwest::Client, urls: &[String], topic: &str, leaders: &[u64]) {
+    leaders_seen(http, &urls[0], topic).await;
+    for (partition, node) in leaders.iter().enumerate() {
+        let (status, body) = post_when_ready(
+            http,
+            format!(
+                "{}/v1/cluster/partitions/{topic}/{partition}/leader",
+                urls[0]
+            ),
+            json!({ "node": node }),
+        )
+        .await;
+        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
+    }
+    for url in urls {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while leaders_seen(http, url, topic).await != leaders {
+            assert!(
+                Instant::now() < deadline,
+                "{url} never saw the moved leaders"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
 /// An offset read at `url` (again while the answer is 503, for up to 15 s): the node that
 /// served it (`Wharf-Served-By`) and the page.
 async fn offset_read(http: &reqwest::Client, url: &str) -> (Option<u64>, Value) {
@@ -548,29 +576,7 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     )
     .await;
     assert_eq!(status, 201, "create subscription: {body}");
-    leaders_seen(&http, &urls[0], ZONED).await;
-    for (partition, node) in [(0, 3), (1, 1)] {
-        let (status, body) = post_when_ready(
-            &http,
-            format!(
-                "{}/v1/cluster/partitions/{ZONED}/{partition}/leader",
-                urls[0]
-            ),
-            json!({ "node": node }),
-        )
-        .await;
-        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
-    }
-    for url in &urls {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while leaders_seen(&http, url, ZONED).await != [3, 1] {
-            assert!(
-                Instant::now() < deadline,
-                "{url} never saw the moved leaders"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    lead_partitions(&http, &urls, ZONED, &[3, 1]).await;
 
     let partitions_of = |reply: &Value| -> Vec<u64> {
         reply["messages"]
@@ -932,27 +938,7 @@ async fn a_backlog_on_the_receiving_nodes_partition_starves_no_other_partition()
     )
     .await;
     assert_eq!(status, 201, "create topic: {body}");
-    leaders_seen(&http, &urls[0], FAIR).await;
-    for (partition, node) in [(0, 1), (1, 2)] {
-        let (status, body) = post_when_ready(
-            &http,
-            format!(
-                "{}/v1/cluster/partitions/{FAIR}/{partition}/leader",
-                urls[0]
-            ),
-            json!({ "node": node }),
-        )
-        .await;
-        assert_eq!(status, 200, "move partition {partition}'s leader: {body}");
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while leaders_seen(&http, &urls[0], FAIR).await != [1, 2] {
-        assert!(
-            Instant::now() < deadline,
-            "node 1 never saw the moved leaders"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    lead_partitions(&http, &urls, FAIR, &[1, 2]).await;
 
     // Which keys go to which partition: a probe before the subscription, which starts after
     // it (and would skip any probe it saw: values are checked below).
