@@ -56,9 +56,10 @@
 //!   edge's 401/403/429/503 on every operation.
 //! - [`cluster`]: the cluster port (Raft RPCs between nodes, checked against the cluster
 //!   secret) and [`cluster::PeerClient`], the broker's transport to other nodes.
-//! - [`alerts`]: the pure core of alerts: rules and their validation, the webhook target
-//!   policy, the evaluation state machine, signed event bodies, the delivery schedule and
-//!   queue (no routes or I/O yet).
+//! - [`alerts`]: rules and their validation, the webhook target policy, the evaluation
+//!   state machine, signed event bodies, the delivery schedule and queue (a pure core), and
+//!   the runtime, rule book, watcher and outbox that wire it to the broker and the network
+//!   (served by `routes::alerts`).
 //! - [`console`]: the web console's files (served at `/ui` by [`routes::console`]), built
 //!   into the binary.
 //! - [`history`]: the per-minute history of topics and subscriptions: the sampler, the
