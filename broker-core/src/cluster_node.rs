@@ -764,9 +764,9 @@ fn refusal_error(refusal: ProposeRefusal) -> BrokerError {
             what: "cluster metadata".into(),
             ms: crate::raft::PROPOSE_TIMEOUT_MS,
         },
-        // The controller's Raft stopped or panicked, maybe after the entry went out to
-        // its followers, who may still commit it: the outcome is unknown (503), not a bad
-        // request.
+        // Whatever failed (a stopped or panicked Raft answers `Timeout` already, see
+        // `propose_command`), the caller cannot tell that nothing was written: 503 with the
+        // outcome unknown, never a bad request.
         ProposeRefusal::Failed(reason) => BrokerError::ReplicationTimeout {
             what: format!("cluster metadata (its Raft failed: {reason})"),
             ms: crate::raft::PROPOSE_TIMEOUT_MS,

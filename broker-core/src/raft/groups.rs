@@ -394,9 +394,11 @@ pub enum ProposeRefusal {
         /// Its cluster address, as the group's membership records it.
         cluster_addr: String,
     },
-    /// Not committed within [`super::PROPOSE_TIMEOUT_MS`]; it may still be.
+    /// Not committed within [`super::PROPOSE_TIMEOUT_MS`], or the group's Raft stopped or
+    /// panicked after it was proposed; it may still be committed.
     Timeout,
-    /// The group failed or is stopping.
+    /// Refused for another reason, in words (a partition write's writer answers it as
+    /// `not_leader`: its leader refused it before writing).
     Failed(String),
 }
 
@@ -450,6 +452,12 @@ pub async fn propose_command(raft: &Raft<TypeConfig>, command: Bytes) -> Propose
                 }
                 (leader, _) => ProposeRefusal::NotLeader(leader),
             })
+        }
+        // The Raft core stopped or panicked, maybe after the entry went out to followers
+        // who may still commit it: the outcome is unknown, as after a timeout.
+        Ok(Err(RaftError::Fatal(error))) => {
+            tracing::warn!(%error, "a controller proposal failed with its outcome unknown");
+            Err(ProposeRefusal::Timeout)
         }
         Ok(Err(e)) => Err(ProposeRefusal::Failed(e.to_string())),
         Err(_) => Err(ProposeRefusal::Timeout),

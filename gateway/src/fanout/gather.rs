@@ -299,13 +299,16 @@ async fn ask_leaders(
     }))
     .await;
     let mut messages = Vec::new();
+    let mut looks = Vec::with_capacity(round.len());
     for ((node, _), answer) in round.iter().zip(answers) {
         asked.insert(*node);
-        if here {
-            let looks = &state.remote_looks;
-            looks.record(&path.topic, &path.sub, *node, looked, answer.is_empty());
-        }
+        looks.push((*node, answer.is_empty()));
         messages.extend(answer);
+    }
+    if here {
+        state
+            .remote_looks
+            .record(&path.topic, &path.sub, looked, &looks);
     }
     messages
 }

@@ -98,9 +98,12 @@ impl RemoteLooks {
         }
     }
 
-    /// Records that node `node`, a leader of `topic`'s subscription `sub`, answered a
-    /// gathering round asked at `now`, with nothing when `empty`.
-    pub fn record(&self, topic: &str, sub: &str, node: u64, now: Instant, empty: bool) {
+    /// Records the answers of a gathering round asked at `now` of leaders of `topic`'s
+    /// subscription `sub`: each node, and whether it had nothing (one lock for the round).
+    pub fn record(&self, topic: &str, sub: &str, now: Instant, answers: &[(u64, bool)]) {
+        if answers.is_empty() {
+            return;
+        }
         let mut looks = lock(&self.looks);
         let key = (topic.to_owned(), sub.to_owned());
         if looks.len() >= MAX_LOOKS && !looks.contains_key(&key) {
@@ -112,20 +115,16 @@ impl RemoteLooks {
                 return;
             }
         }
-        looks
-            .entry(key)
-            .or_default()
-            .insert(node, Look { at: now, empty });
+        let nodes = looks.entry(key).or_default();
+        for &(node, empty) in answers {
+            nodes.insert(node, Look { at: now, empty });
+        }
     }
 
     /// How many subscriptions are remembered.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         lock(&self.looks).len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -161,7 +160,7 @@ mod tests {
             looks.plan("t", "s", &[2, 3], &[], now),
             RoundPlan::CloseFirst(set(&[2, 3]))
         );
-        looks.record("t", "s", 2, now, true);
+        looks.record("t", "s", now, &[(2, true)]);
         assert_eq!(
             looks.plan("t", "s", &[2, 3], &[], now),
             RoundPlan::CloseFirst(set(&[3]))
@@ -173,8 +172,8 @@ mod tests {
     fn all_empty_looks_are_trusted_for_their_span_then_the_others_go_first() {
         let looks = RemoteLooks::default();
         let start = Instant::now();
-        looks.record("t", "s", 2, start, true);
-        looks.record("t", "s", 3, start + ms(10), true);
+        looks.record("t", "s", start, &[(2, true)]);
+        looks.record("t", "s", start + ms(10), &[(3, true)]);
         let plan = |at| looks.plan("t", "s", &[2, 3], &[], at);
         assert_eq!(plan(start + ms(10)), RoundPlan::LocalOnlyIfAny);
         assert_eq!(
@@ -196,18 +195,18 @@ mod tests {
     fn leaders_in_other_zones_never_go_first_but_must_be_empty_to_be_skipped() {
         let looks = RemoteLooks::default();
         let start = Instant::now();
-        looks.record("t", "s", 2, start, true);
+        looks.record("t", "s", start, &[(2, true)]);
         // Zone b's leader 3 was never asked: this zone's empty look is not enough.
         assert_eq!(
             looks.plan("t", "s", &[2], &[3], start),
             RoundPlan::LocalFirst
         );
-        looks.record("t", "s", 3, start, true);
+        looks.record("t", "s", start, &[(3, true)]);
         assert_eq!(
             looks.plan("t", "s", &[2], &[3], start),
             RoundPlan::LocalOnlyIfAny
         );
-        looks.record("t", "s", 3, start, false);
+        looks.record("t", "s", start, &[(3, false)]);
         assert_eq!(
             looks.plan("t", "s", &[2], &[3], start),
             RoundPlan::LocalFirst
@@ -218,9 +217,9 @@ mod tests {
     fn a_leader_that_had_messages_is_asked_after_this_nodes_own() {
         let looks = RemoteLooks::default();
         let start = Instant::now();
-        looks.record("t", "s", 2, start, true);
-        looks.record("t", "s", 3, start, true);
-        looks.record("t", "s", 3, start + ms(1), false);
+        looks.record("t", "s", start, &[(2, true)]);
+        looks.record("t", "s", start, &[(3, true)]);
+        looks.record("t", "s", start + ms(1), &[(3, false)]);
         let plan = looks.plan("t", "s", &[2, 3], &[], start + ms(2));
         assert_eq!(plan, RoundPlan::LocalFirst);
     }
@@ -230,12 +229,12 @@ mod tests {
         let looks = RemoteLooks::default();
         let start = Instant::now();
         for n in 0..MAX_LOOKS {
-            looks.record("t", &format!("s{n}"), 2, start, true);
+            looks.record("t", &format!("s{n}"), start, &[(2, true)]);
         }
         assert_eq!(looks.len(), MAX_LOOKS);
         // Still fresh: a new one is not remembered, the old ones keep theirs.
         let soon = start + ms(1);
-        looks.record("t", "new", 2, soon, true);
+        looks.record("t", "new", soon, &[(2, true)]);
         assert_eq!(looks.len(), MAX_LOOKS);
         let unknown = RoundPlan::CloseFirst(set(&[2]));
         assert_eq!(looks.plan("t", "new", &[2], &[], soon), unknown);
@@ -244,14 +243,14 @@ mod tests {
             RoundPlan::LocalOnlyIfAny
         );
         // An update of one already remembered still lands.
-        looks.record("t", "s0", 2, start + ms(2), false);
+        looks.record("t", "s0", start + ms(2), &[(2, false)]);
         assert_eq!(
             looks.plan("t", "s0", &[2], &[], soon),
             RoundPlan::LocalFirst
         );
         // Once they are stale, they make room.
         let later = start + ms(REMOTE_LOOK_MS + 1);
-        looks.record("t", "new", 2, later, true);
+        looks.record("t", "new", later, &[(2, true)]);
         assert_eq!(looks.len(), 2);
         assert_eq!(
             looks.plan("t", "new", &[2], &[], later),
