@@ -36,6 +36,9 @@ pub const INVALID_REQUEST: Code = Code::new("invalid_request", "Invalid request"
 /// A message value exceeds the topic's `max_message_bytes`, or the body exceeds the server's
 /// `max_body_bytes`.
 pub const MESSAGE_TOO_LARGE: Code = Code::new("message_too_large", "Message too large");
+/// The request line and headers exceed the server's `max_header_bytes`, or the headers
+/// number more than its `max_headers`.
+pub const HEADERS_TOO_LARGE: Code = Code::new("headers_too_large", "Request headers too large");
 /// The route accepts only JSON and the request's `Content-Type` is something else.
 pub const UNSUPPORTED_MEDIA_TYPE: Code =
     Code::new("unsupported_media_type", "Unsupported media type");
@@ -125,6 +128,7 @@ pub const ALL: &[Code] = &[
     PARTITION_NOT_FOUND,
     INVALID_REQUEST,
     MESSAGE_TOO_LARGE,
+    HEADERS_TOO_LARGE,
     UNSUPPORTED_MEDIA_TYPE,
     OFFSET_OUT_OF_RANGE,
     RECEIPT_INVALID,

@@ -89,6 +89,7 @@ pub mod docs_html;
 pub mod edge;
 pub mod extract;
 pub mod fanout;
+pub mod head_size;
 pub mod hex;
 pub mod history;
 pub mod integral_floats;

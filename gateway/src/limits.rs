@@ -35,11 +35,11 @@ pub const LONG_POLL_MARGIN_MS: u64 = 5_000;
 /// vanished (power loss, a NAT that dropped the mapping) is found without waiting on a read.
 pub const DEFAULT_TCP_KEEPALIVE_SECS: u64 = 60;
 /// Default `max_headers`: request headers per request. Real clients send 5–20; 64 leaves
-/// room for proxies and tracing headers while refusing header floods (431).
+/// room for proxies and tracing headers while refusing header floods (431 `headers_too_large`).
 pub const DEFAULT_MAX_HEADERS: usize = 64;
 /// Default `max_header_bytes`: the request line and headers together. 32 KiB lets an
 /// oversized 16 KiB token reach the edge and get a clear 401 (tokens are capped at
-/// [`MAX_TOKEN_BYTES`]) and fits every sane header set; past it hyper answers 431.
+/// [`MAX_TOKEN_BYTES`]) and fits every sane header set; past it: 431 `headers_too_large`.
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 32 * 1024;
 /// Smallest `max_header_bytes` accepted: below 1 KiB a request with a token cannot be sent.
 pub const MIN_MAX_HEADER_BYTES: usize = 1024;

@@ -3,7 +3,7 @@
 //! docs), and the edge's responses: 401 `unauthorized`, 403 `forbidden`, and on every
 //! operation 403 `host_not_allowed`/`origin_not_allowed` ([`crate::browser_guard`]), 408
 //! `request_timeout`, 413 `message_too_large` (operations with a body), 429 `rate_limited`,
-//! 503 `overloaded`. Applied after the routes are collected, so new routes get it too. A
+//! 431 `headers_too_large` (every operation, [`crate::head_size`]), 503 `overloaded`. Applied after the routes are collected, so new routes get it too. A
 //! response an operation documents itself is kept.
 
 use utoipa::openapi::content::ContentBuilder;
@@ -39,6 +39,11 @@ const FORBIDDEN_OR_BROWSER_GUARD: &str = "The token's scope lacks the grant on t
     (`forbidden`); or a browser request for a page of another origin (`origin_not_allowed`), \
     or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or \
     in `allowed_hosts` (`host_not_allowed`)";
+
+/// The 431 of every operation (the edge's head check, [`crate::head_size`]).
+const HEADERS_TOO_LARGE: &str = "The request line and headers are over `max_header_bytes`, or \
+    the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by \
+    the HTTP layer with a bare 431 and the connection closed";
 
 /// Adds the scheme, the requirement and the edge's responses to `document`.
 pub fn document_edge(document: &mut OpenApi) {
@@ -80,6 +85,11 @@ pub fn document_edge(document: &mut OpenApi) {
                 .responses
                 .entry("403".to_owned())
                 .or_insert_with(|| problem(forbidden));
+            operation
+                .responses
+                .responses
+                .entry("431".to_owned())
+                .or_insert_with(|| problem(HEADERS_TOO_LARGE));
             if rule == Rule::Public {
                 continue;
             }

@@ -48,6 +48,12 @@ pub enum ApiError {
     /// The body exceeds the server's `max_body_bytes`.
     #[error("the request body is larger than the server's max_body_bytes")]
     BodyTooLarge,
+    /// The request head is over `max_header_bytes` or has more than `max_headers` headers.
+    #[error("{detail}")]
+    HeadersTooLarge {
+        /// Which limit, and by how much.
+        detail: String,
+    },
     /// The route takes JSON only.
     #[error("this route accepts only Content-Type application/json (or a +json type)")]
     UnsupportedMediaType,
@@ -184,6 +190,10 @@ impl ApiError {
             ApiError::Broker(error) => broker_status_and_code(error),
             ApiError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, codes::INVALID_REQUEST),
             ApiError::BodyTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, codes::MESSAGE_TOO_LARGE),
+            ApiError::HeadersTooLarge { .. } => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                codes::HEADERS_TOO_LARGE,
+            ),
             ApiError::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 codes::UNSUPPORTED_MEDIA_TYPE,

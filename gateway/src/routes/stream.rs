@@ -33,7 +33,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
 use crate::consumed_by::ConsumedBy;
@@ -88,6 +88,32 @@ pub struct StreamQuery {
     /// Idle time after which a heartbeat comment is sent, 100 to 60000 (default 15000).
     #[param(minimum = 100, maximum = 60000)]
     pub heartbeat_ms: Option<u64>,
+}
+
+/// One event of a stream as a Server-Sent Events parser reads it (OpenAPI 3.1 has no
+/// `itemSchema`, so this is the per-event `schema` of `text/event-stream`, the way
+/// schemathesis reads it). Heartbeats are comment lines: no event.
+#[derive(Debug, ToSchema)]
+pub struct StreamEvent {
+    /// `message` for a message; `error` for the last event of a stream whose subscription or
+    /// topic went away.
+    pub event: StreamEventKind,
+    /// A message's receipt (`id:`); a parser keeps the last one on the `error` event.
+    pub id: Option<String>,
+    /// JSON text: for `message` the object a receive returns (`ReceivedMessage`); for
+    /// `error` a problem (`Problem`: `subscription_not_found`, `topic_not_found`, …).
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
+}
+
+/// The kinds of event a stream sends.
+#[derive(Debug, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamEventKind {
+    /// A message, leased to the receipt in `id`.
+    Message,
+    /// The stream's end: the problem that ended it in `data`.
+    Error,
 }
 
 /// The checked settings of one stream.
@@ -156,7 +182,7 @@ impl StreamQuery {
             description = "The receipt of the last event seen, on a reconnect")),
     responses(
         (status = 200, description = "An event stream of `message` events, heartbeat comments and a final `error` event",
-            content_type = "text/event-stream", body = String),
+            content_type = "text/event-stream", body = StreamEvent),
         (status = 400, description = "A query parameter out of range (`invalid_request`)",
             body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",

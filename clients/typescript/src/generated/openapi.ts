@@ -1810,6 +1810,30 @@ export interface components {
          * @enum {string}
          */
         Start: "latest" | "earliest";
+        /**
+         * @description One event of a stream as a Server-Sent Events parser reads it (OpenAPI 3.1 has no
+         *     `itemSchema`, so this is the per-event `schema` of `text/event-stream`, the way
+         *     schemathesis reads it). Heartbeats are comment lines: no event.
+         */
+        StreamEvent: {
+            /**
+             * @description `message` for a message; `error` for the last event of a stream whose subscription or
+             *     topic went away.
+             */
+            event: components["schemas"]["StreamEventKind"];
+            /** @description A message's receipt (`id:`); a parser keeps the last one on the `error` event. */
+            id?: string | null;
+            /**
+             * @description JSON text: for `message` the object a receive returns (`ReceivedMessage`); for
+             *     `error` a problem (`Problem`: `subscription_not_found`, `topic_not_found`, …).
+             */
+            data: string;
+        };
+        /**
+         * @description The kinds of event a stream sends.
+         * @enum {string}
+         */
+        StreamEventKind: "message" | "error";
         /** @description A subscription's settings and stats. */
         Subscription: {
             /** @description The topic it reads. */
@@ -2192,6 +2216,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -2223,6 +2256,15 @@ export interface operations {
             };
             /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2279,6 +2321,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2351,6 +2402,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -2382,6 +2442,15 @@ export interface operations {
             };
             /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2427,6 +2496,15 @@ export interface operations {
             };
             /** @description A browser request for a page of another origin (`origin_not_allowed`), or, when the server is anonymous, a `Host` that is not a loopback name, an IP address or in `allowed_hosts` (`host_not_allowed`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2484,6 +2562,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     active_alerts: {
@@ -2533,6 +2620,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2598,6 +2694,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2710,6 +2815,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After` */
             503: {
                 headers: {
@@ -2780,6 +2894,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2862,6 +2985,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After` */
             503: {
                 headers: {
@@ -2920,6 +3052,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3020,6 +3161,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The controller has no leader (`not_leader`), did not commit in time (`replication_timeout`), or the node to remove led it and has just handed the leadership to another voter (`not_leader` naming it); see `Retry-After` */
             503: {
                 headers: {
@@ -3108,6 +3258,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3234,6 +3393,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The node did not come to lead in time (`replication_timeout`), or the controller has no leader (`not_leader`); see `Retry-After` */
             503: {
                 headers: {
@@ -3301,6 +3469,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3391,6 +3568,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3492,6 +3678,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server runs with `history = false` (`history_disabled`) */
             501: {
                 headers: {
@@ -3559,6 +3754,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3671,6 +3875,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -3748,6 +3961,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -3816,6 +4038,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3931,6 +4162,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -4015,6 +4255,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4163,6 +4412,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Back-pressure (`overloaded`); in a cluster also no leader (`not_leader`), a write not committed in time (`replication_timeout`: its outcome is unknown, retry with the same ids), or an earlier attempt of one of the batch's ids whose outcome is not known yet (`outcome_pending`: nothing was stored); see `Retry-After` */
             503: {
                 headers: {
@@ -4263,6 +4521,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server runs with `trace_index = false` (`trace_disabled`) */
             501: {
                 headers: {
@@ -4354,6 +4621,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4461,6 +4737,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -4531,6 +4816,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4655,6 +4949,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -4734,6 +5037,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -4804,6 +5116,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4921,6 +5242,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -5024,6 +5354,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5141,6 +5480,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -5244,6 +5592,15 @@ export interface operations {
             };
             /** @description A rate limit is spent (`rate_limited`); see `Retry-After` and `RateLimit-*` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5361,6 +5718,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a partition's leader could not be reached or is being elected (`not_leader`), or did not confirm in time (`replication_timeout`); what moved before stays moved */
             503: {
                 headers: {
@@ -5471,6 +5837,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After` */
             503: {
                 headers: {
@@ -5512,7 +5887,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             /** @description A query parameter out of range (`invalid_request`) */
@@ -5562,6 +5937,15 @@ export interface operations {
             };
             /** @description This client holds its share of streams (`rate_limited`) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request line and headers are over `max_header_bytes`, or the headers more than `max_headers` (`headers_too_large`); a head far over them is cut by the HTTP layer with a bare 431 and the connection closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -63,6 +63,8 @@ from .seek_request_offsets import SeekRequestOffsets
 from .seek_response import SeekResponse
 from .seek_response_positions import SeekResponsePositions
 from .start import Start
+from .stream_event import StreamEvent
+from .stream_event_kind import StreamEventKind
 from .subscription import Subscription
 from .subscription_list import SubscriptionList
 from .subscription_point import SubscriptionPoint
@@ -140,6 +142,8 @@ __all__ = (
     "SeekResponse",
     "SeekResponsePositions",
     "Start",
+    "StreamEvent",
+    "StreamEventKind",
     "Subscription",
     "SubscriptionList",
     "SubscriptionPoint",
