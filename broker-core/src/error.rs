@@ -3,6 +3,10 @@
 
 use std::path::PathBuf;
 
+mod cluster;
+
+pub use cluster::{ClusterError, PlacementFault};
+
 /// Everything a broker operation can fail with. Variants carry the values that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
@@ -104,7 +108,7 @@ pub enum BrokerError {
     #[error("the cluster refuses the change: {refusal}{}", note.map(|n| format!(" ({n})")).unwrap_or_default())]
     Cluster {
         /// The metadata's refusal.
-        refusal: crate::cluster::ClusterError,
+        refusal: ClusterError,
         /// Why, when the refusal alone does not say (a limit of this stage).
         note: Option<&'static str>,
     },
@@ -210,8 +214,8 @@ impl BrokerError {
     }
 }
 
-impl From<crate::cluster::ClusterError> for BrokerError {
-    fn from(refusal: crate::cluster::ClusterError) -> Self {
+impl From<ClusterError> for BrokerError {
+    fn from(refusal: ClusterError) -> Self {
         BrokerError::Cluster {
             refusal,
             note: None,

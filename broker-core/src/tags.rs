@@ -4,7 +4,15 @@
 
 use crate::error::BrokerError;
 use crate::limits::{MAX_TAG_LEN, MAX_TAGS};
-use crate::subscription::config::valid_tag;
+
+/// Whether a tag is 1 to [`MAX_TAG_LEN`] characters of `A-Z a-z 0-9 . _ - : /`.
+pub fn valid_tag(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= MAX_TAG_LEN
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/'))
+}
 
 /// Checks `tags`: at most [`MAX_TAGS`], each one [`valid_tag`]; `field` names the request
 /// field in the error (`tags`, `filter.tags`).

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use metrics::{Counter, Unit, counter, describe_counter, describe_histogram, histogram};
 
-use crate::raft::Proved;
-
 /// Messages stored by produces, per topic (delayed ones when they are scheduled).
 pub const PRODUCED_MESSAGES: &str = "wharf_produced_messages_total";
 /// Value bytes stored by produces, per topic.
@@ -107,17 +105,28 @@ pub fn write_stage(stage: WriteStage, seconds: f64) {
     }
 }
 
-/// Counts how one receive proved its node still led (`None`: by its leases' commit).
-pub fn leadership_proved(proved: Option<Proved>) {
+/// How a receive proved that its node still led its partition (the `how` label of
+/// [`LEADERSHIP_PROOFS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadershipProof {
+    /// By a quorum's answer within the read lease.
+    Lease,
+    /// By a heartbeat round sent for it.
+    Round,
+    /// By the commit of its leases.
+    Commit,
+}
+
+/// Counts how one receive proved its node still led.
+pub fn leadership_proved(proof: LeadershipProof) {
     static HOW: OnceLock<[Counter; 3]> = OnceLock::new();
     let [lease, round, commit] = HOW.get_or_init(|| {
-        [Proved::Lease.label(), Proved::Round.label(), "commit"]
-            .map(|how| counter!(LEADERSHIP_PROOFS, "how" => how))
+        ["lease", "round", "commit"].map(|how| counter!(LEADERSHIP_PROOFS, "how" => how))
     });
-    match proved {
-        Some(Proved::Lease) => lease.increment(1),
-        Some(Proved::Round) => round.increment(1),
-        None => commit.increment(1),
+    match proof {
+        LeadershipProof::Lease => lease.increment(1),
+        LeadershipProof::Round => round.increment(1),
+        LeadershipProof::Commit => commit.increment(1),
     }
 }
 

@@ -9,6 +9,18 @@ use crate::limits::{
 };
 use crate::names;
 
+/// Copies of each partition when a create request does not say: three survive the loss of
+/// any one node (or, spread over three zones, of one zone) with a Raft majority left.
+pub const DEFAULT_REPLICATION_FACTOR: u32 = 3;
+
+/// The replication factor of a topic created without one: [`DEFAULT_REPLICATION_FACTOR`]
+/// when there are that many Active nodes, else one copy per node.
+pub fn default_replication_factor(active_nodes: usize) -> u32 {
+    u32::try_from(active_nodes).map_or(DEFAULT_REPLICATION_FACTOR, |n| {
+        n.min(DEFAULT_REPLICATION_FACTOR)
+    })
+}
+
 /// A topic's settings as stored in the metadata store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicConfig {
@@ -107,7 +119,7 @@ impl TopicSpec {
 
     /// [`TopicSpec::into_config`] where `nodes` nodes may hold copies of a partition: 1 on a
     /// single node, which keeps one copy; in a cluster the Active nodes. The replication
-    /// factor defaults to [`crate::cluster::default_replication_factor`] (3, or `nodes` if
+    /// factor defaults to [`default_replication_factor`] (3, or `nodes` if
     /// fewer) and must be 1 to `nodes`.
     pub fn into_config_keeping(
         self,
@@ -125,7 +137,7 @@ impl TopicSpec {
             1,
             MAX_PARTITIONS,
         )?;
-        let default = crate::cluster::default_replication_factor(nodes as usize);
+        let default = default_replication_factor(nodes as usize);
         let replication_factor = self.replication_factor.unwrap_or(default);
         if !(1..=nodes.max(1)).contains(&replication_factor) {
             let reason = match nodes {

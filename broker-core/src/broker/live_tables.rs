@@ -26,12 +26,12 @@ use std::time::Duration;
 
 use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::prove_leadership;
+use crate::raft::{Proved, prove_leadership};
 use crate::storage::PartitionHandle;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{StartPosition, Subscription, SubscriptionConfig};
 use crate::sync::{read, write};
-use crate::telemetry;
+use crate::telemetry::{self, LeadershipProof};
 
 /// How long [`Broker::subscription_started`] callers should wait between looks: about a
 /// heartbeat, so the start a leader appended is seen soon after it commits.
@@ -93,7 +93,11 @@ impl Broker {
             return false;
         };
         let proved = prove_leadership(&seated.raft, seated.proposer.proof(), term).await;
-        telemetry::leadership_proved(proved);
+        telemetry::leadership_proved(match proved {
+            Some(Proved::Lease) => LeadershipProof::Lease,
+            Some(Proved::Round) => LeadershipProof::Round,
+            None => LeadershipProof::Commit,
+        });
         proved.is_some()
     }
 

@@ -1,10 +1,10 @@
 //! Applying a command to the cluster state: check every rule first, then change.
 
 use super::command::Command;
-use super::error::ClusterError;
 use super::node::{NodeRecord, NodeState};
 use super::placement::PartitionPlacement;
 use super::state::{ClusterState, PartitionLeader, TopicRecord};
+use crate::error::ClusterError;
 use crate::subscription::SubscriptionConfig;
 use crate::topic::TopicConfig;
 

@@ -20,11 +20,10 @@
 //!   preferred leader on its own (automatic preferred-leader election).
 //! - `replicated`: the state as the controller group's replicated metadata (commands as
 //!   JSON, applied in log order: [`encode_command`]).
-//! - `error`: [`ClusterError`], one variant per refusal.
+//! - [`ClusterError`] (in `crate::error`, below everything): one variant per refusal.
 
 mod apply;
 mod command;
-mod error;
 pub mod lead_back;
 mod node;
 mod placement;
@@ -32,13 +31,11 @@ mod planner;
 mod replicated;
 mod state;
 
+pub use crate::error::{ClusterError, PlacementFault};
+pub use crate::topic::{DEFAULT_REPLICATION_FACTOR, default_replication_factor};
 pub use command::Command;
-pub use error::{ClusterError, PlacementFault};
 pub use node::{NodeRecord, NodeState};
-pub use placement::{
-    DEFAULT_REPLICATION_FACTOR, PartitionPlacement, PlacementLoad, default_replication_factor,
-    place, place_led_by,
-};
+pub use placement::{PartitionPlacement, PlacementLoad, place, place_led_by};
 pub use planner::{LeaderMove, plan_drain, plan_leader_balance};
 pub use replicated::encode_command;
 pub use state::{ClusterState, PartitionLeader, TopicRecord};

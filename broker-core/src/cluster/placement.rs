@@ -5,13 +5,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::ClusterError;
 use super::node::NodeRecord;
 use super::state::{ClusterState, check_shape};
-
-/// Copies of each partition when a create request does not say: three survive the loss of
-/// any one node (or, spread over three zones, of one zone) with a Raft majority left.
-pub const DEFAULT_REPLICATION_FACTOR: u32 = 3;
+use crate::error::ClusterError;
 
 /// The nodes holding one partition; the first is its preferred leader.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,14 +95,6 @@ fn decrement(counts: &mut BTreeMap<u64, u64>, node: u64) {
             counts.remove(&node);
         }
     }
-}
-
-/// The replication factor of a topic created without one: [`DEFAULT_REPLICATION_FACTOR`]
-/// when there are that many Active nodes, else one copy per node.
-pub fn default_replication_factor(active_nodes: usize) -> u32 {
-    u32::try_from(active_nodes).map_or(DEFAULT_REPLICATION_FACTOR, |n| {
-        n.min(DEFAULT_REPLICATION_FACTOR)
-    })
 }
 
 /// Places one partition of `replication_factor` replicas with `leader` (one of the Active

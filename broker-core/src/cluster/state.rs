@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{ClusterError, PlacementFault};
 use super::node::NodeRecord;
 use super::placement::PartitionPlacement;
+use crate::error::{ClusterError, PlacementFault};
 use crate::limits::MAX_PARTITIONS;
 use crate::subscription::SubscriptionConfig;
 use crate::topic::TopicConfig;

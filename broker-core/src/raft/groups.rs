@@ -340,7 +340,7 @@ impl<M: Metadata> ControllerReplica<M> {
         }
         let staying: BTreeSet<u64> = voters.into_iter().filter(|v| *v != node).collect();
         if staying.is_empty() {
-            return Err(crate::cluster::ClusterError::LastNode { node }.into());
+            return Err(crate::error::ClusterError::LastNode { node }.into());
         }
         let ms = super::PROPOSE_TIMEOUT_MS;
         membership_change(ms, self.raft.change_membership(staying, false)).await

@@ -38,16 +38,6 @@ pub enum Proved {
     Round,
 }
 
-impl Proved {
-    /// Its label in metrics.
-    pub fn label(self) -> &'static str {
-        match self {
-            Proved::Lease => "lease",
-            Proved::Round => "round",
-        }
-    }
-}
-
 /// The latest proof of one partition's leadership on this node: the term, and when the write
 /// or round that a quorum took began.
 #[derive(Debug, Default)]

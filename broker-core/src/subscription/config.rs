@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::BrokerError;
 use crate::limits::{
     DEFAULT_ACK_TIMEOUT_MS, DEFAULT_MAX_DELIVERIES, MAX_ACK_TIMEOUT_MS, MAX_MAX_DELIVERIES,
-    MAX_NAME_LEN, MAX_TAG_LEN, MIN_ACK_TIMEOUT_MS,
+    MAX_NAME_LEN, MIN_ACK_TIMEOUT_MS,
 };
 use crate::names;
+pub use crate::tags::valid_tag;
 
 /// The order in which a subscription delivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -34,15 +35,6 @@ impl Filter {
     pub fn wants(&self, tags: &[String]) -> bool {
         self.tags.is_empty() || tags.iter().any(|tag| self.tags.contains(tag))
     }
-}
-
-/// Whether a tag is 1 to [`MAX_TAG_LEN`] characters of `A-Z a-z 0-9 . _ - : /`.
-pub fn valid_tag(tag: &str) -> bool {
-    !tag.is_empty()
-        && tag.len() <= MAX_TAG_LEN
-        && tag
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '/'))
 }
 
 /// Where a new subscription starts reading.
