@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 use crate::accept::serve_connections;
 use crate::alerts::Alerts;
 use crate::app::{AppState, app};
-use crate::cluster::LeadBackTask;
+use crate::cluster::{ClusterPort, LeadBackTask};
 use crate::config::Settings;
 use crate::edge::Edge;
 use crate::history::History;
@@ -72,18 +72,10 @@ pub async fn serve(
             (started.broker, Some(started.port))
         }
     };
-    let auth = if settings.auth().enabled() {
-        format!("auth keys: {}", settings.auth().keys().describe())
-    } else if settings.edge().check_host {
-        "auth OFF (no keys configured)".to_owned()
-    } else {
-        "auth OFF (no keys configured), Host not checked (set allowed_hosts against DNS \
-         rebinding)"
-            .to_owned()
-    };
     tracing::info!(
-        "wharf listening on http://{address}, data in {}, {auth}",
-        settings.data_dir().display()
+        "wharf listening on http://{address}, data in {}, {}",
+        settings.data_dir().display(),
+        auth_summary(&settings)
     );
     let edge = Edge::new(
         settings.auth().clone(),
@@ -97,37 +89,99 @@ pub async fn serve(
     let sampler = settings
         .history()
         .then(|| Sampler::start(Arc::clone(&history), Arc::clone(&broker)));
-    let Some(port) = cluster_port else {
-        let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
-        let alerts = Alerts::load(settings.alerts(), &broker)
-            .map_err(|error| ServeError::Alerts(error.to_string()))?
-            .with_probe(Arc::clone(&probe_health))
-            .with_produce_errors(Arc::clone(&history.produce_errors));
-        let alerts = std::sync::Arc::new(alerts);
-        let tasks = alerts
-            .start(broker.clone())
-            .map_err(|error| ServeError::Alerts(error.to_string()))?;
-        let probe = ProbeTask::start(
-            Arc::clone(&broker),
-            ProbeScope::Single,
-            Arc::clone(&probe_health),
-            settings.probe_interval_ms(),
-            settings.probe_hooks().cloned(),
-        );
-        let state = AppState::with_alerts(broker.clone(), edge, alerts)
-            .with_history(history)
-            .with_probe(probe_health);
-        serve_app(listener, state, shutdown).await;
-        if let Some(probe) = probe {
-            probe.stop().await;
-        }
-        tasks.stop().await;
-        if let Some(sampler) = sampler {
-            sampler.stop().await;
-        }
-        broker.shutdown().await;
-        return Ok(());
+    let opened = Opened {
+        broker,
+        edge,
+        history,
+        sampler,
     };
+    match cluster_port {
+        None => serve_single(listener, &settings, opened, shutdown).await,
+        Some(port) => serve_cluster(listener, &settings, port, opened, shutdown).await,
+    }
+}
+
+/// What [`serve`] opens the same way on a single node and in a cluster.
+struct Opened {
+    broker: Arc<Broker>,
+    edge: Edge,
+    history: Arc<History>,
+    sampler: Option<Sampler>,
+}
+
+/// The startup log's words on authentication.
+fn auth_summary(settings: &Settings) -> String {
+    if settings.auth().enabled() {
+        format!("auth keys: {}", settings.auth().keys().describe())
+    } else if settings.edge().check_host {
+        "auth OFF (no keys configured)".to_owned()
+    } else {
+        "auth OFF (no keys configured), Host not checked (set allowed_hosts against DNS \
+         rebinding)"
+            .to_owned()
+    }
+}
+
+/// A single node: its alerts and probe, the app until `shutdown`, then each task stopped and
+/// the broker shut down.
+async fn serve_single(
+    listener: TcpListener,
+    settings: &Settings,
+    opened: Opened,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let Opened {
+        broker,
+        edge,
+        history,
+        sampler,
+    } = opened;
+    let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
+    let alerts = Alerts::load(settings.alerts(), &broker)
+        .map_err(|error| ServeError::Alerts(error.to_string()))?
+        .with_probe(Arc::clone(&probe_health))
+        .with_produce_errors(Arc::clone(&history.produce_errors));
+    let alerts = std::sync::Arc::new(alerts);
+    let tasks = alerts
+        .start(broker.clone())
+        .map_err(|error| ServeError::Alerts(error.to_string()))?;
+    let probe = ProbeTask::start(
+        Arc::clone(&broker),
+        ProbeScope::Single,
+        Arc::clone(&probe_health),
+        settings.probe_interval_ms(),
+        settings.probe_hooks().cloned(),
+    );
+    let state = AppState::with_alerts(broker.clone(), edge, alerts)
+        .with_history(history)
+        .with_probe(probe_health);
+    serve_app(listener, state, shutdown).await;
+    if let Some(probe) = probe {
+        probe.stop().await;
+    }
+    tasks.stop().await;
+    if let Some(sampler) = sampler {
+        sampler.stop().await;
+    }
+    broker.shutdown().await;
+    Ok(())
+}
+
+/// A cluster node: its alerts, probe, probe keeper and preferred-leader task, the app until
+/// `shutdown`, then each task stopped, the cluster port and the broker shut down.
+async fn serve_cluster(
+    listener: TcpListener,
+    settings: &Settings,
+    port: ClusterPort,
+    opened: Opened,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let Opened {
+        broker,
+        edge,
+        history,
+        sampler,
+    } = opened;
     let probe_health = Arc::new(ProbeHealth::new(settings.probe_interval_ms()));
     let alerts = Alerts::for_cluster(settings.alerts(), Arc::clone(&port.node), port.auth.clone())
         .map_err(|error| ServeError::Alerts(error.to_string()))?

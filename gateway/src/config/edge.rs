@@ -97,44 +97,13 @@ pub(super) fn freeze_edge(
     raw: EdgeRaw,
     file_keys: Vec<KeySpec>,
 ) -> Result<(Authenticator, EdgeSettings), ConfigError> {
-    let mut keys = KeySet::default();
-    if let Some(secret) = raw.auth_hs256_secret.filter(|s| !s.is_empty()) {
-        keys.insert(DEFAULT_KID, keys::hs256(DEFAULT_KID, secret.as_bytes())?)?;
-    }
-    for spec in &file_keys {
-        keys.insert(&spec.kid, spec.load()?)?;
-    }
-    if let Some(path) = raw.auth_jwks_file.filter(|s| !s.is_empty()) {
-        keys.insert_jwks(Path::new(&path))?;
-    }
-    let leeway = ranged(
-        "auth_leeway_secs",
-        raw.auth_leeway_secs,
-        DEFAULT_AUTH_LEEWAY_SECS,
-        0..=300,
-    )?;
-    let non_empty = |text: Option<String>| text.filter(|t| !t.trim().is_empty());
-    let auth = Authenticator::new(
-        keys,
-        non_empty(raw.auth_issuer),
-        non_empty(raw.auth_audience),
-        leeway,
-    );
+    let mut raw = raw;
+    let auth = freeze_auth(&mut raw, &file_keys)?;
+    let (max_long_polls, max_streams) = waiting_caps(&mut raw)?;
     let ms = |setting, text, default| {
         ranged(setting, text, default, 100..=MAX_TIMEOUT_MS).map(Duration::from_millis)
     };
-    let trusted_proxies = raw
-        .trusted_proxies
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            entry
-                .parse()
-                .map_err(|reason: String| invalid("trusted_proxies", entry, reason))
-        })
-        .collect::<Result<Vec<IpRange>, _>>()?;
+    let trusted_proxies = trusted_proxies(raw.trusted_proxies)?;
     let allowed_hosts = list(
         "allowed_hosts",
         raw.allowed_hosts,
@@ -150,18 +119,6 @@ pub(super) fn freeze_edge(
         raw.tcp_keepalive_secs,
         DEFAULT_TCP_KEEPALIVE_SECS,
         0..=7200,
-    )?;
-    let long_polls = ranged(
-        "max_long_polls",
-        raw.max_long_polls,
-        DEFAULT_MAX_LONG_POLLS,
-        1..=1_000_000,
-    )?;
-    let streams = ranged(
-        "max_streams",
-        raw.max_streams,
-        DEFAULT_MAX_STREAMS,
-        1..=1_000_000,
     )?;
     let edge = EdgeSettings {
         max_connections: ranged(
@@ -209,24 +166,8 @@ pub(super) fn freeze_edge(
             raw.write_timeout_ms,
             DEFAULT_WRITE_TIMEOUT_MS,
         )?,
-        max_long_polls: (
-            long_polls,
-            ranged(
-                "max_long_polls_per_principal",
-                raw.max_long_polls_per_principal,
-                DEFAULT_MAX_LONG_POLLS_PER_PRINCIPAL.min(long_polls),
-                1..=long_polls,
-            )?,
-        ),
-        max_streams: (
-            streams,
-            ranged(
-                "max_streams_per_principal",
-                raw.max_streams_per_principal,
-                DEFAULT_MAX_STREAMS_PER_PRINCIPAL.min(streams),
-                1..=streams,
-            )?,
-        ),
+        max_long_polls,
+        max_streams,
         principal_requests_per_second: ranged(
             "principal_requests_per_second",
             raw.principal_requests_per_second,
@@ -248,6 +189,81 @@ pub(super) fn freeze_edge(
         metrics_public: boolean("metrics_public", raw.metrics_public, false)?,
     };
     Ok((auth, edge))
+}
+
+/// The token keys (the HS256 secret, the key files, a JWKS file) and the checks on their
+/// claims, taken out of `raw`.
+fn freeze_auth(raw: &mut EdgeRaw, file_keys: &[KeySpec]) -> Result<Authenticator, ConfigError> {
+    let mut keys = KeySet::default();
+    if let Some(secret) = raw.auth_hs256_secret.take().filter(|s| !s.is_empty()) {
+        keys.insert(DEFAULT_KID, keys::hs256(DEFAULT_KID, secret.as_bytes())?)?;
+    }
+    for spec in file_keys {
+        keys.insert(&spec.kid, spec.load()?)?;
+    }
+    if let Some(path) = raw.auth_jwks_file.take().filter(|s| !s.is_empty()) {
+        keys.insert_jwks(Path::new(&path))?;
+    }
+    let leeway = ranged(
+        "auth_leeway_secs",
+        raw.auth_leeway_secs.take(),
+        DEFAULT_AUTH_LEEWAY_SECS,
+        0..=300,
+    )?;
+    let non_empty = |text: Option<String>| text.filter(|t| !t.trim().is_empty());
+    Ok(Authenticator::new(
+        keys,
+        non_empty(raw.auth_issuer.take()),
+        non_empty(raw.auth_audience.take()),
+        leeway,
+    ))
+}
+
+/// The caps on long-polls and on streams, each as (in all, per principal), taken out of
+/// `raw`: a principal's share defaults to at most the whole.
+type Caps = ((usize, usize), (usize, usize));
+
+/// Reads [`Caps`] from `raw`.
+fn waiting_caps(raw: &mut EdgeRaw) -> Result<Caps, ConfigError> {
+    let long_polls = ranged(
+        "max_long_polls",
+        raw.max_long_polls.take(),
+        DEFAULT_MAX_LONG_POLLS,
+        1..=1_000_000,
+    )?;
+    let streams = ranged(
+        "max_streams",
+        raw.max_streams.take(),
+        DEFAULT_MAX_STREAMS,
+        1..=1_000_000,
+    )?;
+    let long_polls_each = ranged(
+        "max_long_polls_per_principal",
+        raw.max_long_polls_per_principal.take(),
+        DEFAULT_MAX_LONG_POLLS_PER_PRINCIPAL.min(long_polls),
+        1..=long_polls,
+    )?;
+    let streams_each = ranged(
+        "max_streams_per_principal",
+        raw.max_streams_per_principal.take(),
+        DEFAULT_MAX_STREAMS_PER_PRINCIPAL.min(streams),
+        1..=streams,
+    )?;
+    Ok(((long_polls, long_polls_each), (streams, streams_each)))
+}
+
+/// `trusted_proxies`: comma-separated addresses or CIDR ranges.
+fn trusted_proxies(text: Option<String>) -> Result<Vec<IpRange>, ConfigError> {
+    text.unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse()
+                .map_err(|reason: String| invalid("trusted_proxies", entry, reason))
+        })
+        .collect()
 }
 
 /// A comma-separated list setting, each entry parsed by `parse` (empty entries skipped).
