@@ -139,6 +139,14 @@ pub fn append_refused_busy() {
 
 /// Registers the descriptions and units of every broker metric with the installed recorder.
 pub fn describe() {
+    describe_messages();
+    describe_writes();
+    describe_cluster();
+}
+
+/// Registers the descriptions of the message counters: produced, delivered, settled,
+/// dead-lettered and unreadable messages.
+fn describe_messages() {
     describe_counter!(
         PRODUCED_MESSAGES,
         Unit::Count,
@@ -179,6 +187,11 @@ pub fn describe() {
         Unit::Count,
         "Messages moved to a dead-letter topic."
     );
+}
+
+/// Registers the descriptions of the partition writers' metrics: group commits, fsyncs and
+/// queue depth.
+fn describe_writes() {
     describe_histogram!(
         GROUP_COMMIT_REQUESTS,
         Unit::Count,
@@ -194,6 +207,16 @@ pub fn describe() {
         Unit::Seconds,
         "Time one fsync of a segment took."
     );
+    describe_histogram!(
+        WRITER_QUEUE_DEPTH,
+        Unit::Count,
+        "Requests queued at a partition writer when it takes its next group."
+    );
+}
+
+/// Registers the descriptions of the metrics only a cluster records: replicated writes,
+/// leadership proofs and busy appends.
+fn describe_cluster() {
     describe_histogram!(
         RAFT_COMMIT_SECONDS,
         Unit::Seconds,
@@ -213,11 +236,6 @@ pub fn describe() {
         APPENDS_REFUSED_BUSY,
         Unit::Count,
         "In a cluster: appends a follower refused while it took the group's previous one."
-    );
-    describe_histogram!(
-        WRITER_QUEUE_DEPTH,
-        Unit::Count,
-        "Requests queued at a partition writer when it takes its next group."
     );
 }
 

@@ -21,10 +21,12 @@ use std::time::Duration;
 
 use super::carried::CarriedTables;
 use super::partition_state::{Replaced, replace_partition_state};
-use super::{Broker, blocking};
+use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
-use crate::raft::{GroupId, MembershipStep, SNAPSHOT_FILE, change_members};
-use crate::storage::RaftState;
+use crate::raft::{
+    GroupId, MembershipStep, PartitionGroup, Replication, SNAPSHOT_FILE, Seated, change_members,
+};
+use crate::storage::{PartitionHandle, RaftState};
 use crate::sync::read;
 
 /// The next message offset of a dropped replica's emptied log: that of a node that never
@@ -47,52 +49,21 @@ impl Broker {
             return Ok(false);
         };
         let me = replication.node_id;
-        let Some(topic) = read(&self.topics).get(name).cloned() else {
+        let Some(moved) = self.moved_away(name, uid, partition, me) else {
             return Ok(false);
         };
-        if topic.config().uid != uid {
-            return Ok(false);
-        }
-        let Some(seat) = topic.groups.get(partition as usize).cloned() else {
-            return Ok(false);
-        };
-        let Some(seated) = seat.seated() else {
-            return Ok(false);
-        };
-        if seat.replicas().contains(&me) || seat.replicas().is_empty() {
-            return Ok(false);
-        }
-        // Ask the leader as this replica last knew it, else as the metadata records it; never
-        // this node itself (a leader that removed itself steps down once that commits).
-        let leader = seat
-            .view()
-            .and_then(|view| view.leader)
-            .filter(|l| *l != me)
-            .or_else(|| seat.hint().filter(|l| *l != me));
-        let Some(leader) = leader else {
-            return Ok(false);
-        };
+        let MovedAway {
+            topic,
+            seat,
+            seated,
+            leader,
+        } = moved;
         let group = GroupId::Partition {
             topic: name.to_owned(),
             partition,
         };
         replication.groups.remove(&group);
-        let step = MembershipStep::Released { node: me };
-        let ask = change_members(
-            me,
-            &replication.groups,
-            replication.transport.as_ref(),
-            leader,
-            &group,
-            &step,
-        );
-        let asked = match tokio::time::timeout(Duration::from_millis(RELEASED_ASK_MS), ask).await {
-            Ok(asked) => asked,
-            Err(_) => Err(BrokerError::ReplicationTimeout {
-                what: format!("{group}: whether this node's replica is released"),
-                ms: RELEASED_ASK_MS,
-            }),
-        };
+        let asked = ask_released(&replication, me, leader, &group).await;
         let _admin = self.admin.lock().await;
         let still_seated = seat.seated().is_some_and(|now| Arc::ptr_eq(&now, &seated));
         let placed_here = seat.replicas().contains(&me);
@@ -116,6 +87,46 @@ impl Broker {
         let Some(log) = topic.partitions.get(partition as usize).cloned() else {
             return Ok(false);
         };
+        self.empty_replica(&topic, partition, log).await?;
+        tracing::info!(%group, "dropped a replica moved off this node");
+        Ok(true)
+    }
+
+    /// This node's replica of partition `partition` of topic `name` (incarnation `uid`) if it
+    /// is seated but the metadata places it elsewhere, with the leader to ask about it.
+    fn moved_away(&self, name: &str, uid: u64, partition: u32, me: u64) -> Option<MovedAway> {
+        let topic = read(&self.topics).get(name).cloned()?;
+        if topic.config().uid != uid {
+            return None;
+        }
+        let seat = topic.groups.get(partition as usize).cloned()?;
+        let seated = seat.seated()?;
+        if seat.replicas().contains(&me) || seat.replicas().is_empty() {
+            return None;
+        }
+        // Ask the leader as this replica last knew it, else as the metadata records it; never
+        // this node itself (a leader that removed itself steps down once that commits).
+        let leader = seat
+            .view()
+            .and_then(|view| view.leader)
+            .filter(|l| *l != me)
+            .or_else(|| seat.hint().filter(|l| *l != me));
+        Some(MovedAway {
+            topic,
+            seat,
+            seated,
+            leader: leader?,
+        })
+    }
+
+    /// Empties a released replica's partition: the state derived from its log, its Raft
+    /// state and snapshot, then its entries, with the background work held off meanwhile.
+    async fn empty_replica(
+        &self,
+        topic: &Arc<Topic>,
+        partition: u32,
+        log: PartitionHandle,
+    ) -> Result<()> {
         // No background work (the tables' applier, the checkpoints) runs until the log is
         // empty: it would derive the old log's state again meanwhile.
         let quiet = Arc::clone(&self.background).write_owned().await;
@@ -124,7 +135,7 @@ impl Broker {
         // from the log's start (the replica restarts, is no member, and is dropped again);
         // the other orders could leave old tables over an empty log, which a move back would
         // refill under them, or a vote and a committed id past an empty log.
-        let dropping = Arc::clone(&topic);
+        let dropping = Arc::clone(topic);
         blocking(move || {
             let dropped = Replaced::Dropped {
                 next_offset: EMPTY_LOG_START,
@@ -142,8 +153,45 @@ impl Broker {
         blocking(move || remove_replica_state(&dir)).await?;
         log.reset_entries(EMPTY_LOG_START).await?;
         drop(quiet);
-        tracing::info!(%group, "dropped a replica moved off this node");
-        Ok(true)
+        Ok(())
+    }
+}
+
+/// A replica of this node that the metadata places elsewhere.
+struct MovedAway {
+    /// Its topic.
+    topic: Arc<Topic>,
+    /// The partition's seat on this node.
+    seat: Arc<PartitionGroup>,
+    /// The replica in the seat.
+    seated: Arc<Seated>,
+    /// The node to ask whether the group's configuration left this node out.
+    leader: u64,
+}
+
+/// Asks `leader` whether the committed configuration of `group` left this node (`me`) out,
+/// waiting at most [`RELEASED_ASK_MS`].
+async fn ask_released(
+    replication: &Replication,
+    me: u64,
+    leader: u64,
+    group: &GroupId,
+) -> Result<()> {
+    let step = MembershipStep::Released { node: me };
+    let ask = change_members(
+        me,
+        &replication.groups,
+        replication.transport.as_ref(),
+        leader,
+        group,
+        &step,
+    );
+    match tokio::time::timeout(Duration::from_millis(RELEASED_ASK_MS), ask).await {
+        Ok(asked) => asked,
+        Err(_) => Err(BrokerError::ReplicationTimeout {
+            what: format!("{group}: whether this node's replica is released"),
+            ms: RELEASED_ASK_MS,
+        }),
     }
 }
 

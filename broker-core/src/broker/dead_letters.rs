@@ -15,6 +15,7 @@ use crate::limits::{
     MAX_BATCH_MESSAGES, MAX_INT32_SETTING, MAX_INT64_SETTING, MAX_READ_BYTES, check_range,
 };
 use crate::message::Record;
+use crate::storage::{PartitionHandle, PendingAppend};
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::{LeaseTable, Subscription};
 use crate::sync::read;
@@ -95,63 +96,15 @@ impl Broker {
             None
         };
         let log = topic.partitions[partition].clone();
-        let mut records = Vec::with_capacity(pending.len());
-        let mut gone = Vec::new();
-        for (offset, attempts) in pending {
-            let found = read_range(log.clone(), offset, 1, MAX_READ_BYTES).await?;
-            match found.into_iter().next().filter(|r| r.offset == offset) {
-                Some(stored) => {
-                    let error = sub.take_last_error(partition, offset);
-                    records.push((
-                        offset,
-                        dead_letter(
-                            &topic.config().name,
-                            partition,
-                            sub,
-                            stored.record,
-                            offset,
-                            attempts,
-                            error,
-                        ),
-                    ));
-                }
-                None => gone.push(offset),
-            }
-        }
-        let mut shares: Vec<Vec<Record>> = vec![Vec::new(); dlq.partitions.len()];
-        for (i, (_, record)) in records.iter().enumerate() {
-            let target = match &targets {
-                Some(led) => led[i % led.len()],
-                None => dlq
-                    .partitioner
-                    .choose(record.key.as_deref(), dlq.config().partitions),
-            };
-            shares[target as usize].push(record.clone());
-        }
+        let (records, gone) = read_dead_letters(topic, sub, partition, &log, pending).await?;
+        let shares = dead_letter_shares(&dlq, targets.as_deref(), &records);
         match self.append_shares(&dlq, shares).await {
             Ok(_) => {}
             // Its leadership moved meanwhile: the next round appends them again.
             Err(BrokerError::NotLeader { .. }) => return Ok(()),
             Err(error) => return Err(error),
         }
-        let now = steady_ms();
-        let subscription = sub.config.uid;
-        let ((), append) = sub.change_durably(partition, &log, |table| {
-            for (offset, _) in &records {
-                table.finish_dead_letter(*offset, now);
-            }
-            for offset in &gone {
-                table.forget(*offset, now);
-            }
-            let events = records
-                .iter()
-                .map(|(offset, _)| SubscriptionEvent::DeadLettered {
-                    subscription,
-                    offset: *offset,
-                })
-                .collect();
-            ((), events)
-        })?;
+        let append = settle_dead_letters(sub, partition, &log, &records, &gone)?;
         if let Some(append) = append {
             append.wait().await?;
         }
@@ -279,6 +232,91 @@ impl Broker {
             .cloned();
         Ok(dlq.map(|t| self.info(&t)))
     }
+}
+
+/// Reads a partition's `pending` dead letters, `(offset, attempts)`: returns each found with
+/// its dead letter, and the offsets of those retention removed meanwhile.
+async fn read_dead_letters(
+    topic: &Topic,
+    sub: &Subscription,
+    partition: usize,
+    log: &PartitionHandle,
+    pending: Vec<(u64, u32)>,
+) -> Result<(Vec<(u64, Record)>, Vec<u64>)> {
+    let mut records = Vec::with_capacity(pending.len());
+    let mut gone = Vec::new();
+    for (offset, attempts) in pending {
+        let found = read_range(log.clone(), offset, 1, MAX_READ_BYTES).await?;
+        match found.into_iter().next().filter(|r| r.offset == offset) {
+            Some(stored) => {
+                let error = sub.take_last_error(partition, offset);
+                records.push((
+                    offset,
+                    dead_letter(
+                        &topic.config().name,
+                        partition,
+                        sub,
+                        stored.record,
+                        offset,
+                        attempts,
+                        error,
+                    ),
+                ));
+            }
+            None => gone.push(offset),
+        }
+    }
+    Ok((records, gone))
+}
+
+/// The dead letters split into the dead-letter topic's partitions: round-robin over
+/// `targets` (in a cluster, the partitions this node leads), else by key.
+fn dead_letter_shares(
+    dlq: &Topic,
+    targets: Option<&[u32]>,
+    records: &[(u64, Record)],
+) -> Vec<Vec<Record>> {
+    let mut shares: Vec<Vec<Record>> = vec![Vec::new(); dlq.partitions.len()];
+    for (i, (_, record)) in records.iter().enumerate() {
+        let target = match targets {
+            Some(led) => led[i % led.len()],
+            None => dlq
+                .partitioner
+                .choose(record.key.as_deref(), dlq.config().partitions),
+        };
+        shares[target as usize].push(record.clone());
+    }
+    shares
+}
+
+/// Settles a partition's moved dead letters and forgets those `gone`, in its lease table and
+/// as `dead_lettered` events in its log; returns the append of the events.
+fn settle_dead_letters(
+    sub: &Subscription,
+    partition: usize,
+    log: &PartitionHandle,
+    records: &[(u64, Record)],
+    gone: &[u64],
+) -> Result<Option<PendingAppend>> {
+    let now = steady_ms();
+    let subscription = sub.config.uid;
+    let ((), append) = sub.change_durably(partition, log, |table| {
+        for (offset, _) in records {
+            table.finish_dead_letter(*offset, now);
+        }
+        for offset in gone {
+            table.forget(*offset, now);
+        }
+        let events = records
+            .iter()
+            .map(|(offset, _)| SubscriptionEvent::DeadLettered {
+                subscription,
+                offset: *offset,
+            })
+            .collect();
+        ((), events)
+    })?;
+    Ok(append)
 }
 
 /// A dead letter: the message as it was, with headers naming its origin.

@@ -303,13 +303,64 @@ pub(super) fn open_topic_files(
     topic: TopicConfig,
 ) -> Result<Topic> {
     let on_commit = Arc::new(Notify::new());
+    let OpenedPartitions {
+        partitions,
+        groups,
+        partition_dirs,
+    } = open_partitions(dir, indexes, config, replicated, &topic.name, &on_commit)?;
+    let tables = super::tables::Tables {
+        delays: &delays,
+        dedup: &dedup,
+        partitions: &partitions,
+        groups: &groups,
+        remembers_ids: topic.dedup_window_ms > 0,
+        at_open: true,
+    };
+    if let Err(error) = tables.apply() {
+        partitions.iter().for_each(PartitionHandle::shutdown);
+        return Err(error);
+    }
+    let scheduled = AtomicU64::new(delays.count() as u64);
+    let ids_ready = (0..partitions.len()).map(|_| AtomicU64::new(0)).collect();
+    Ok(Topic {
+        config: RwLock::new(topic),
+        partitions,
+        groups,
+        partitioner: Partitioner::default(),
+        on_commit,
+        subscriptions: RwLock::new(BTreeMap::new()),
+        deleted: AtomicBool::new(false),
+        delays,
+        delay_wake: Notify::new(),
+        delay_wake_at: AtomicU64::new(u64::MAX),
+        scheduled,
+        dedup,
+        in_flight: Arc::default(),
+        ids_ready,
+        counters: crate::telemetry::TopicCounters::default(),
+        tables_applied: Notify::new(),
+        trace: super::trace::stores(&partition_dirs),
+    })
+}
+
+/// Opens (creating if needed) the partition logs of topic `topic` in `dir`, one index tree
+/// each, with this node's seat in each partition's group and each partition's directory. On
+/// failure, the partitions opened so far are shut down again. Blocking.
+fn open_partitions(
+    dir: &Path,
+    indexes: Vec<sled::Tree>,
+    config: &BrokerConfig,
+    replicated: bool,
+    topic: &str,
+    on_commit: &Arc<Notify>,
+) -> Result<OpenedPartitions> {
     let mut partitions = Vec::with_capacity(indexes.len());
     let mut groups = Vec::with_capacity(indexes.len());
     let mut partition_dirs = Vec::with_capacity(indexes.len());
     for (partition, index) in (0u32..).zip(indexes) {
         let group = Arc::new(PartitionGroup::new(
             GroupId::Partition {
-                topic: topic.name.clone(),
+                topic: topic.to_owned(),
                 partition,
             }
             .to_string(),
@@ -345,39 +396,21 @@ pub(super) fn open_topic_files(
             }
         }
     }
-    let tables = super::tables::Tables {
-        delays: &delays,
-        dedup: &dedup,
-        partitions: &partitions,
-        groups: &groups,
-        remembers_ids: topic.dedup_window_ms > 0,
-        at_open: true,
-    };
-    if let Err(error) = tables.apply() {
-        partitions.iter().for_each(PartitionHandle::shutdown);
-        return Err(error);
-    }
-    let scheduled = AtomicU64::new(delays.count() as u64);
-    let ids_ready = (0..partitions.len()).map(|_| AtomicU64::new(0)).collect();
-    Ok(Topic {
-        config: RwLock::new(topic),
+    Ok(OpenedPartitions {
         partitions,
         groups,
-        partitioner: Partitioner::default(),
-        on_commit,
-        subscriptions: RwLock::new(BTreeMap::new()),
-        deleted: AtomicBool::new(false),
-        delays,
-        delay_wake: Notify::new(),
-        delay_wake_at: AtomicU64::new(u64::MAX),
-        scheduled,
-        dedup,
-        in_flight: Arc::default(),
-        ids_ready,
-        counters: crate::telemetry::TopicCounters::default(),
-        tables_applied: Notify::new(),
-        trace: super::trace::stores(&partition_dirs),
+        partition_dirs,
     })
+}
+
+/// A topic's partitions as [`open_partitions`] opened them.
+struct OpenedPartitions {
+    /// Each partition's log.
+    partitions: Vec<PartitionHandle>,
+    /// This node's seat in each partition's group.
+    groups: Vec<Arc<PartitionGroup>>,
+    /// Each partition's directory.
+    partition_dirs: Vec<PathBuf>,
 }
 
 fn read_name(topic: &Topic) -> String {

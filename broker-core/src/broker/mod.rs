@@ -5,8 +5,10 @@
 //! - `metadata`: what lives in sled besides the log indexes (topic and subscription configs,
 //!   the receipt key, the node id) and where things live on disk.
 //! - `topics`, `produce`, `subscriptions`, `consume`, `reads`: the operations, one file each;
-//!   `detached`: the fire-and-forget (`ack=none`) writes of `produce`; `delays`: scheduling,
-//!   cancelling and moving delayed messages.
+//!   `produce_plan`: placing a batch before `produce` writes it; `grants`: one round of a
+//!   receive, granting leases and reading the granted records; `detached`: the
+//!   fire-and-forget (`ack=none`) writes of `produce`; `delays`: scheduling, cancelling and
+//!   moving delayed messages.
 //! - `tables`: the applier that derives each topic's delay schedule and dedup index from its
 //!   logs; `checkpoint`: the same for subscription state.
 //! - `cluster_retention`: retention on a cluster node (a snapshot carrying the subscription
@@ -36,12 +38,14 @@ mod dead_letters;
 mod delays;
 mod detached;
 mod follower_reads;
+mod grants;
 mod history_totals;
 mod live_tables;
 mod metadata;
 mod partition_state;
 mod produce;
 mod produce_ids;
+mod produce_plan;
 mod produce_writes;
 mod reads;
 mod seek;

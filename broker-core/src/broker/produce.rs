@@ -18,35 +18,26 @@
 //! produce with ids runs to its end on its own task, so a caller that goes away (a client
 //! that timed out, a forwarding node that gave up) never ends its claims mid-write.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
-use super::produce_ids::{claim_ids, id_partition, resolve};
+use super::produce_ids::resolve;
+use super::produce_plan::{Plan, Stamp, plan, produced};
 use super::produce_writes::Unwritten;
 use super::{AckMode, Broker, Delay, Durability, NewMessage, ProduceOutcome, Produced, Topic};
 use crate::clock::{now_ms, steady_ms};
 use crate::config::FsyncPolicy;
-use crate::dedup::{FirstResult, Seen};
+use crate::dedup::FirstResult;
 use crate::error::{BrokerError, Result};
+use crate::in_flight::Claims;
 use crate::limits::{
     MAX_BATCH_MESSAGES, MAX_HEADER_BYTES, MAX_HEADERS, MAX_ID_BYTES, MAX_KEY_BYTES,
 };
 use crate::message::{Origin, Record};
-use crate::schedule::Scheduled;
 use crate::storage::AppendResult;
 use crate::tags;
-
-/// Where each message of a batch ended up, before offsets are known.
-enum Placement {
-    /// Appended: the `index`-th record of its partition's share.
-    Appended { partition: u32, index: u64 },
-    /// On the schedule.
-    Delayed { partition: u32, due_ms: u64 },
-    /// A repeat of an id produced before.
-    Duplicate(FirstResult),
-}
 
 impl Broker {
     /// Stores a batch of 1..=1000 messages. Every message is checked before any is written, so
@@ -113,119 +104,17 @@ impl Broker {
             now,
             self.config.max_delay_ms,
         )?;
-        let remembers_ids = config.dedup_window_ms > 0;
-        let (claims, stored_meanwhile) = match config.dedup_window_ms {
-            0 => (None, HashMap::new()),
-            _ => claim_ids(&open, &messages).await,
+        let claimed = self.claim_batch_ids(&open, &config, &messages).await?;
+        let stamp = Stamp {
+            now,
+            steady,
+            origin,
         };
-        let terms = match claims.is_some() {
-            true => self.id_terms(&open, &messages).await?,
-            false => BTreeMap::new(),
-        };
-        let mut shares: Vec<Vec<Record>> = vec![Vec::new(); open.partitions.len()];
-        let mut scheduled = Vec::new();
-        let mut placements: Vec<(Placement, bool)> = Vec::with_capacity(messages.len());
-        let mut ids = Vec::with_capacity(messages.len());
-        let mut first_in_batch: HashMap<String, usize> = HashMap::new();
-        let mut remember = Vec::with_capacity(messages.len());
-        for message in messages {
-            let client_id = message.id.clone();
-            if let Some(id) = &client_id {
-                let seen = match stored_meanwhile.get(id) {
-                    Some(first) => Seen::Stored(*first),
-                    None => open.dedup.lookup(id, now, config.dedup_window_ms)?,
-                };
-                let placement = match seen {
-                    Seen::Stored(first) => {
-                        resolve(claims.as_ref(), id, first);
-                        Some(Placement::Duplicate(first))
-                    }
-                    Seen::Pending => {
-                        return Err(BrokerError::OutcomePending { id: id.clone() });
-                    }
-                    Seen::New => first_in_batch
-                        .get(id)
-                        .map(|earlier| placements[*earlier].0.repeated()),
-                };
-                if let Some(placement) = placement {
-                    placements.push((placement, true));
-                    ids.push(id.clone());
-                    remember.push(false);
-                    continue;
-                }
-                first_in_batch.insert(id.clone(), placements.len());
-            }
-            let client_id_kept = client_id.is_some() && remembers_ids;
-            remember.push(client_id_kept);
-            let partition = match id_partition(&open, &message, config.partitions, remembers_ids) {
-                Some(partition) => partition,
-                None => open.partitioner.choose_among(
-                    message.key.as_deref(),
-                    config.partitions,
-                    &nearby,
-                ),
-            };
-            let due_ms = message
-                .delay
-                .map(|d| due(d, now, steady))
-                .filter(|due| *due > steady);
-            let record = Record {
-                id: client_id.unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string()),
-                timestamp_ms: now,
-                key: message.key,
-                value: message.value,
-                binary: message.binary,
-                scheduled: false,
-                client_id: client_id_kept,
-                headers: message.headers,
-                tags: message.tags,
-                trace: message.trace,
-                origin: origin.clone(),
-            };
-            ids.push(record.id.clone());
-            match due_ms {
-                Some(due_ms) => {
-                    placements.push((Placement::Delayed { partition, due_ms }, false));
-                    scheduled.push(Scheduled {
-                        due_ms,
-                        seq: open.delays.next_seq(now, partition),
-                        partition,
-                        record,
-                    });
-                }
-                None => {
-                    let share = &mut shares[partition as usize];
-                    placements.push((
-                        Placement::Appended {
-                            partition,
-                            index: share.len() as u64,
-                        },
-                        false,
-                    ));
-                    share.push(record);
-                }
-            }
-        }
-        let kept: Vec<(String, u32)> = ids
-            .iter()
-            .zip(&remember)
-            .zip(&placements)
-            .filter(|((_, kept), _)| **kept)
-            .filter_map(|((id, _), (placement, _))| Some((id.clone(), placement.partition()?)))
-            .collect();
-        if !kept.is_empty() {
-            super::tables::wait_for_room(&open, || open.dedup.check_room()).await?;
-            open.dedup
-                .reserve(kept.iter().map(|(id, _)| id.as_str()), now);
-        }
-        let stored_bytes: usize = shares
-            .iter()
-            .flatten()
-            .chain(scheduled.iter().map(|s| &s.record))
-            .map(|r| r.value.len())
-            .sum();
+        let plan = plan(&open, &config, &nearby, messages, &claimed, &stamp)?;
+        let kept = reserve_ids(&open, &plan, now).await?;
+        let stored_bytes = plan.stored_bytes();
         let written = self
-            .write_batch(&open, shares, scheduled, ack, &terms)
+            .write_batch(&open, plan.shares, plan.scheduled, ack, &claimed.terms)
             .await;
         let (bases, proofs, writes, failed) = match written {
             Ok(written) => written,
@@ -238,47 +127,35 @@ impl Broker {
             AckMode::None => Durability::None,
             AckMode::Leader | AckMode::All => self.durability(&proofs),
         };
-        let produced: Vec<Produced> = ids
+        let produced: Vec<Produced> = plan
+            .ids
             .into_iter()
-            .zip(placements)
+            .zip(plan.placements)
             .map(|(id, placement)| produced(id, placement, &bases))
             .collect();
+        let claims = claimed.claims.as_ref();
         if let Some(failure) = failed {
-            self.leave_pending(&open, &kept, &failure.partitions, &terms);
-            let stored = produced
-                .iter()
-                .zip(&remember)
-                .filter(|(p, kept)| **kept && !failure.partitions.contains(&p.partition));
-            let firsts: Vec<_> = stored
-                .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
-                .filter(|(_, first)| ack != AckMode::None || first.deliver_at_ms.is_some())
-                .collect();
-            open.dedup.remember(&firsts);
-            for (id, first) in &firsts {
-                resolve(claims.as_ref(), id, *first);
-            }
+            self.leave_pending(&open, &kept, &failure.partitions, &claimed.terms);
+            let remember = &plan.remember;
+            remember_stored(
+                &open,
+                &produced,
+                remember,
+                &failure.partitions,
+                ack,
+                now,
+                claims,
+            );
             return Err(failure.error);
         }
-        let (unwritten, firsts): (Vec<_>, Vec<_>) = produced
-            .iter()
-            .zip(remember)
-            .filter(|(_, remember)| *remember)
-            .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
-            .partition(|(_, first)| ack == AckMode::None && first.deliver_at_ms.is_none());
-        if !firsts.is_empty() {
-            open.dedup.remember(&firsts);
-        }
-        for (id, first) in &firsts {
-            resolve(claims.as_ref(), id, *first);
-        }
+        let unwritten = remember_written(&open, &produced, plan.remember, ack, now, claims);
         if !unwritten.is_empty() {
-            let unwritten = unwritten.into_iter().map(|(id, f)| (id.to_owned(), f));
             tokio::spawn(super::detached::record_when_written(
                 Arc::clone(&open),
                 writes,
-                unwritten.collect(),
-                terms,
-                claims,
+                unwritten,
+                claimed.terms,
+                claimed.claims,
             ));
         }
         let stored: Vec<&Produced> = produced.iter().filter(|p| !p.duplicate).collect();
@@ -357,55 +234,68 @@ pub(super) fn routed(shares: Vec<Vec<Record>>) -> Vec<(u32, Vec<Record>)> {
         .collect()
 }
 
-impl Placement {
-    /// The partition a message is stored in, unless it repeats an id stored before.
-    fn partition(&self) -> Option<u32> {
-        match *self {
-            Placement::Appended { partition, .. } | Placement::Delayed { partition, .. } => {
-                Some(partition)
-            }
-            Placement::Duplicate(_) => None,
-        }
+/// Reserves the remembered client ids `plan` stores in the dedup index, once it has room:
+/// returns them, each with its partition.
+async fn reserve_ids(open: &Topic, plan: &Plan, now: u64) -> Result<Vec<(String, u32)>> {
+    let kept = plan.kept_ids();
+    if !kept.is_empty() {
+        super::tables::wait_for_room(open, || open.dedup.check_room()).await?;
+        open.dedup
+            .reserve(kept.iter().map(|(id, _)| id.as_str()), now);
     }
+    Ok(kept)
+}
 
-    /// The placement of a later message of the batch with the same id: the same, as a repeat.
-    fn repeated(&self) -> Placement {
-        match *self {
-            Placement::Appended { partition, index } => Placement::Appended { partition, index },
-            Placement::Delayed { partition, due_ms } => Placement::Delayed { partition, due_ms },
-            Placement::Duplicate(first) => Placement::Duplicate(first),
-        }
+/// After a write failed in the `failed` partitions: remembers the first results of the
+/// remembered ids stored elsewhere (with `ack=none` only the delayed ones, whose scheduled
+/// events were written), resolving their claims.
+fn remember_stored(
+    open: &Topic,
+    produced: &[Produced],
+    remember: &[bool],
+    failed: &BTreeSet<u32>,
+    ack: AckMode,
+    now: u64,
+    claims: Option<&Claims>,
+) {
+    let stored = produced
+        .iter()
+        .zip(remember)
+        .filter(|(p, kept)| **kept && !failed.contains(&p.partition));
+    let firsts: Vec<_> = stored
+        .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
+        .filter(|(_, first)| ack != AckMode::None || first.deliver_at_ms.is_some())
+        .collect();
+    open.dedup.remember(&firsts);
+    for (id, first) in &firsts {
+        resolve(claims, id, *first);
     }
 }
 
-fn produced(
-    id: String,
-    (placement, duplicate): (Placement, bool),
-    bases: &[Option<u64>],
-) -> Produced {
-    match placement {
-        Placement::Appended { partition, index } => Produced {
-            id,
-            partition,
-            offset: bases[partition as usize].map(|base| base + index),
-            deliver_at_ms: None,
-            duplicate,
-        },
-        Placement::Delayed { partition, due_ms } => Produced {
-            id,
-            partition,
-            offset: None,
-            deliver_at_ms: Some(due_ms),
-            duplicate,
-        },
-        Placement::Duplicate(first) => Produced {
-            id,
-            partition: first.partition,
-            offset: first.offset,
-            deliver_at_ms: first.deliver_at_ms,
-            duplicate: true,
-        },
+/// After the writes: remembers the first results of the remembered ids written, resolving
+/// their claims; returns those of the ids only queued (`ack=none`), to record once written.
+fn remember_written(
+    open: &Topic,
+    produced: &[Produced],
+    remember: Vec<bool>,
+    ack: AckMode,
+    now: u64,
+    claims: Option<&Claims>,
+) -> Vec<(String, FirstResult)> {
+    let (unwritten, firsts): (Vec<_>, Vec<_>) = produced
+        .iter()
+        .zip(remember)
+        .filter(|(_, remember)| *remember)
+        .map(|(p, _)| (p.id.as_str(), first_result(p, now)))
+        .partition(|(_, first)| ack == AckMode::None && first.deliver_at_ms.is_none());
+    if !firsts.is_empty() {
+        open.dedup.remember(&firsts);
     }
+    for (id, first) in &firsts {
+        resolve(claims, id, *first);
+    }
+    let unwritten = unwritten.into_iter().map(|(id, f)| (id.to_owned(), f));
+    unwritten.collect()
 }
 
 fn first_result(produced: &Produced, now: u64) -> FirstResult {
@@ -421,7 +311,7 @@ fn first_result(produced: &Produced, now: u64) -> FirstResult {
 /// now): `delay_ms` after now, or `deliver_at_ms` as far ahead as it is of the wall clock
 /// (`now`). Timed on the steady clock, a step of the wall clock after the produce makes no
 /// message due early (or late).
-fn due(delay: Delay, now: u64, steady: u64) -> u64 {
+pub(super) fn due(delay: Delay, now: u64, steady: u64) -> u64 {
     match delay {
         Delay::AfterMs(ms) => steady.saturating_add(ms),
         Delay::AtMs(at) => steady.saturating_add(at.saturating_sub(now)),

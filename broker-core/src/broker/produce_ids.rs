@@ -11,6 +11,7 @@ use super::{Broker, NewMessage, Topic};
 use crate::dedup::{Fence, FirstResult};
 use crate::error::{BrokerError, Result};
 use crate::in_flight::Claims;
+use crate::topic::TopicConfig;
 
 /// Longest a produce with client ids waits for a new leadership's dedup index to reach the
 /// log's end where the leadership began: the applier runs every
@@ -18,7 +19,40 @@ use crate::in_flight::Claims;
 /// refused (503) rather than decided on an index that may lack ids.
 pub const LEADERSHIP_CATCH_UP_MS: u64 = 2_000;
 
+/// A batch's client ids, claimed for its produce.
+pub(super) struct ClaimedIds {
+    /// The claims: `None` for a batch without ids or a topic that remembers none.
+    pub(super) claims: Option<Claims>,
+    /// The first results of ids that produces under way stored meanwhile.
+    pub(super) stored_meanwhile: HashMap<String, FirstResult>,
+    /// The term each partition's writes with ids are bound to ([`Broker::id_terms`]).
+    pub(super) terms: BTreeMap<u32, u64>,
+}
+
 impl Broker {
+    /// Claims a batch's client ids when its topic remembers ids ([`claim_ids`]) and, holding
+    /// claims, finds the term each of their partitions is led in.
+    pub(super) async fn claim_batch_ids(
+        &self,
+        open: &Topic,
+        config: &TopicConfig,
+        messages: &[NewMessage],
+    ) -> Result<ClaimedIds> {
+        let (claims, stored_meanwhile) = match config.dedup_window_ms {
+            0 => (None, HashMap::new()),
+            _ => claim_ids(open, messages).await,
+        };
+        let terms = match claims.is_some() {
+            true => self.id_terms(open, messages).await?,
+            false => BTreeMap::new(),
+        };
+        Ok(ClaimedIds {
+            claims,
+            stored_meanwhile,
+            terms,
+        })
+    }
+
     /// The partition of `topic` a message with `key` and client `id` goes to whatever node
     /// takes it, if that is fixed: its key's, or in a cluster the id's for an unkeyed
     /// message when the topic remembers ids (so every attempt of one id meets one leader);

@@ -4,11 +4,13 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{Broker, PartitionRead, blocking};
+use super::{Broker, PartitionRead, Topic, blocking};
 use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::{MAX_READ_BYTES, MAX_READ_RECORDS, MAX_WAIT_MS, check_range};
 use crate::memory::AnswerMemory;
+use crate::message::StoredRecord;
+use crate::storage::PartitionHandle;
 
 /// How long a read refused for a spent memory budget should wait before it is retried: the
 /// answers holding the budget are written out within moments, or cut off by their writer.
@@ -73,6 +75,33 @@ impl Broker {
             });
         }
         let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+        self.wait_for_offset(&open, &log, offset, deadline).await;
+        let max_bytes = match memory {
+            Some(memory) if log.end_offset() > offset => reserve_answer(memory)?,
+            _ => MAX_READ_BYTES,
+        };
+        let messages = read_visible(&log, offset, (max, max_bytes), deadline).await?;
+        let start_offset = log.start_offset();
+        let next_offset = messages
+            .last()
+            .map_or(offset.max(start_offset), |r| r.offset + 1);
+        Ok(PartitionRead {
+            messages,
+            next_offset,
+            start_offset,
+            end_offset: log.end_offset(),
+        })
+    }
+
+    /// Waits until `log` holds a record at `offset`, woken by its topic's commits, until
+    /// `deadline`, shutdown or the topic's deletion.
+    async fn wait_for_offset(
+        &self,
+        open: &Topic,
+        log: &PartitionHandle,
+        offset: u64,
+        deadline: tokio::time::Instant,
+    ) {
         loop {
             let committed = open.on_commit.notified();
             tokio::pin!(committed);
@@ -88,41 +117,38 @@ impl Broker {
                 () = tokio::time::sleep_until(deadline) => {}
             }
         }
-        let max_bytes = match memory {
-            Some(memory) if log.end_offset() > offset => reserve_answer(memory)?,
-            _ => MAX_READ_BYTES,
-        };
-        let messages = loop {
-            let mut messages = read_range(log.clone(), offset, max, max_bytes).await?;
-            // A delayed message appended ahead of its due time is not shown before then, and
-            // neither is anything after it (offsets are read in order).
-            let now = steady_ms();
-            let Some((hidden, due)) = messages
-                .iter()
-                .enumerate()
-                .find(|(_, r)| r.record.scheduled && r.record.timestamp_ms > now)
-                .map(|(at, r)| (at, r.record.timestamp_ms))
-            else {
-                break messages;
-            };
-            messages.truncate(hidden);
-            let visible_at = tokio::time::Instant::now() + Duration::from_millis(due - now);
-            if !messages.is_empty() || visible_at > deadline {
-                break messages;
-            }
-            tokio::time::sleep_until(visible_at).await;
-        };
-        let start_offset = log.start_offset();
-        let next_offset = messages
-            .last()
-            .map_or(offset.max(start_offset), |r| r.offset + 1);
-        Ok(PartitionRead {
-            messages,
-            next_offset,
-            start_offset,
-            end_offset: log.end_offset(),
-        })
     }
+}
+
+/// Reads up to `max` records (`max_bytes` of values) from `offset`, up to the first delayed
+/// message not yet due; when that is the first, waits for it if it is due by `deadline`.
+async fn read_visible(
+    log: &PartitionHandle,
+    offset: u64,
+    (max, max_bytes): (usize, usize),
+    deadline: tokio::time::Instant,
+) -> Result<Vec<StoredRecord>> {
+    let messages = loop {
+        let mut messages = read_range(log.clone(), offset, max, max_bytes).await?;
+        // A delayed message appended ahead of its due time is not shown before then, and
+        // neither is anything after it (offsets are read in order).
+        let now = steady_ms();
+        let Some((hidden, due)) = messages
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.record.scheduled && r.record.timestamp_ms > now)
+            .map(|(at, r)| (at, r.record.timestamp_ms))
+        else {
+            break messages;
+        };
+        messages.truncate(hidden);
+        let visible_at = tokio::time::Instant::now() + Duration::from_millis(due - now);
+        if !messages.is_empty() || visible_at > deadline {
+            break messages;
+        }
+        tokio::time::sleep_until(visible_at).await;
+    };
+    Ok(messages)
 }
 
 /// Reads up to `max` records from `from`: from memory (the partition's tail cache, or the

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Broker, blocking};
+use super::{Broker, Topic, blocking};
 use crate::error::{BrokerError, Result};
+use crate::storage::{PartitionHandle, PendingAppend};
+use crate::subscription::Subscription;
 use crate::subscription::events::SubscriptionEvent;
 
 /// Where a seek moves a subscription.
@@ -46,6 +48,8 @@ impl Broker {
             .await
     }
 
+    /// Moves a subscription, with `led_only` skipping the partitions this node does not lead
+    /// (unless named by offset); returns the new position of every partition it moved.
     async fn seek_partitions(
         &self,
         topic: &str,
@@ -68,28 +72,8 @@ impl Broker {
             {
                 continue;
             }
-            let (start, end) = (log.start_offset(), log.end_offset());
-            let position = match &target {
-                SeekTarget::Earliest => start,
-                SeekTarget::Latest => end,
-                SeekTarget::Timestamp(at) => {
-                    let (reader, at) = (log.clone(), *at);
-                    blocking(move || reader.offset_for_timestamp(at))
-                        .await?
-                        .clamp(start, end)
-                }
-                SeekTarget::Offsets(offsets) => match offsets.get(&partition) {
-                    Some(offset) if (start..=end).contains(offset) => *offset,
-                    Some(offset) => {
-                        return Err(BrokerError::invalid(
-                            "offsets",
-                            format!(
-                                "offset {offset} of partition {partition} is outside its stored range {start}..={end}"
-                            ),
-                        ));
-                    }
-                    None => continue,
-                },
+            let Some(position) = target_position(log, partition, &target).await? else {
+                continue;
             };
             positions.insert(partition, position);
         }
@@ -108,19 +92,7 @@ impl Broker {
             self.require_partition(&open, &sub, *partition as usize)
                 .await?;
         }
-        let mut appends = Vec::with_capacity(positions.len());
-        for (partition, position) in &positions {
-            let log = &open.partitions[*partition as usize];
-            let event = SubscriptionEvent::Sought {
-                subscription: sub.config.uid,
-                offset: *position,
-            };
-            let ((), append) = sub.change_durably(*partition as usize, log, |table| {
-                table.reset(*position);
-                ((), vec![event])
-            })?;
-            appends.extend(append);
-        }
+        let appends = move_partitions(&open, &sub, &positions)?;
         sub.forget_attempts();
         for append in appends {
             append.wait().await?;
@@ -128,4 +100,60 @@ impl Broker {
         open.on_commit.notify_waiters();
         Ok(positions)
     }
+}
+
+/// Where `target` moves partition `partition` (its log `log`): `None` for a partition that
+/// explicit offsets do not name; an offset outside the stored range is refused.
+async fn target_position(
+    log: &PartitionHandle,
+    partition: u32,
+    target: &SeekTarget,
+) -> Result<Option<u64>> {
+    let (start, end) = (log.start_offset(), log.end_offset());
+    let position = match target {
+        SeekTarget::Earliest => start,
+        SeekTarget::Latest => end,
+        SeekTarget::Timestamp(at) => {
+            let (reader, at) = (log.clone(), *at);
+            blocking(move || reader.offset_for_timestamp(at))
+                .await?
+                .clamp(start, end)
+        }
+        SeekTarget::Offsets(offsets) => match offsets.get(&partition) {
+            Some(offset) if (start..=end).contains(offset) => *offset,
+            Some(offset) => {
+                return Err(BrokerError::invalid(
+                    "offsets",
+                    format!(
+                        "offset {offset} of partition {partition} is outside its stored range {start}..={end}"
+                    ),
+                ));
+            }
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(position))
+}
+
+/// Moves each partition of `positions` to its position in its lease table, recording a
+/// `sought` event in its log; returns the appends of the events.
+fn move_partitions(
+    open: &Topic,
+    sub: &Subscription,
+    positions: &BTreeMap<u32, u64>,
+) -> Result<Vec<PendingAppend>> {
+    let mut appends = Vec::with_capacity(positions.len());
+    for (partition, position) in positions {
+        let log = &open.partitions[*partition as usize];
+        let event = SubscriptionEvent::Sought {
+            subscription: sub.config.uid,
+            offset: *position,
+        };
+        let ((), append) = sub.change_durably(*partition as usize, log, |table| {
+            table.reset(*position);
+            ((), vec![event])
+        })?;
+        appends.extend(append);
+    }
+    Ok(appends)
 }

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{Broker, ReceiptFailure, SettleOutcome};
+use super::{Broker, ReceiptFailure, SettleOutcome, Topic};
 use crate::clock::steady_ms;
 use crate::error::{BrokerError, Result};
 use crate::limits::MAX_RECEIPTS;
 use crate::message::Origin;
+use crate::storage::{PartitionHandle, PendingAppend};
 use crate::subscription::config::validate_ack_timeout;
 use crate::subscription::events::SubscriptionEvent;
 use crate::subscription::lease_table::{EntryState, Stale};
@@ -134,6 +135,8 @@ impl Broker {
         .await
     }
 
+    /// Settles receipts of one subscription by `action`, partition by partition; acks and
+    /// nacks answer once their events are durable.
     async fn settle(
         &self,
         topic: &str,
@@ -143,18 +146,62 @@ impl Broker {
         consumer: Option<&Origin>,
     ) -> Result<SettleOutcome> {
         self.check_running()?;
-        if receipts.is_empty() || receipts.len() > MAX_RECEIPTS {
-            return Err(BrokerError::invalid(
-                "receipts",
-                format!(
-                    "must hold 1 to {MAX_RECEIPTS} receipts, got {}",
-                    receipts.len()
-                ),
-            ));
-        }
+        check_receipt_count(receipts)?;
         let open = self.topic(topic)?;
         let sub = self.subscription_in(&open, subscription)?;
         let mut outcome = SettleOutcome::default();
+        let by_partition = self.by_partition(&sub, receipts, &mut outcome);
+        let now = steady_ms();
+        let mut pending = Vec::new();
+        for partition in by_partition.keys() {
+            self.require_partition(&open, &sub, *partition).await?;
+        }
+        for (partition, items) in by_partition {
+            let log = &open.partitions[partition];
+            let results = match action {
+                Settle::Extend { lease_ms } => {
+                    let extend = (now, lease_ms);
+                    let (results, append) =
+                        extend_leases(&sub, partition, log, &items, extend, consumer)?;
+                    pending.extend(append);
+                    results
+                }
+                _ => {
+                    let (results, append) = sub.change_durably(partition, log, |table| {
+                        let settle = (action, consumer, now);
+                        settle_durably(&sub, partition, table, &items, settle)
+                    })?;
+                    pending.extend(append);
+                    results
+                }
+            };
+            tally(&mut outcome, results);
+        }
+        // The answer waits for the events to be durable per the fsync policy; settles of
+        // many requests share the writer's group commit.
+        for append in pending {
+            append.wait().await?;
+        }
+        if outcome.succeeded > 0 {
+            note_settled(
+                &open,
+                &sub,
+                (topic, subscription),
+                action,
+                outcome.succeeded,
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// The receipts of `sub` sorted by partition, each with what it decodes to; the rest
+    /// (malformed, of another subscription or partition) go into `outcome` as failed.
+    fn by_partition<'r>(
+        &self,
+        sub: &Subscription,
+        receipts: &'r [String],
+        outcome: &mut SettleOutcome,
+    ) -> BTreeMap<usize, Vec<(&'r String, ReceiptData)>> {
         let mut by_partition: BTreeMap<usize, Vec<(&String, ReceiptData)>> = BTreeMap::new();
         for receipt in receipts {
             match self.receipts.decode(receipt) {
@@ -172,73 +219,7 @@ impl Broker {
                     .push((receipt.clone(), ReceiptFailure::Invalid)),
             }
         }
-        let now = steady_ms();
-        let mut pending = Vec::new();
-        for partition in by_partition.keys() {
-            self.require_partition(&open, &sub, *partition).await?;
-        }
-        for (partition, items) in by_partition {
-            let log = &open.partitions[partition];
-            let results = match action {
-                Settle::Extend { lease_ms } => {
-                    let results = sub.update(partition, |table| {
-                        items
-                            .iter()
-                            .map(|(receipt, data)| {
-                                (
-                                    *receipt,
-                                    table.extend(data.offset, data.lease, now, lease_ms),
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                    });
-                    let extended: Vec<u64> = items
-                        .iter()
-                        .zip(&results)
-                        .filter(|(_, (_, result))| result.is_ok())
-                        .map(|((_, data), _)| data.offset)
-                        .collect();
-                    pending.extend(sub.record_leases(partition, log, &extended, consumer)?);
-                    results
-                }
-                _ => {
-                    let (results, append) = sub.change_durably(partition, log, |table| {
-                        let settle = (action, consumer, now);
-                        settle_durably(&sub, partition, table, &items, settle)
-                    })?;
-                    pending.extend(append);
-                    results
-                }
-            };
-            for (receipt, result) in results {
-                match result {
-                    Ok(()) => outcome.succeeded += 1,
-                    Err(Stale::NotLeased) => outcome
-                        .failed
-                        .push((receipt.clone(), ReceiptFailure::Invalid)),
-                }
-            }
-        }
-        // The answer waits for the events to be durable per the fsync policy; settles of
-        // many requests share the writer's group commit.
-        for append in pending {
-            append.wait().await?;
-        }
-        if outcome.succeeded > 0 {
-            let action = match action {
-                Settle::Ack => SettleAction::Ack,
-                Settle::Nack { .. } => SettleAction::Nack,
-                Settle::Extend { .. } => SettleAction::Extend,
-            };
-            sub.counters
-                .settled(topic, subscription, action, outcome.succeeded);
-            // On an ordered subscription an ack gives the next message of its key its turn:
-            // receivers waiting for work must look again.
-            if sub.config.ordering == crate::subscription::Ordering::Key {
-                open.on_commit.notify_waiters();
-            }
-        }
-        Ok(outcome)
+        by_partition
     }
 
     /// For each receipt, whether its lease still holds (not acked, nacked, or expired): what a
@@ -264,6 +245,85 @@ impl Broker {
                 })
             })
             .collect())
+    }
+}
+
+/// Refuses a settle of no receipts or of more than [`MAX_RECEIPTS`].
+fn check_receipt_count(receipts: &[String]) -> Result<()> {
+    if receipts.is_empty() || receipts.len() > MAX_RECEIPTS {
+        return Err(BrokerError::invalid(
+            "receipts",
+            format!(
+                "must hold 1 to {MAX_RECEIPTS} receipts, got {}",
+                receipts.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Extends the leases of one partition's receipts to `lease_ms` from `now`, `(now, lease_ms)`;
+/// returns each receipt's result and the append recording the new leases (in a cluster).
+fn extend_leases<'r>(
+    sub: &Subscription,
+    partition: usize,
+    log: &PartitionHandle,
+    items: &[(&'r String, ReceiptData)],
+    (now, lease_ms): (u64, u64),
+    consumer: Option<&Origin>,
+) -> Result<(Vec<SettleResult<'r>>, Option<PendingAppend>)> {
+    let results = sub.update(partition, |table| {
+        items
+            .iter()
+            .map(|(receipt, data)| {
+                (
+                    *receipt,
+                    table.extend(data.offset, data.lease, now, lease_ms),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let extended: Vec<u64> = items
+        .iter()
+        .zip(&results)
+        .filter(|(_, (_, result))| result.is_ok())
+        .map(|((_, data), _)| data.offset)
+        .collect();
+    let append = sub.record_leases(partition, log, &extended, consumer)?;
+    Ok((results, append))
+}
+
+/// Counts each receipt's result in `outcome`: a success, or a failure naming the receipt.
+fn tally(outcome: &mut SettleOutcome, results: Vec<SettleResult<'_>>) {
+    for (receipt, result) in results {
+        match result {
+            Ok(()) => outcome.succeeded += 1,
+            Err(Stale::NotLeased) => outcome
+                .failed
+                .push((receipt.clone(), ReceiptFailure::Invalid)),
+        }
+    }
+}
+
+/// Counts `succeeded` settles of `sub`; on a subscription ordered by key, wakes the receivers
+/// waiting for work.
+fn note_settled(
+    open: &Topic,
+    sub: &Subscription,
+    (topic, subscription): (&str, &str),
+    action: Settle<'_>,
+    succeeded: usize,
+) {
+    let action = match action {
+        Settle::Ack => SettleAction::Ack,
+        Settle::Nack { .. } => SettleAction::Nack,
+        Settle::Extend { .. } => SettleAction::Extend,
+    };
+    sub.counters.settled(topic, subscription, action, succeeded);
+    // On an ordered subscription an ack gives the next message of its key its turn:
+    // receivers waiting for work must look again.
+    if sub.config.ordering == crate::subscription::Ordering::Key {
+        open.on_commit.notify_waiters();
     }
 }
 

@@ -211,7 +211,7 @@ impl SubscriptionEvent {
                 consumer,
             } => {
                 let consumer = named(consumer.as_ref());
-                let kind = if consumer.is_some() { ACKED_BY } else { ACKED };
+                let kind = by_kind(consumer, ACKED_BY, ACKED);
                 head(&mut out, kind, *subscription, *offset);
                 put_consumer(&mut out, consumer);
             }
@@ -225,24 +225,12 @@ impl SubscriptionEvent {
                 consumer,
             } => {
                 let consumer = named(consumer.as_ref());
-                let kind = if consumer.is_some() {
-                    NACKED_BY
-                } else {
-                    NACKED
-                };
+                let kind = by_kind(consumer, NACKED_BY, NACKED);
                 head(&mut out, kind, *subscription, *offset);
                 out.put_u32_le(*attempts);
                 out.put_u64_le(*due_ms);
                 put_key_hash(&mut out, *key_hash);
-                match error {
-                    Some(text) => {
-                        let text = truncated(text);
-                        out.put_u8(1);
-                        out.put_u16_le(u16::try_from(text.len()).unwrap_or(u16::MAX));
-                        out.put_slice(text.as_bytes());
-                    }
-                    None => out.put_u8(0),
-                }
+                put_error(&mut out, error.as_deref());
                 put_consumer(&mut out, consumer);
             }
             SubscriptionEvent::Redelivered {
@@ -273,11 +261,7 @@ impl SubscriptionEvent {
                 consumer,
             } => {
                 let consumer = named(consumer.as_ref());
-                let kind = if consumer.is_some() {
-                    LEASED_BY
-                } else {
-                    LEASED
-                };
+                let kind = by_kind(consumer, LEASED_BY, LEASED);
                 head(&mut out, kind, *subscription, *offset);
                 out.put_u32_le(*attempts);
                 out.put_u64_le(*lease);
@@ -295,10 +279,7 @@ impl SubscriptionEvent {
                 head(&mut out, DELIVERED, *subscription, *offset);
                 out.put_u32_le(*attempts);
                 put_key_hash(&mut out, *key_hash);
-                match named(consumer.as_ref()) {
-                    Some(consumer) => put_origin(&mut out, consumer),
-                    None => put_origin(&mut out, &Origin::default()),
-                }
+                put_named_origin(&mut out, consumer.as_ref());
             }
             SubscriptionEvent::Redriven {
                 subscription,
@@ -396,6 +377,34 @@ fn head(out: &mut Vec<u8>, kind: u8, subscription: u64, offset: u64) {
 /// `consumer` unless it names nothing (an origin with no field set is no consumer).
 fn named(consumer: Option<&Origin>) -> Option<&Origin> {
     consumer.filter(|c| **c != Origin::default())
+}
+
+/// The kind of an ack, nack or lease: its `_by` kind (`by`) when it names a `consumer`, else
+/// its old kind (`old`).
+fn by_kind(consumer: Option<&Origin>, by: u8, old: u8) -> u8 {
+    if consumer.is_some() { by } else { old }
+}
+
+/// A delivery's consumer: always an origin, one with no field set when it names nobody.
+fn put_named_origin(out: &mut Vec<u8>, consumer: Option<&Origin>) {
+    match named(consumer) {
+        Some(consumer) => put_origin(out, consumer),
+        None => put_origin(out, &Origin::default()),
+    }
+}
+
+/// A nack's error text: a presence flag, then its length and bytes, cut to
+/// [`MAX_ERROR_LEN`] ([`truncated`]).
+fn put_error(out: &mut Vec<u8>, error: Option<&str>) {
+    match error {
+        Some(text) => {
+            let text = truncated(text);
+            out.put_u8(1);
+            out.put_u16_le(u16::try_from(text.len()).unwrap_or(u16::MAX));
+            out.put_slice(text.as_bytes());
+        }
+        None => out.put_u8(0),
+    }
 }
 
 /// The consumer at the end of a `_by` kind; nothing for the old kinds.
