@@ -22,6 +22,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -32,7 +33,7 @@ use tower::ServiceExt;
 
 use crate::config::EdgeSettings;
 use crate::edge::Edge;
-use crate::head_size::{HEAD_SLACK_BYTES, HEADER_COUNT_SLACK};
+use crate::head_size::{self, HEAD_SLACK_BYTES, HEADER_COUNT_SLACK, HeadLimits};
 use crate::io_timeout::WriteTimeout;
 use crate::problem::ApiError;
 
@@ -96,10 +97,15 @@ pub async fn serve_connections(
         };
         configure_socket(&stream, edge.tcp_keepalive);
         let router = router.clone();
+        let limits = HeadLimits::from(edge);
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            let oversized = head_size::check(&request, limits).err();
             request.extensions_mut().insert(ConnectInfo(peer));
             let router = router.clone();
             async move {
+                if let Some(refusal) = oversized {
+                    return Ok(refusal.into_response());
+                }
                 let response = router.oneshot(request.map(Body::new)).await;
                 Ok::<_, Infallible>(match response {
                     Ok(response) => response,

@@ -1,6 +1,7 @@
-//! The edge: one middleware every request passes before its handler. In order it
-//! 0. refuses a head over `max_headers` or `max_header_bytes` ([`crate::head_size`]; 431),
-//!    then requests that web pages make browsers send ([`crate::browser_guard`]: `Host`
+//! The edge: one middleware every request passes before its handler (a head over
+//! `max_headers` or `max_header_bytes` is refused before it, as hyper hands the request over:
+//! [`crate::head_size`], 431). In order it
+//! 0. refuses requests that web pages make browsers send ([`crate::browser_guard`]: `Host`
 //!    against DNS rebinding when anonymous, `Origin`; 403), on every route;
 //! 1. looks the route up in the [`policy`] table;
 //! 2. authenticates the bearer token into a [`Principal`] (401), unless the route is open;
@@ -39,7 +40,6 @@ use crate::auth::{Action, Authenticator, Principal};
 use crate::browser_guard;
 use crate::client_addr::client_address;
 use crate::config::EdgeSettings;
-use crate::head_size;
 use crate::limits::{CapExceeded, CapPermit, ConcurrencyCap, ConnectionSlots, LONG_POLL_MARGIN_MS};
 use crate::memory::{
     BodyCharge, ChargedBody, MemoryBudget, MemoryCharge, OVERLOADED_MEMORY,
@@ -198,7 +198,6 @@ async fn admit(
     body: &mut RequestBody,
 ) -> Result<(Request, Held, Option<Duration>), ApiError> {
     let edge = &state.edge;
-    head_size::check(&parts, &edge.settings)?;
     browser_guard::admit(&parts.headers, &edge.settings, !edge.auth.enabled())?;
     let access = policy::classify(&parts.method, parts.uri.path());
     if access.rule == Rule::Docs && !edge.settings.expose_docs {
