@@ -1,0 +1,20 @@
+//! Helpers of the failpoint tests, shared with the binaries of their areas: the broker with
+//! its topic `t` (`tests/support/broker/topic.rs`), the partition on a temporary directory
+//! (`tests/support/storage.rs`), and cluster nodes over the in-memory network
+//! (`tests/support/raft/`).
+
+#[path = "../support/raft/net.rs"]
+mod net;
+#[path = "../support/raft/nodes.rs"]
+mod nodes;
+#[path = "../support/storage.rs"]
+mod storage;
+#[path = "../support/broker/topic.rs"]
+mod topic;
+
+pub use net::Net;
+pub use nodes::{node_record, read_own_replica, start_cluster_node, text_message};
+pub use storage::{
+    TestLog, append_acknowledged, bare, file_len, read_all, records, small_segments,
+};
+pub use topic::{broker_with_topic, create_topic, text};
