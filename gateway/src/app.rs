@@ -1,6 +1,6 @@
 //! The router: [`app`] wires the documented routes, the problem+json fallbacks for unknown
 //! routes and methods, and the middleware every response passes through (request id, tracing,
-//! body limit, request metrics ([`crate::metrics`]), and the [`edge`]: auth, rate
+//! body limit, request metrics ([`crate::governance::metrics`]), and the [`edge`]: auth, rate
 //! limits, budgets, timeouts). [`AppState`] is what handlers share.
 
 use std::sync::Arc;
@@ -16,11 +16,11 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
-use crate::alerts::{Alerts, RuleBook};
 use crate::config::AlertSettings;
-use crate::edge::{self, Edge};
-use crate::problem::ApiError;
-use crate::{metrics, openapi};
+use crate::governance::alerts::{Alerts, RuleBook};
+use crate::http::edge::{self, Edge};
+use crate::http::problem::ApiError;
+use crate::{governance::metrics, openapi};
 
 /// What every handler shares: the broker, the HTTP limits, and the draining flag. One `Arc`
 /// (axum clones the state for every extractor of every request; its fields are reached
@@ -34,7 +34,7 @@ pub struct Shared {
     pub broker: Arc<Broker>,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// Auth, rate limits and budgets (see [`crate::edge`]).
+    /// Auth, rate limits and budgets (see [`crate::http::edge`]).
     pub edge: Arc<Edge>,
     /// In a cluster: this node's part in it (topic admin goes through its controller).
     pub cluster: Option<Arc<ClusterNode>>,
@@ -43,9 +43,9 @@ pub struct Shared {
     /// Alert rules, active alerts and the webhook outbox (see [`crate::routes::alerts`]).
     pub alerts: Arc<Alerts>,
     /// The per-minute history of this node's topics and subscriptions.
-    pub history: Arc<crate::history::History>,
+    pub history: Arc<crate::governance::history::History>,
     /// The synthetic probe's state (off unless [`AppState::with_probe`] gave one).
-    pub probe: Arc<crate::probe::ProbeHealth>,
+    pub probe: Arc<crate::governance::probe::ProbeHealth>,
     /// In a cluster: the other leaders' last answers to this node's gathers.
     pub remote_looks: crate::fanout::gather_looks::RemoteLooks,
     draining: AtomicBool,
@@ -84,8 +84,10 @@ impl AppState {
             cluster: None,
             liveness: None,
             alerts,
-            history: Arc::new(crate::history::History::in_memory(Default::default())),
-            probe: Arc::new(crate::probe::ProbeHealth::off()),
+            history: Arc::new(crate::governance::history::History::in_memory(
+                Default::default(),
+            )),
+            probe: Arc::new(crate::governance::probe::ProbeHealth::off()),
             remote_looks: Default::default(),
             draining: AtomicBool::new(false),
         }))
@@ -108,8 +110,10 @@ impl AppState {
             cluster: Some(cluster),
             liveness: Some(liveness),
             alerts,
-            history: Arc::new(crate::history::History::in_memory(Default::default())),
-            probe: Arc::new(crate::probe::ProbeHealth::off()),
+            history: Arc::new(crate::governance::history::History::in_memory(
+                Default::default(),
+            )),
+            probe: Arc::new(crate::governance::probe::ProbeHealth::off()),
             remote_looks: Default::default(),
             draining: AtomicBool::new(false),
         }))
@@ -117,7 +121,7 @@ impl AppState {
 
     /// This state with `history` in place of the in-memory one it was built with. Call it
     /// before the state is shared (cloned); a shared state is returned unchanged.
-    pub fn with_history(mut self, history: Arc<crate::history::History>) -> Self {
+    pub fn with_history(mut self, history: Arc<crate::governance::history::History>) -> Self {
         match Arc::get_mut(&mut self.0) {
             Some(shared) => shared.history = history,
             None => tracing::warn!("the app state is shared: the history is not replaced"),
@@ -127,7 +131,7 @@ impl AppState {
 
     /// This state with `probe` in place of the idle one it was built with. Call it before
     /// the state is shared (cloned); a shared state is returned unchanged.
-    pub fn with_probe(mut self, probe: Arc<crate::probe::ProbeHealth>) -> Self {
+    pub fn with_probe(mut self, probe: Arc<crate::governance::probe::ProbeHealth>) -> Self {
         match Arc::get_mut(&mut self.0) {
             Some(shared) => shared.probe = probe,
             None => tracing::warn!("the app state is shared: the probe is not replaced"),
@@ -136,7 +140,7 @@ impl AppState {
     }
 
     /// Starts draining: `/readyz` turns 503 and pending long-polls return what they have
-    /// within one [`crate::long_poll::LONG_POLL_SLICE_MS`].
+    /// within one [`crate::http::long_poll::LONG_POLL_SLICE_MS`].
     pub fn begin_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
     }
@@ -164,7 +168,9 @@ pub fn app(state: AppState) -> Router {
         None => router,
     };
     router
-        .layer(axum::middleware::from_fn(crate::internal_topics::hide))
+        .layer(axum::middleware::from_fn(
+            crate::http::internal_topics::hide,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             edge::edge,

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use gateway::auth::{DEFAULT_KID, TokenRequest, mint_hs256, parse_ttl};
 use gateway::cli::{ClientArgs, ClientCommand};
 use gateway::config::ServeArgs;
-use gateway::server::{serve, shutdown_signal};
+use gateway::http::server::{serve, shutdown_signal};
 use tracing_subscriber::EnvFilter;
 
 /// jemalloc, configured in `.cargo/config.toml`: it hands freed memory back to the system
@@ -172,7 +172,7 @@ fn run_server(args: ServeArgs) -> ExitCode {
     };
     let result = runtime.block_on(async {
         let signal = shutdown_signal();
-        let listener = gateway::accept::bind(settings.listen())?;
+        let listener = gateway::http::accept::bind(settings.listen())?;
         serve(listener, settings, signal).await
     });
     match result {

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use gateway::memory::{PRODUCE_BYTES_PER_MESSAGE, REQUEST_BYTES_HELD_PER_BODY_BYTE};
+use gateway::limits::memory::{PRODUCE_BYTES_PER_MESSAGE, REQUEST_BYTES_HELD_PER_BODY_BYTE};
 use gateway::routes::produce::{ProduceQuery, json_messages};
 use serde_json::json;
 

@@ -10,7 +10,7 @@ use broker_core::cluster::lead_back::LeadBack;
 use broker_core::cluster_node::ClusterNode;
 
 use super::{LIVE_WITHIN, Liveness};
-use crate::periodic::{Look, Periodic};
+use crate::cluster::periodic::{Look, Periodic};
 
 /// How often this node looks at the partitions it leads. A preferred leader's health is
 /// sampled this often, so it must hold at every look of the wait.

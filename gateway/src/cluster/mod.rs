@@ -2,6 +2,8 @@
 //! port), and the client that talks to theirs.
 //!
 //! # Layout
+//! - [`periodic`]: [`periodic::Periodic`], a background task taking one look every period
+//!   until stopped (the probe keeper, preferred-leader election).
 //! - `peer_auth`: the header every call carries, an HMAC of the caller's id and the time keyed
 //!   by the cluster secret (the secret itself never travels), and its check.
 //! - `port`: [`serve_cluster_port`]: `POST /cluster/v1/raft/{group}/{rpc}` handed to the
@@ -21,6 +23,7 @@ mod liveness;
 mod node_start;
 mod peer_auth;
 mod peer_client;
+pub mod periodic;
 mod port;
 
 pub use lead_back::{HAND_BACK_TIMEOUT_MS, LOOK_EVERY_MS, LeadBackTask};

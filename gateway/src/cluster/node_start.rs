@@ -15,7 +15,7 @@ use super::liveness::Liveness;
 use super::peer_auth::PeerAuth;
 use super::peer_client::PeerClient;
 use crate::config::{ClusterSettings, Settings};
-use crate::server::ServeError;
+use crate::http::server::ServeError;
 
 /// What the receipt key is derived for from the cluster secret.
 const RECEIPT_KEY_PURPOSE: &str = "wharf receipt key v1";
@@ -61,7 +61,7 @@ pub async fn start_node(
     public: SocketAddr,
 ) -> Result<StartedNode, ServeError> {
     let fail = |e: &dyn std::fmt::Display| ServeError::Cluster(e.to_string());
-    let listener = crate::accept::bind(cluster.listen)?;
+    let listener = crate::http::accept::bind(cluster.listen)?;
     let auth = PeerAuth::new(cluster.secret.expose());
     let liveness = Liveness::default();
     let peers = PeerClient::new(

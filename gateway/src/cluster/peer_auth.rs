@@ -10,7 +10,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::hex::lower_hex;
+use crate::json::hex::lower_hex;
 
 /// The header carrying the proof.
 pub const AUTH_HEADER: &str = "wharf-cluster-auth";

@@ -73,7 +73,7 @@ impl Transport for PeerClient {
             let rpc = call.rpc.as_str();
             let started = std::time::Instant::now();
             let answer = client.send(target, call).await;
-            metrics::histogram!(crate::metrics::PEER_RPC_SECONDS, "rpc" => rpc)
+            metrics::histogram!(crate::governance::metrics::PEER_RPC_SECONDS, "rpc" => rpc)
                 .record(started.elapsed().as_secs_f64());
             answer
         })

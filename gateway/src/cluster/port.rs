@@ -16,9 +16,9 @@ use tokio::net::TcpListener;
 
 use super::liveness::Liveness;
 use super::peer_auth::{AUTH_HEADER, PeerAuth};
-use crate::alerts::Alerts;
-use crate::alerts::cluster_figures::{ALERT_FIGURES_PATH, FiguresAsk, node_figures};
-use crate::edge::Edge;
+use crate::governance::alerts::Alerts;
+use crate::governance::alerts::cluster_figures::{ALERT_FIGURES_PATH, FiguresAsk, node_figures};
+use crate::http::edge::Edge;
 
 /// How long in-flight RPCs get to finish at shutdown: Raft retries whatever is cut off.
 pub const CLUSTER_DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -37,7 +37,7 @@ struct PortState {
 
 /// The cluster port's routes: `POST /cluster/v1/raft/{group}/{rpc}`, and `POST`
 /// [`ALERT_FIGURES_PATH`] (this node's figures for the alert evaluator, see
-/// [`crate::alerts::cluster_figures`]), each call checked against the cluster secret first
+/// [`crate::governance::alerts::cluster_figures`]), each call checked against the cluster secret first
 /// (401 without a valid proof), bodies up to [`MAX_RPC_BYTES`]. Answers are the RPC's bytes
 /// (the figures' JSON), or a status and a one-line reason.
 pub fn cluster_router(
@@ -70,8 +70,14 @@ pub async fn serve_cluster_port(
 ) {
     let edge = Edge::anonymous(MAX_RPC_BYTES);
     let router = cluster_router(auth, handler, liveness, alerts);
-    crate::accept::serve_connections(listener, router, &edge, shutdown, CLUSTER_DRAIN_TIMEOUT)
-        .await;
+    crate::http::accept::serve_connections(
+        listener,
+        router,
+        &edge,
+        shutdown,
+        CLUSTER_DRAIN_TIMEOUT,
+    )
+    .await;
 }
 
 /// The calling node, if `headers` carry a valid proof (noted as heard from).

@@ -3,7 +3,7 @@
 
 use super::error::{ConfigError, invalid};
 use super::values::parse_number;
-use crate::alerts::WebhookPolicy;
+use crate::governance::alerts::WebhookPolicy;
 
 /// How often the evaluator samples every rule, in ms: once a second, fine enough for
 /// `for_ms` of a few seconds and far cheaper than the stats requests a dashboard makes.
@@ -12,11 +12,11 @@ pub const DEFAULT_ALERT_TICK_MS: u64 = 1_000;
 /// sampling itself would be most of the work.
 pub const MIN_ALERT_TICK_MS: u64 = 10;
 /// Longest evaluation tick, in ms: a tick must stay well under
-/// [`crate::alerts::evaluation::MAX_SAMPLE_GAP_MS`], or every pending rule would restart.
+/// [`crate::governance::alerts::evaluation::MAX_SAMPLE_GAP_MS`], or every pending rule would restart.
 pub const MAX_ALERT_TICK_MS: u64 = 10_000;
 /// Shortest server secret, in bytes, as a per-rule one
-/// ([`crate::alerts::rule::MIN_SECRET_BYTES`]).
-pub const MIN_ALERT_SECRET_BYTES: usize = crate::alerts::rule::MIN_SECRET_BYTES;
+/// ([`crate::governance::alerts::rule::MIN_SECRET_BYTES`]).
+pub const MIN_ALERT_SECRET_BYTES: usize = crate::governance::alerts::rule::MIN_SECRET_BYTES;
 
 /// Alert settings as text, before validation.
 #[derive(Debug, Clone, Default)]

@@ -8,8 +8,8 @@ use super::edge_args::EdgeRaw;
 use super::error::{ConfigError, invalid};
 use super::values::{boolean, ranged};
 use crate::auth::{Authenticator, DEFAULT_KID, KeySet, KeySpec, keys};
-use crate::browser_guard;
-use crate::client_addr::IpRange;
+use crate::http::browser_guard;
+use crate::http::client_addr::IpRange;
 use crate::limits::*;
 
 /// The edge's limits and switches, validated.

@@ -1,5 +1,5 @@
 //! The synthetic probe's setting: `probe_interval_ms`, the time between two rounds (see
-//! [`crate::probe`]), 0 to turn probes off.
+//! [`crate::governance::probe`]), 0 to turn probes off.
 
 use super::error::{ConfigError, invalid};
 use super::values::parse_number;

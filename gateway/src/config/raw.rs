@@ -23,8 +23,8 @@ use super::settings::{
 };
 use super::values::{boolean, parse_number};
 use crate::auth::KeySpec;
-use crate::history::HistoryHooks;
-use crate::probe::ProbeHooks;
+use crate::governance::history::HistoryHooks;
+use crate::governance::probe::ProbeHooks;
 
 /// Settings before validation: every value optional and still text.
 #[derive(Debug, Clone, Default)]

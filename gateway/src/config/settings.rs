@@ -14,8 +14,8 @@ use super::edge::EdgeSettings;
 use super::error::ConfigError;
 use super::raw::RawSettings;
 use crate::auth::Authenticator;
-use crate::history::HistoryHooks;
-use crate::probe::ProbeHooks;
+use crate::governance::history::HistoryHooks;
+use crate::governance::probe::ProbeHooks;
 
 /// Default listen address: loopback, so a fresh install is not open to the network.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";

@@ -10,7 +10,7 @@
 //! retries after `Retry-After`. A request taken from a client also carries
 //! `Wharf-Client-Address` ([`CLIENT_ADDRESS_HEADER`]), so the node that serves it can record
 //! where it came from; that node believes it only where it believes `Wharf-Forwarded`
-//! ([`crate::produce_origin`]). Forwarding has a connect timeout and an overall timeout; a
+//! ([`crate::http::produce_origin`]). Forwarding has a connect timeout and an overall timeout; a
 //! leader that cannot be reached leaves the original `not_leader` answer (nothing was sent),
 //! one that took the request and gave no answer makes it 503 `replication_timeout` (the
 //! outcome is unknown). A stream (`…/stream`, Server-Sent Events) is never forwarded: it
@@ -34,8 +34,8 @@ use axum::response::IntoResponse;
 use broker_core::BrokerError;
 
 use crate::app::AppState;
-use crate::client_addr::{IpRange, client_address};
-use crate::problem::ApiError;
+use crate::http::client_addr::{IpRange, client_address};
+use crate::http::problem::ApiError;
 
 /// The header marking a forwarded request, naming the node that forwarded it.
 pub const FORWARDED_HEADER: &str = "wharf-forwarded";

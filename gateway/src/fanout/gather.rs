@@ -46,7 +46,7 @@ use crate::app::AppState;
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::gather_looks::{RoundPlan, stale_first};
 use crate::fanout::peer::{PeerAnswer, call_peer};
-use crate::message_json::{self, DeliveryParts};
+use crate::json::message::{self, DeliveryParts};
 use crate::routes::SubscriptionPath;
 
 /// Longest an empty gathering round waits before asking the other leaders again: the lag a
@@ -78,7 +78,7 @@ pub struct ReceiveAsk {
     pub ack_timeout_ms: Option<u64>,
     /// The retry-safe attempt id.
     pub attempt_id: Option<String>,
-    /// Who receives ([`crate::consumed_by`]), named in the events of this node's own
+    /// Who receives ([`crate::http::consumed_by`]), named in the events of this node's own
     /// deliveries; the other leaders name the consumer as they see it (the forwarded
     /// credentials' principal, this node, and the client's address this node passed on in
     /// `Wharf-Client-Address`).
@@ -370,7 +370,7 @@ async fn receive_here(
         Ok(deliveries) => Ok(deliveries
             .into_iter()
             .map(|delivery| {
-                let json = message_json::received_message(DeliveryParts::from(&delivery));
+                let json = message::received_message(DeliveryParts::from(&delivery));
                 GatheredMessage {
                     receipt: delivery.receipt,
                     json,

@@ -37,7 +37,7 @@ use serde_json::value::RawValue;
 use crate::app::AppState;
 use crate::fanout::forward::{FORWARD_TIMEOUT, LeaderHint};
 use crate::fanout::peer::{PeerAnswer, PeerFailure, call_peer};
-use crate::problem::ApiError;
+use crate::http::problem::ApiError;
 use crate::routes::produce::{DURABILITY_HEADER, ProducedMessage};
 
 /// The messages of a JSON batch as the client wrote them.
@@ -84,7 +84,7 @@ pub struct Scatter<'a> {
     pub ack: AckMode,
     /// The leader of each of the topic's partitions ([`crate::fanout::gather::leaders_to_gather`]).
     pub leaders: Vec<Option<u64>>,
-    /// Who produced the batch ([`crate::produce_origin`]), stored with this node's share;
+    /// Who produced the batch ([`crate::http::produce_origin`]), stored with this node's share;
     /// the other leaders learn it from the headers sent on with theirs.
     pub origin: std::sync::Arc<broker_core::Origin>,
 }
@@ -135,7 +135,7 @@ impl Scatter<'_> {
             .collect();
         let share_bytes = shares.iter().map(|(_, b)| b.len()).sum();
         if !room(share_bytes) {
-            return Err(crate::memory::OVERLOADED_MEMORY);
+            return Err(crate::limits::memory::OVERLOADED_MEMORY);
         }
         let local = async {
             match mine.is_empty() {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::app::AppState;
 use crate::fanout::ask_leader::ask_leader;
 use crate::fanout::forward::FORWARDED_HEADER;
-use crate::problem::ApiError;
+use crate::http::problem::ApiError;
 
 /// Marks a forwarded `GET` of a subscription (or of the list) that asks for
 /// [`LedFigures`]; honoured only with `Wharf-Forwarded` (only nodes send both).

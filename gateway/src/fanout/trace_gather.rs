@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::AppState;
-use crate::codes;
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::peer::{PeerAnswer, call_peer};
+use crate::http::codes;
 use crate::routes::trace::KeyedMessage;
 
 /// Longest a lookup waits for another node's answer. A node answers a lookup with one

@@ -1,5 +1,5 @@
 //! Alerts: create, list, describe and delete alert rules, and list the alerts firing now.
-//! Rules are kept on this node ([`crate::alerts::RuleBook`]), or in a cluster as cluster
+//! Rules are kept on this node ([`crate::governance::alerts::RuleBook`]), or in a cluster as cluster
 //! metadata: any node answers, a change is forwarded to the controller leader, and the
 //! active alerts are the evaluating node's (the controller leader's; others forward there).
 //! A rule cannot be changed in place: delete it and create it again (`409
@@ -12,10 +12,10 @@ use broker_core::BrokerError;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::alerts::{ActiveAlert, AlertRule, ValidRule};
 use crate::app::AppState;
-use crate::extract::{JsonBody, PathParams};
-use crate::problem::{ApiError, Problem};
+use crate::governance::alerts::{ActiveAlert, AlertRule, ValidRule};
+use crate::http::extract::{JsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
 
 /// Path of an alert rule.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::cluster::LIVE_WITHIN;
-use crate::problem::Problem;
+use crate::http::problem::Problem;
 
 /// The cluster as the answering node sees it.
 #[derive(Debug, Serialize, ToSchema)]

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::extract::{JsonBody, PathParams};
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{JsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
 use crate::routes::PartitionPath;
 
 /// What a drain answer says when every replica moved off the node.

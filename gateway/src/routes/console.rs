@@ -1,14 +1,14 @@
 //! The web console: a page and its files, public (the page holds no data; every API call it
-//! makes carries the bearer token the user enters), built into the binary ([`crate::console`]).
+//! makes carries the bearer token the user enters), built into the binary ([`crate::governance::console`]).
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::console::{self, Asset};
-use crate::extract::PathParams;
-use crate::problem::{ApiError, Problem};
+use crate::governance::console::{self, Asset};
+use crate::http::extract::PathParams;
+use crate::http::problem::{ApiError, Problem};
 
 /// Path of a console file.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -1,6 +1,6 @@
 //! Consuming through a subscription: long-poll receive, then ack, nack or extend by receipt.
 //!
-//! The receive reply is written by [`message_json::receive_reply`] straight from the
+//! The receive reply is written by [`message::receive_reply`] straight from the
 //! deliveries; [`ReceiveResponse`] and [`ReceivedMessage`] are its OpenAPI schema and the
 //! oracle its tests compare it with, not what it is built from. (Their own docs are the
 //! schema's descriptions, so this note is here.)
@@ -17,14 +17,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
-use crate::codes;
-use crate::consumed_by::ConsumedBy;
-use crate::extract::{JsonBody, OptionalJsonBody, PathParams};
 use crate::fanout::gather;
-use crate::long_poll::long_poll;
-use crate::memory::answer_memory;
-use crate::message_json::{self, DeliveryParts, json_response};
-use crate::problem::{ApiError, Problem};
+use crate::http::codes;
+use crate::http::consumed_by::ConsumedBy;
+use crate::http::extract::{JsonBody, OptionalJsonBody, PathParams};
+use crate::http::long_poll::long_poll;
+use crate::http::problem::{ApiError, Problem};
+use crate::json::message::{self, DeliveryParts, json_response};
+use crate::limits::memory::answer_memory;
 use crate::routes::SubscriptionPath;
 use crate::routes::partitions::LogMessage;
 
@@ -233,7 +233,7 @@ pub async fn receive(
     .await?;
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    let body = message_json::receive_reply(deliveries.iter().map(DeliveryParts::from));
+    let body = message::receive_reply(deliveries.iter().map(DeliveryParts::from));
     Ok(json_response(body))
 }
 

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
-use crate::extract::{OptionalJsonBody, PathParams};
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::gather;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{OptionalJsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
 use crate::routes::SubscriptionPath;
 
 /// How much to redrive; an empty body redrives everything at the default pace.

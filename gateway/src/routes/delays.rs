@@ -6,8 +6,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::app::AppState;
-use crate::extract::PathParams;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::PathParams;
+use crate::http::problem::{ApiError, Problem};
 
 /// Path of one message of a topic.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -6,8 +6,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::app::AppState;
-use crate::probe::ProbeStatus;
-use crate::problem::{ApiError, Problem};
+use crate::governance::probe::ProbeStatus;
+use crate::http::problem::{ApiError, Problem};
 
 /// A health check's answer.
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,4 +1,4 @@
-//! `GET /metrics`: the recorder's series ([`crate::metrics`]) followed by gauges computed at
+//! `GET /metrics`: the recorder's series ([`crate::governance::metrics`]) followed by gauges computed at
 //! scrape time from this server's state: open connections, long-polls, streams, in-flight
 //! produce bytes, and per subscription its backlog, in-flight, waiting-retry and oldest
 //! unacked age and the partitions at its unacked limit, and per topic its delayed messages.
@@ -51,7 +51,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
     responses((status = 200, description = "The Prometheus text exposition (version 0.0.4)",
         content_type = "text/plain; version=0.0.4", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let mut text = crate::metrics::handle().render();
+    let mut text = crate::governance::metrics::handle().render();
     for family in scrape_families(&state).await {
         family.write(&mut text);
     }

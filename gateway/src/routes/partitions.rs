@@ -1,6 +1,6 @@
 //! Reading a partition's log directly by offset, without leases (Kafka-style).
 //!
-//! A page is written by [`message_json::partition_page`] straight from the records;
+//! A page is written by [`message::partition_page`] straight from the records;
 //! [`PartitionPage`] and [`LogMessage`] are its OpenAPI schema and the oracle its tests compare
 //! it with, not what it is built from. (Their own docs are the schema's descriptions, so this
 //! note is here.)
@@ -16,13 +16,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::extract::{PathParams, QueryParams};
 use crate::fanout::forward::NearReplica;
-use crate::long_poll::long_poll;
-use crate::memory::answer_memory;
-use crate::message_json::{self, json_response};
-use crate::payload::{encode_value, headers_map};
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{PathParams, QueryParams};
+use crate::http::long_poll::long_poll;
+use crate::http::problem::{ApiError, Problem};
+use crate::json::message::{self, json_response};
+use crate::json::payload::{encode_value, headers_map};
+use crate::limits::memory::answer_memory;
 use crate::routes::PartitionPath;
 
 /// Default records per offset read: a page that fits comfortably in one reply.
@@ -174,7 +174,7 @@ pub async fn read_partition(
     };
     // Serialized here, while `memory` still holds the reservation; the edge then charges the
     // serialized body until it is sent.
-    let mut answer = json_response(message_json::partition_page(&read));
+    let mut answer = json_response(message::partition_page(&read));
     if let Some(cluster) = &state.cluster {
         answer.headers_mut().insert(
             HeaderName::from_static(SERVED_BY_HEADER),

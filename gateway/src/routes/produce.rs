@@ -14,16 +14,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::extract::{
-    PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
-};
 use crate::fanout::gather::leaders_to_gather;
 use crate::fanout::scatter::Scatter;
-use crate::integral_floats;
-use crate::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
-use crate::payload::{WireStr, decode_values};
-use crate::problem::{ApiError, Problem};
-use crate::produce_origin::ProducedBy;
+use crate::http::extract::{
+    PathParams, QueryParams, RawBody, is_json_content_type, media_type, parse_json_borrowed,
+};
+use crate::http::problem::{ApiError, Problem};
+use crate::http::produce_origin::ProducedBy;
+use crate::json::integral_floats;
+use crate::json::payload::{WireStr, decode_values};
+use crate::limits::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MESSAGE};
 use crate::routes::TopicPath;
 
 /// Prefix of request headers that become message headers on a raw produce.
@@ -283,7 +283,7 @@ async fn produce_body(
     let messages = if is_json_content_type(headers) {
         let (messages, held) = json_messages(&query, headers, &body)?;
         if let Some(leaders) = leaders_to_gather(state, headers, &path.topic)? {
-            crate::edge::admit_topic_rate(state, &path.topic, &messages)?;
+            crate::http::edge::admit_topic_rate(state, &path.topic, &messages)?;
             let scatter = Scatter {
                 state,
                 topic: &path.topic,
@@ -312,7 +312,7 @@ async fn produce_body(
     } else {
         vec![raw_message(query, headers, body)?]
     };
-    crate::edge::admit_topic_rate(state, &path.topic, &messages)?;
+    crate::http::edge::admit_topic_rate(state, &path.topic, &messages)?;
     let outcome = state
         .broker
         .produce_from(&path.topic, messages, ack.into(), Some(origin))

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
-use crate::extract::{JsonBody, PathParams};
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::gather;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{JsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
 use crate::routes::{SubscriptionPath, present};
 
 /// An end of the log to seek to.

@@ -1,5 +1,5 @@
 //! `GET /v1/stats/history` and `GET /v1/stats/top`: the per-minute history of a topic or a
-//! subscription, and rankings over it (see [`crate::history`]).
+//! subscription, and rankings over it (see [`crate::governance::history`]).
 //!
 //! The topic is a query parameter, so the route table asks only for a valid token and these
 //! handlers check the grant: `consume` or `admin` on the topic (`top` lists only such
@@ -26,10 +26,10 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::auth::scope::Action;
-use crate::extract::QueryParams;
 use crate::fanout::ask_leader::ask_leader;
 use crate::fanout::forward::FORWARDED_HEADER;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::QueryParams;
+use crate::http::problem::{ApiError, Problem};
 
 /// Minutes a history answers by default: the last hour, the console's first chart.
 pub const DEFAULT_HISTORY_MINUTES: u64 = 60;

@@ -8,7 +8,7 @@
 //! dropped; the loop sees the closed channel between receives and ends. A client that stops
 //! reading fills the channel: the loop's send blocks, so it leases nothing more, and after
 //! [`SEND_TIMEOUT_MS`] it ends the stream. The stream's slot (`max_streams`) is taken and held
-//! by the [`edge`](crate::edge) for the life of the response.
+//! by the [`edge`](crate::http::edge) for the life of the response.
 //!
 //! In a cluster, a stream on a node that does not lead every partition of the topic receives
 //! by the gather's rounds ([`gather::gather_messages`]: this node's partitions, then every
@@ -36,13 +36,13 @@ use tokio::time::Instant;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::AppState;
-use crate::consumed_by::ConsumedBy;
-use crate::extract::{PathParams, QueryParams};
 use crate::fanout::gather;
-use crate::long_poll::LONG_POLL_SLICE_MS;
-use crate::memory::{AnswerMemory, answer_memory};
-use crate::message_json::{self, DeliveryParts};
-use crate::problem::{ApiError, Problem};
+use crate::http::consumed_by::ConsumedBy;
+use crate::http::extract::{PathParams, QueryParams};
+use crate::http::long_poll::LONG_POLL_SLICE_MS;
+use crate::http::problem::{ApiError, Problem};
+use crate::json::message::{self, DeliveryParts};
+use crate::limits::memory::{AnswerMemory, answer_memory};
 use crate::routes::SubscriptionPath;
 
 /// Default `max_in_flight`: unacked messages one stream may hold. Ten keeps a consumer busy
@@ -252,7 +252,7 @@ struct StreamLoop {
     path: SubscriptionPath,
     /// The client's headers: its credentials for the other leaders, in a cluster.
     headers: HeaderMap,
-    /// Who consumes ([`crate::consumed_by`]): named in the events of what the stream
+    /// Who consumes ([`crate::http::consumed_by`]): named in the events of what the stream
     /// receives here and of the unsent messages it releases.
     consumer: Arc<Origin>,
     settings: StreamSettings,
@@ -397,7 +397,7 @@ impl StreamLoop {
         match received {
             Received::Here(deliveries) => {
                 let messages = deliveries.into_iter().map(|delivery| {
-                    let json = message_json::received_message(DeliveryParts::from(&delivery));
+                    let json = message::received_message(DeliveryParts::from(&delivery));
                     (delivery.receipt, json)
                 });
                 self.send_messages(messages, false).await

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::app::AppState;
-use crate::extract::{JsonBody, PathParams};
 use crate::fanout::subscription_figures::{Gathered, gather};
-use crate::json_object;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{JsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
+use crate::json::object;
 use crate::routes::{SubscriptionPath, TopicPath};
 
 /// Where a new subscription starts.
@@ -131,7 +131,7 @@ pub struct CreateSubscriptionRequest {
     #[schema(minimum = 1000, maximum = 43200000)]
     pub ack_timeout_ms: Option<u64>,
     /// Backoff between redeliveries.
-    #[serde(default, deserialize_with = "json_object::optional")]
+    #[serde(default, deserialize_with = "object::optional")]
     pub retry: Option<RetryRequest>,
     /// Deliveries of a message before it moves to the dead-letter topic, 1 to 1000
     /// (default 16).
@@ -146,7 +146,7 @@ pub struct CreateSubscriptionRequest {
     )]
     pub dead_letter_topic: Option<String>,
     /// Which messages to deliver (default: all).
-    #[serde(default, deserialize_with = "json_object::optional")]
+    #[serde(default, deserialize_with = "object::optional")]
     pub filter: Option<FilterBody>,
     /// Delivery order: `none` (default) or `key`.
     pub ordering: Option<OrderingParam>,

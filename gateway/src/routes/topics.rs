@@ -12,10 +12,10 @@ use utoipa::ToSchema;
 
 use crate::app::AppState;
 use crate::auth::Principal;
-use crate::extract::{JsonBody, PathParams};
 use crate::fanout::subscription_figures;
-use crate::json_object;
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{JsonBody, PathParams};
+use crate::http::problem::{ApiError, Problem};
+use crate::json::object;
 use crate::routes::{TopicPath, present};
 
 /// A topic to create.
@@ -46,7 +46,7 @@ pub struct CreateTopicRequest {
     #[schema(minimum = 1, maximum = 1)]
     pub replication_factor: Option<u32>,
     /// Produce rate limits, counted per message and per value byte (default: none).
-    #[serde(default, deserialize_with = "json_object::optional")]
+    #[serde(default, deserialize_with = "object::optional")]
     pub rate_limit: Option<RateLimitBody>,
     /// How long a client message `id` is remembered for deduplication, 0 to 604800000
     /// milliseconds (7 days; default 600000, 10 minutes; 0 turns deduplication off).
@@ -101,7 +101,7 @@ pub struct PatchTopicRequest {
     #[schema(minimum = 1, maximum = 16777216)]
     pub max_message_bytes: Option<usize>,
     /// New rate limits, replacing the old ones whole (`{}` removes every limit).
-    #[serde(default, deserialize_with = "json_object::optional")]
+    #[serde(default, deserialize_with = "object::optional")]
     pub rate_limit: Option<RateLimitBody>,
     /// New deduplication window for client message ids, 0 to 604800000 milliseconds.
     #[schema(minimum = 0, maximum = 604800000)]

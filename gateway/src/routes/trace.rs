@@ -25,11 +25,11 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::auth::scope::Action;
-use crate::extract::{PathParams, QueryParams};
 use crate::fanout::trace_gather::{
     ListedMessage, ask_holders, found_or_not, key_answer, lacked_partitions, merge_by_key,
 };
-use crate::problem::{ApiError, Problem};
+use crate::http::extract::{PathParams, QueryParams};
+use crate::http::problem::{ApiError, Problem};
 use crate::routes::TopicPath;
 use crate::routes::delays::MessagePath;
 use crate::routes::partitions::LogMessage;

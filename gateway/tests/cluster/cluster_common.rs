@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use broker_core::Broker;
 use futures_util::future::join_all;
-use gateway::accept::serve_connections;
-use gateway::alerts::Alerts;
-use gateway::alerts::book::RuleBook;
 use gateway::cluster::{ClusterPort, start_node};
 use gateway::config::{AlertSettings, ClusterArgs, EdgeRaw, RawSettings};
-use gateway::edge::Edge;
+use gateway::governance::alerts::Alerts;
+use gateway::governance::alerts::book::RuleBook;
+use gateway::http::accept::serve_connections;
+use gateway::http::edge::Edge;
 use gateway::{AppState, app};
 use serde_json::Value;
 use tokio::net::TcpListener;

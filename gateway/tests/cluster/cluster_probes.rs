@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use gateway::config::{AlertRaw, RawSettings};
-use gateway::probe::ProbeHooks;
-use gateway::server::RunningServer;
+use gateway::governance::probe::ProbeHooks;
+use gateway::http::server::RunningServer;
 use serde_json::{Value, json};
 
 use crate::cluster_common::cluster_args;

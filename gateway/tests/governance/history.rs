@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use gateway::config::EdgeRaw;
 use gateway::config::RawSettings;
-use gateway::history::{HistoryClock, HistoryHooks};
+use gateway::governance::history::{HistoryClock, HistoryHooks};
 use serde_json::{Value, json};
 
 use crate::support::common::{Harness, expect_problem, json_of, receipts};

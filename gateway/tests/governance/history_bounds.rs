@@ -16,8 +16,10 @@ use broker_core::broker::TopicHistoryTotals;
 use broker_core::history::retention::MIN_RETENTION_MINUTES;
 use broker_core::history::{RetentionMinutes, SubscriptionRing, TopicRing};
 use broker_core::telemetry::{SubscriptionTotals, TopicTotals};
-use gateway::history::files::{HISTORY_DIR, HistoryFiles};
-use gateway::history::{History, HistoryClock, HistoryHooks, SubscriptionGauges, sampler};
+use gateway::governance::history::files::{HISTORY_DIR, HistoryFiles};
+use gateway::governance::history::{
+    History, HistoryClock, HistoryHooks, SubscriptionGauges, sampler,
+};
 
 /// A minute well inside the epoch.
 const START_MINUTE: u64 = 29_000_000;

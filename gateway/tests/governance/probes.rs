@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gateway::config::{AlertRaw, RawSettings};
-use gateway::probe::{PROBE_TOPIC, ProbeHooks};
+use gateway::governance::probe::{PROBE_TOPIC, ProbeHooks};
 use serde_json::{Value, json};
 
 use crate::support::common::{Harness, expect_problem, json_of};

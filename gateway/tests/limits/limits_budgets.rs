@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use gateway::config::{EdgeRaw, RawSettings};
 use gateway::limits::MIN_MAX_MEMORY_BYTES;
-use gateway::memory::REQUEST_BYTES_HELD_PER_BODY_BYTE;
+use gateway::limits::memory::REQUEST_BYTES_HELD_PER_BODY_BYTE;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;

@@ -311,7 +311,7 @@ async fn a_thousand_producers_stay_within_the_memory_budget_and_get_answers() {
 /// The memory budget of the non-reader test: the default, which gives an answer up to 16 MiB
 /// of room (4 MiB of values: four 1 MB messages, a 5.3 MB answer, more than the kernel's
 /// socket buffers take off the server's hands), for far fewer answers than the 50 asked.
-const READER_BUDGET: u64 = gateway::memory::DEFAULT_MAX_MEMORY_BYTES as u64;
+const READER_BUDGET: u64 = gateway::limits::memory::DEFAULT_MAX_MEMORY_BYTES as u64;
 /// Subscriptions, each with one consumer that never reads its answer.
 const NON_READERS: usize = 50;
 /// 1 MB messages on the topic.

@@ -185,7 +185,10 @@ pub async fn expect_problem(response: Response, status: u16, code: &str) -> Valu
 pub fn problem_leaks(problem: &Value) -> Vec<&'static str> {
     let mut leaks = Vec::new();
     let code = problem["code"].as_str().unwrap_or_default();
-    if !gateway::codes::ALL.iter().any(|known| known.code == code) {
+    if !gateway::http::codes::ALL
+        .iter()
+        .any(|known| known.code == code)
+    {
         leaks.push("an unknown code");
     }
     let text = problem.to_string();
