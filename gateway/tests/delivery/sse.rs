@@ -92,6 +92,7 @@ impl SseReader {
                     *heartbeats += 1;
                 }
                 Next::Frame(Frame::Event { event, id, data }) => {
+                    assert_declared(&event, id.as_deref(), &data);
                     assert_eq!(event, "message", "{data}");
                     let message: Value = serde_json::from_str(&data).expect("message JSON");
                     assert_eq!(
@@ -106,6 +107,34 @@ impl SseReader {
             }
         }
     }
+}
+
+/// Asserts an event is what the OpenAPI document declares a stream's event to be (its
+/// `text/event-stream` schema, which schemathesis checks each parsed event against): the
+/// required fields there, `event` one of its values, `id` and `data` strings.
+fn assert_declared(event: &str, id: Option<&str>, data: &str) {
+    let document: Value =
+        serde_json::from_str(gateway::openapi::pretty_json()).expect("the document is JSON");
+    let stream = &document["paths"]["/v1/topics/{topic}/subscriptions/{sub}/stream"]["get"];
+    let schema = &stream["responses"]["200"]["content"]["text/event-stream"]["schema"];
+    let name = schema["$ref"].as_str().expect("a named event schema");
+    let schema = &document["components"]["schemas"][name.rsplit('/').next().unwrap_or(name)];
+    let parsed = json!({ "event": event, "id": id, "data": data });
+    for field in schema["required"].as_array().expect("required fields") {
+        let field = field.as_str().expect("a field name");
+        assert!(!parsed[field].is_null(), "{field} missing from {parsed}");
+    }
+    let kinds = &schema["properties"]["event"]["$ref"];
+    let kinds = &document["components"]["schemas"][kinds
+        .as_str()
+        .and_then(|r| r.rsplit('/').next())
+        .expect("the event kinds")];
+    let kinds = kinds["enum"].as_array().expect("event kinds");
+    assert!(
+        kinds.contains(&json!(event)),
+        "event {event} not in {kinds:?}"
+    );
+    assert_eq!(schema["properties"]["data"]["type"], "string");
 }
 
 fn parse_frame(frame: &str) -> Frame {
@@ -286,7 +315,8 @@ async fn deleting_the_subscription_ends_its_streams_with_an_error_event() {
         let left = deadline.saturating_duration_since(Instant::now());
         match stream.next(left).await {
             Next::Frame(Frame::Comment(_)) => continue,
-            Next::Frame(Frame::Event { event, data, .. }) => {
+            Next::Frame(Frame::Event { event, id, data }) => {
+                assert_declared(&event, id.as_deref(), &data);
                 assert_eq!(event, "error", "{data}");
                 break serde_json::from_str::<Value>(&data).expect("problem JSON");
             }
