@@ -3,10 +3,12 @@
 //! # Layout
 //! - [`app`](mod@app): [`app()`] builds the router from [`AppState`]: routes, problem+json
 //!   fallbacks for unknown routes and methods, request ids, tracing, the body limit.
-//! - [`routes`]: one file per resource: `health`, `topics`, `produce`, `delays` (cancel),
-//!   `subscriptions`, `consume`, `seek`, `dead_letters` (redrive), `stream` (SSE),
-//!   `partitions`, `docs`, `metrics`, `stats` (history and rankings), with their request and
-//!   reply DTOs.
+//! - [`routes`]: the handlers, one file per resource: `health`, `topics`, `produce`, `delays`
+//!   (cancel), `subscriptions`, `consume`, `seek`, `dead_letters` (redrive), `stream` (SSE),
+//!   `partitions`, `docs`, `metrics`, `stats` (history and rankings).
+//! - [`api`]: the wire types the handlers take and answer (request bodies, path and query
+//!   parameters, response bodies, the headers they name), one file per resource as in
+//!   [`routes`]; the OpenAPI document's schemas, shared with [`fanout`].
 //! - [`http`]: serving ([`serve`], [`RunningServer`]), the accept loop, the edge every
 //!   request passes, [`ApiError`] and the ONE mapping of broker errors to status and `code`,
 //!   extractors, who a request comes from.
@@ -42,6 +44,7 @@
 //!
 //! The gateway knows HTTP, not files: every domain rule is the broker's.
 
+pub mod api;
 pub mod app;
 pub mod auth;
 pub mod cli;

@@ -9,8 +9,9 @@ use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
+use gateway::api::produce::ProduceQuery;
 use gateway::limits::memory::{PRODUCE_BYTES_PER_MESSAGE, REQUEST_BYTES_HELD_PER_BODY_BYTE};
-use gateway::routes::produce::{ProduceQuery, json_messages};
+use gateway::routes::produce::json_messages;
 use serde_json::json;
 
 #[global_allocator]

@@ -42,12 +42,12 @@ use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::api::SubscriptionPath;
 use crate::app::AppState;
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::gather_looks::{RoundPlan, stale_first};
 use crate::fanout::peer::{PeerAnswer, call_peer};
 use crate::json::message::{self, DeliveryParts};
-use crate::routes::SubscriptionPath;
 
 /// Longest an empty gathering round waits before asking the other leaders again: the lag a
 /// redelivery on another leader (a lease ended, a retry fell due) may add to a long-poll.

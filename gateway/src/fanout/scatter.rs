@@ -34,11 +34,11 @@ use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::api::produce::{DURABILITY_HEADER, ProducedMessage};
 use crate::app::AppState;
 use crate::fanout::forward::{FORWARD_TIMEOUT, LeaderHint};
 use crate::fanout::peer::{PeerAnswer, PeerFailure, call_peer};
 use crate::http::problem::ApiError;
-use crate::routes::produce::{DURABILITY_HEADER, ProducedMessage};
 
 /// The messages of a JSON batch as the client wrote them.
 #[derive(Deserialize)]

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use axum::http::HeaderMap;
 use serde::Deserialize;
 
+use crate::api::topics::{PartitionStats, Topic};
 use crate::app::AppState;
 use crate::fanout::ask_leader::ask_leader;
 use crate::fanout::forward::FORWARDED_HEADER;
-use crate::routes::topics::{PartitionStats, Topic};
 
 #[derive(Deserialize)]
 struct RemoteTopic {

@@ -25,11 +25,11 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::api::trace::KeyedMessage;
 use crate::app::AppState;
 use crate::fanout::forward::FORWARDED_HEADER;
 use crate::fanout::peer::{PeerAnswer, call_peer};
 use crate::http::codes;
-use crate::routes::trace::KeyedMessage;
 
 /// Longest a lookup waits for another node's answer. A node answers a lookup with one
 /// catch-up round of its trace index and a bounded read (at most
@@ -278,7 +278,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::routes::partitions::LogMessage;
+    use crate::api::partitions::LogMessage;
 
     fn keyed(partition: u32, offset: u64, time_ms: u64) -> KeyedMessage {
         KeyedMessage {

@@ -2,11 +2,11 @@
 //! one SSE message, and the offset-read page.
 //!
 //! They are byte for byte what `serde_json` makes of the derived DTOs
-//! ([`ReceiveResponse`](crate::routes::consume::ReceiveResponse),
-//! [`ReceivedMessage`](crate::routes::consume::ReceivedMessage),
-//! [`PartitionPage`](crate::routes::partitions::PartitionPage)), which stay the schema and the
+//! ([`ReceiveResponse`](crate::api::consume::ReceiveResponse),
+//! [`ReceivedMessage`](crate::api::consume::ReceivedMessage),
+//! [`PartitionPage`](crate::api::partitions::PartitionPage)), which stay the schema and the
 //! test oracle. Writing them directly skips the copy of every value, id and header into a
-//! [`LogMessage`](crate::routes::partitions::LogMessage), the `BTreeMap` of headers, the map
+//! [`LogMessage`](crate::api::partitions::LogMessage), the `BTreeMap` of headers, the map
 //! path of `#[serde(flatten)]`, and the regrowth of a buffer that starts small: the output is
 //! sized once from the records, which are already in memory (no length is taken on trust).
 

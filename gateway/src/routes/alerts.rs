@@ -9,35 +9,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use broker_core::BrokerError;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
+use crate::api::alerts::{ActiveAlertList, AlertRuleList, RulePath};
 use crate::app::AppState;
-use crate::governance::alerts::{ActiveAlert, AlertRule, ValidRule};
+use crate::governance::alerts::{AlertRule, ValidRule};
 use crate::http::extract::{JsonBody, PathParams};
 use crate::http::problem::{ApiError, Problem};
-
-/// Path of an alert rule.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct RulePath {
-    /// The rule's name.
-    pub name: String,
-}
-
-/// Every alert rule.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AlertRuleList {
-    /// The rules, in name order (secrets left out).
-    pub rules: Vec<AlertRule>,
-}
-
-/// The alerts firing now.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ActiveAlertList {
-    /// The alerts, in rule name order, as of the last evaluation (at most one tick old).
-    pub alerts: Vec<ActiveAlert>,
-}
 
 /// Create an alert rule.
 ///

@@ -3,20 +3,11 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use utoipa::IntoParams;
 
+use crate::api::console::AssetPath;
 use crate::governance::console::{self, Asset};
 use crate::http::extract::PathParams;
 use crate::http::problem::{ApiError, Problem};
-
-/// Path of a console file.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct AssetPath {
-    /// The file's name, e.g. `console.js`.
-    pub asset: String,
-}
 
 /// The web console.
 ///

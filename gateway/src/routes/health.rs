@@ -2,23 +2,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
-use utoipa::ToSchema;
 
+use crate::api::health::HealthStatus;
 use crate::app::AppState;
-use crate::governance::probe::ProbeStatus;
 use crate::http::problem::{ApiError, Problem};
-
-/// A health check's answer.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HealthStatus {
-    /// `ok` (liveness) or `ready` (readiness).
-    pub status: &'static str,
-    /// Readiness only: the synthetic probe's last outcome (its state is shown, not judged:
-    /// a failing probe leaves the node ready).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe: Option<ProbeStatus>,
-}
 
 /// Liveness.
 ///

@@ -6,8 +6,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::routes::consume::{ReceiveResponse, ReceivedMessage};
-use crate::routes::partitions::{LogMessage, PartitionPage};
+use crate::api::consume::{ReceiveResponse, ReceivedMessage};
+use crate::api::partitions::{LogMessage, PartitionPage};
 
 /// A delivery as the strategies make it: receipt, partition, attempt, record.
 type OwnedDelivery = (String, u32, u32, StoredRecord);
