@@ -35,8 +35,10 @@ use crate::limits::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MES
 /// absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
 /// `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
 /// `X-Wharf-Header-<name>` request headers carry the rest. The reply
-/// header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-/// `leader-fsynced`.
+/// header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+/// `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+/// `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+/// replicas in a cluster, written per their fsync policy or fsynced).
 ///
 /// Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
 /// produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
@@ -86,7 +88,7 @@ use crate::limits::memory::{BodyCharge, OVERLOADED_MEMORY, PRODUCE_BYTES_PER_MES
         content((ProduceRequest = "application/json"), (RawMessage = "application/octet-stream"))),
     responses(
         (status = 200, description = "Stored as `ack` asked", body = ProduceResponse,
-            headers(("Wharf-Durability" = String, description = "What the ack proves"))),
+            headers(("Wharf-Durability" = String, description = "What the ack proves: `leader-written`, `leader-fsynced`, `replicated` or `replicated-fsynced`"))),
         (status = 202, description = "Accepted (`ack=none`): queued, not yet written",
             body = ProduceResponse,
             headers(("Wharf-Durability" = String, description = "`none`"))),

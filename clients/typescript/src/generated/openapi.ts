@@ -473,8 +473,10 @@ export interface paths {
          *     absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
          *     `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
          *     `X-Wharf-Header-<name>` request headers carry the rest. The reply
-         *     header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-         *     `leader-fsynced`.
+         *     header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+         *     `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+         *     `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+         *     replicas in a cluster, written per their fsync policy or fsynced).
          *
          *     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
          *     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
@@ -4330,7 +4332,7 @@ export interface operations {
             /** @description Stored as `ack` asked */
             200: {
                 headers: {
-                    /** @description What the ack proves */
+                    /** @description What the ack proves: `leader-written`, `leader-fsynced`, `replicated` or `replicated-fsynced` */
                     "Wharf-Durability"?: string;
                     [name: string]: unknown;
                 };

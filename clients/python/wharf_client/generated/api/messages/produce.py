@@ -176,8 +176,10 @@ def sync_detailed(
     absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
     `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
     `X-Wharf-Header-<name>` request headers carry the rest. The reply
-    header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-    `leader-fsynced`.
+    header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+    `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+    `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+    replicas in a cluster, written per their fsync policy or fsynced).
 
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
@@ -278,8 +280,10 @@ def sync(
     absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
     `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
     `X-Wharf-Header-<name>` request headers carry the rest. The reply
-    header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-    `leader-fsynced`.
+    header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+    `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+    `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+    replicas in a cluster, written per their fsync policy or fsynced).
 
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
@@ -375,8 +379,10 @@ async def asyncio_detailed(
     absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
     `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
     `X-Wharf-Header-<name>` request headers carry the rest. The reply
-    header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-    `leader-fsynced`.
+    header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+    `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+    `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+    replicas in a cluster, written per their fsync policy or fsynced).
 
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
@@ -475,8 +481,10 @@ async def asyncio(
     absent and the bytes are UTF-8, binary otherwise; `?key=`, `?tags=a,b`, `?delay_ms=`,
     `?deliver_at_ms=`, the `Idempotency-Key` header (the message id) and
     `X-Wharf-Header-<name>` request headers carry the rest. The reply
-    header `Wharf-Durability` says what the ack proves: `none`, `leader-written` or
-    `leader-fsynced`.
+    header `Wharf-Durability` says what the ack proves: `none` (queued, `ack=none`),
+    `leader-written` or `leader-fsynced` (on the leader, in its page cache or fsynced),
+    `replicated` or `replicated-fsynced` (committed by a majority of the partition's
+    replicas in a cluster, written per their fsync policy or fsynced).
 
     Idempotency: a message with a client `id` (JSON) or `Idempotency-Key` (raw) that was
     produced before within the topic's `dedup_window_ms` (default 10 minutes, kept across
