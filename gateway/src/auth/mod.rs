@@ -15,8 +15,8 @@
 //! ([`broker_core::clock::now_secs`]).
 
 pub mod keys;
-pub mod policy;
-pub mod scope;
+pub(crate) mod policy;
+pub(crate) mod scope;
 
 use std::fmt;
 

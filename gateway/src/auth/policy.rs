@@ -32,7 +32,7 @@ use super::scope::Action;
 
 /// What a route demands of the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// Open to everyone, even with auth on: the probes, and the console's page and files.
     Public,
     /// The API documents: open when `docs_public`, else like [`Rule::Authenticated`].
@@ -56,7 +56,7 @@ pub enum Rule {
 
 /// What kind of load a route is, for the edge's budgets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Load {
+pub(crate) enum Load {
     /// An ordinary request under `request_timeout_ms`.
     Plain,
     /// A produce: its body is charged to the in-flight produce bytes.
@@ -73,7 +73,7 @@ pub enum Load {
 
 /// One row of the table.
 #[derive(Debug, Clone, Copy)]
-pub struct RouteRule {
+pub(crate) struct RouteRule {
     /// The method.
     pub method: &'static str,
     /// The path pattern; `{name}` is one segment.
@@ -101,7 +101,7 @@ const SUB: &str = "/v1/topics/{topic}/subscriptions/{sub}";
 
 /// Every route's rule. Keep in step with `openapi::api_router` (a test checks every
 /// documented operation has a row).
-pub const ROUTES: &[RouteRule] = &[
+pub(crate) const ROUTES: &[RouteRule] = &[
     row("GET", "/healthz", Rule::Public, PLAIN),
     row("GET", "/readyz", Rule::Public, PLAIN),
     row("GET", "/ui", Rule::Public, PLAIN),
@@ -256,7 +256,7 @@ pub const ROUTES: &[RouteRule] = &[
 
 /// What the table says about one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteAccess {
+pub(crate) struct RouteAccess {
     /// Who may call it.
     pub rule: Rule,
     /// What load it is.
@@ -267,7 +267,7 @@ pub struct RouteAccess {
 
 /// The path's segments, percent-decoded, empty ones (a trailing or doubled slash) dropped,
 /// so every spelling of a topic's path yields the same topic name.
-pub fn segments(path: &str) -> Vec<String> {
+pub(crate) fn segments(path: &str) -> Vec<String> {
     path.split('/')
         .filter(|segment| !segment.is_empty())
         .map(|segment| percent_decode_str(segment).decode_utf8_lossy().into_owned())
@@ -275,7 +275,7 @@ pub fn segments(path: &str) -> Vec<String> {
 }
 
 /// The row of [`ROUTES`] for a request, and the path's `{topic}`; `None` for unknown routes.
-pub fn lookup(method: &Method, path: &str) -> Option<(&'static RouteRule, Option<String>)> {
+pub(crate) fn lookup(method: &Method, path: &str) -> Option<(&'static RouteRule, Option<String>)> {
     let segments = segments(path);
     ROUTES
         .iter()
@@ -284,7 +284,7 @@ pub fn lookup(method: &Method, path: &str) -> Option<(&'static RouteRule, Option
 }
 
 /// Looks a request up in [`ROUTES`]; unknown routes need a valid token.
-pub fn classify(method: &Method, path: &str) -> RouteAccess {
+pub(crate) fn classify(method: &Method, path: &str) -> RouteAccess {
     if let Some((route, topic)) = lookup(method, path) {
         return RouteAccess {
             rule: route.rule,

@@ -60,7 +60,7 @@ pub struct Grants {
 
 /// Most grants read from one `scope` claim; the rest are ignored, so a huge claim cannot
 /// make every authorization check slow.
-pub const MAX_GRANTS: usize = 64;
+pub(crate) const MAX_GRANTS: usize = 64;
 
 impl Grants {
     /// Parses a `scope` claim.
@@ -120,7 +120,7 @@ impl Grants {
 }
 
 /// Glob match with `*` (any run, possibly empty) and `?` (one character), linear time.
-pub fn glob_matches(glob: &str, text: &str) -> bool {
+pub(crate) fn glob_matches(glob: &str, text: &str) -> bool {
     let glob: Vec<char> = glob.chars().collect();
     let text: Vec<char> = text.chars().collect();
     let (mut g, mut t) = (0, 0);

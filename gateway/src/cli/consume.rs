@@ -18,7 +18,7 @@ use crate::cli::http::Api;
 use crate::cli::output::Output;
 
 /// Margin on top of a long-poll's wait before the request times out.
-pub const LONG_POLL_MARGIN: Duration = Duration::from_secs(15);
+pub(crate) const LONG_POLL_MARGIN: Duration = Duration::from_secs(15);
 /// The longest wait the server allows (`broker_core::limits::MAX_WAIT_MS`).
 const MAX_WAIT_MS: u64 = broker_core::limits::MAX_WAIT_MS;
 
@@ -86,7 +86,7 @@ struct FailedAck {
 }
 
 /// Runs `wharf consume`.
-pub async fn run(api: &Api, args: ConsumeArgs) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, args: ConsumeArgs) -> Result<(), CliError> {
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     // Polled once now, so that Ctrl-C is ours (not the default exit) from here on.
@@ -203,7 +203,7 @@ fn print(
 
 /// A message's value as bytes: `value` as text, or `value_base64` decoded (printed as sent
 /// should it not decode).
-pub fn value_bytes(message: &Map<String, Value>) -> Vec<u8> {
+pub(crate) fn value_bytes(message: &Map<String, Value>) -> Vec<u8> {
     if let Some(Value::String(text)) = message.get("value") {
         return text.as_bytes().to_vec();
     }

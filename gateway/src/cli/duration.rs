@@ -2,7 +2,7 @@
 
 /// Parses a duration into milliseconds: a bare number is milliseconds (as every `*_ms` field
 /// of the API); `ms`, `s`, `m`, `h` and `d` suffixes scale it.
-pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())

@@ -4,14 +4,14 @@ use std::process::ExitCode;
 
 /// Exit code: the server answered with a 4xx (a problem of the request: unknown topic, bad
 /// input, no grant).
-pub const EXIT_REFUSED: u8 = 1;
+pub(crate) const EXIT_REFUSED: u8 = 1;
 /// Exit code: the command line or a local input was wrong (clap uses 2 as well).
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// Exit code: the server could not be reached, timed out, answered 5xx or something that is
 /// not the API (worth retrying later).
-pub const EXIT_UNAVAILABLE: u8 = 3;
+pub(crate) const EXIT_UNAVAILABLE: u8 = 3;
 /// Exit code: reading stdin or a file, or writing stdout, failed.
-pub const EXIT_LOCAL_IO: u8 = 4;
+pub(crate) const EXIT_LOCAL_IO: u8 = 4;
 
 /// Why a client command failed.
 #[derive(Debug, thiserror::Error)]

@@ -26,7 +26,7 @@ const BODY_EXCERPT_CHARS: usize = 200;
 
 /// Where the server is and how to talk to it.
 #[derive(Debug, Clone)]
-pub struct ApiConfig {
+pub(crate) struct ApiConfig {
     /// Base URL, e.g. `http://127.0.0.1:8080` (a path prefix is kept).
     pub url: String,
     /// Bearer token, when the server has auth on.
@@ -39,7 +39,7 @@ pub struct ApiConfig {
 
 /// A client of one Wharf server.
 #[derive(Debug)]
-pub struct Api {
+pub(crate) struct Api {
     base: Url,
     token: Option<String>,
     http: reqwest::Client,
@@ -50,7 +50,7 @@ pub struct Api {
 
 /// One request, kept whole so that it can be sent again.
 #[derive(Debug)]
-pub struct Call {
+pub(crate) struct Call {
     method: Method,
     url: Url,
     body: Option<Bytes>,
@@ -59,13 +59,13 @@ pub struct Call {
 
 impl Call {
     /// Sends this call with a longer timeout (a long-poll: its wait plus a margin).
-    pub fn timeout(mut self, timeout: Duration) -> Call {
+    pub(crate) fn timeout(mut self, timeout: Duration) -> Call {
         self.timeout = Some(timeout);
         self
     }
 
     /// Adds query parameters.
-    pub fn query(mut self, pairs: &[(&str, String)]) -> Call {
+    pub(crate) fn query(mut self, pairs: &[(&str, String)]) -> Call {
         self.url
             .query_pairs_mut()
             .extend_pairs(pairs.iter().map(|(name, value)| (*name, value.as_str())));
@@ -83,7 +83,7 @@ struct ProblemBody {
 
 impl Api {
     /// A client for `config`; a URL that does not parse or is not `http` is a usage error.
-    pub fn new(config: &ApiConfig) -> Result<Api, CliError> {
+    pub(crate) fn new(config: &ApiConfig) -> Result<Api, CliError> {
         let bad_url = |reason| CliError::Usage {
             flag: "--url",
             value: config.url.clone(),
@@ -114,12 +114,12 @@ impl Api {
     }
 
     /// How many 429/503 answers were retried so far.
-    pub fn retries(&self) -> u64 {
+    pub(crate) fn retries(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
     }
 
     /// A call without a body to the path made of `segments` (each percent-encoded).
-    pub fn call(&self, method: Method, segments: &[&str]) -> Call {
+    pub(crate) fn call(&self, method: Method, segments: &[&str]) -> Call {
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty().extend(segments);
@@ -133,7 +133,7 @@ impl Api {
     }
 
     /// A call with `body` as JSON.
-    pub fn call_json(
+    pub(crate) fn call_json(
         &self,
         method: Method,
         segments: &[&str],
@@ -150,14 +150,14 @@ impl Api {
     }
 
     /// A call whose body is JSON already encoded.
-    pub fn call_encoded(&self, method: Method, segments: &[&str], body: Bytes) -> Call {
+    pub(crate) fn call_encoded(&self, method: Method, segments: &[&str], body: Bytes) -> Call {
         let mut call = self.call(method, segments);
         call.body = Some(body);
         call
     }
 
     /// Sends `call` and decodes a 2xx JSON answer.
-    pub async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, CliError> {
+    pub(crate) async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, CliError> {
         let url = call.url.to_string();
         let body = self.send(call).await?;
         serde_json::from_slice(&body).map_err(|error| CliError::BadReply {
@@ -168,7 +168,7 @@ impl Api {
 
     /// Sends `call`, retrying 429 and 503 after `Retry-After` for up to `retry_for`, and
     /// returns the body of a 2xx answer.
-    pub async fn send(&self, call: Call) -> Result<Bytes, CliError> {
+    pub(crate) async fn send(&self, call: Call) -> Result<Bytes, CliError> {
         let give_up_at = Instant::now() + self.retry_for;
         loop {
             let response = self.send_once(&call).await?;

@@ -10,17 +10,17 @@
 //! - [`topics`], [`subscriptions`], [`produce`], [`consume`], [`read`], [`stats`]: one file per command;
 //!   [`batch`]: lines into produce batches; [`output`]: JSON lines on stdout; [`duration`]: `250ms`, `10s`, `5m`, `1h`, `7d`.
 
-pub mod batch;
-pub mod consume;
-pub mod duration;
-pub mod error;
-pub mod http;
-pub mod output;
-pub mod produce;
-pub mod read;
-pub mod stats;
-pub mod subscriptions;
-pub mod topics;
+pub(crate) mod batch;
+pub(crate) mod consume;
+pub(crate) mod duration;
+pub(crate) mod error;
+pub(crate) mod http;
+pub(crate) mod output;
+pub(crate) mod produce;
+pub(crate) mod read;
+pub(crate) mod stats;
+pub(crate) mod subscriptions;
+pub(crate) mod topics;
 
 use std::process::ExitCode;
 use std::time::Duration;

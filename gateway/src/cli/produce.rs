@@ -20,10 +20,10 @@ use crate::cli::error::CliError;
 use crate::cli::http::Api;
 
 /// The server's most messages per batch (`broker_core::limits`).
-pub const MAX_BATCH_MESSAGES: usize = broker_core::limits::MAX_BATCH_MESSAGES;
+pub(crate) const MAX_BATCH_MESSAGES: usize = broker_core::limits::MAX_BATCH_MESSAGES;
 /// Default body size of a batch: an eighth of the server's default `max_body_bytes` (8 MiB),
 /// so a batch is never refused for size and costs the server's memory budget little.
-pub const DEFAULT_BATCH_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_BATCH_BYTES: usize = 1024 * 1024;
 /// Lines read ahead of the batch being sent: enough for a few full batches.
 const READ_AHEAD_LINES: usize = 4 * MAX_BATCH_MESSAGES;
 
@@ -104,7 +104,7 @@ struct Tally {
 }
 
 /// Runs `wharf produce`.
-pub async fn run(api: &Api, args: ProduceArgs) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, args: ProduceArgs) -> Result<(), CliError> {
     let input: Box<dyn Read + Send> =
         match &args.file {
             Some(path) => Box::new(std::fs::File::open(path).map_err(|source| {

@@ -49,7 +49,7 @@ struct Page {
 }
 
 /// Runs `wharf read`.
-pub async fn run(api: &Api, args: ReadArgs) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, args: ReadArgs) -> Result<(), CliError> {
     let mut out = Output::new();
     let mut offset = args.offset;
     let mut read = 0u64;

@@ -66,7 +66,7 @@ pub(crate) fn subscription_rows(
 }
 
 /// Runs `wharf stats`.
-pub async fn run(api: &Api, args: StatsArgs) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, args: StatsArgs) -> Result<(), CliError> {
     let url = api.call(Method::GET, &["v1", "topics"]);
     let raw: RawTopicList = api.json(url).await?;
     let list: TopicListView = serde_json::from_value(serde_json::json!({"topics": raw.topics}))

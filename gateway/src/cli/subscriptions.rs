@@ -75,7 +75,7 @@ pub struct CreateArgs {
 }
 
 /// Runs a `subscriptions` subcommand.
-pub async fn run(api: &Api, command: SubscriptionsCommand) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, command: SubscriptionsCommand) -> Result<(), CliError> {
     let mut out = Output::new();
     match command {
         SubscriptionsCommand::Create(args) => {

@@ -77,7 +77,7 @@ pub struct ListArgs {
 
 /// A topic as the CLI reads it (the fields it shows).
 #[derive(Debug, Deserialize, Serialize)]
-pub struct TopicView {
+pub(crate) struct TopicView {
     /// Name.
     pub name: String,
     /// Number of partitions.
@@ -95,7 +95,7 @@ pub struct TopicView {
 
 /// One partition's offsets and size.
 #[derive(Debug, Deserialize, Serialize)]
-pub struct PartitionView {
+pub(crate) struct PartitionView {
     /// Partition number.
     pub partition: u32,
     /// First offset stored.
@@ -108,7 +108,7 @@ pub struct PartitionView {
 
 impl TopicView {
     /// Messages stored over all partitions.
-    pub fn messages(&self) -> u64 {
+    pub(crate) fn messages(&self) -> u64 {
         self.partition_stats
             .iter()
             .map(|p| p.end_offset.saturating_sub(p.start_offset))
@@ -116,20 +116,20 @@ impl TopicView {
     }
 
     /// Bytes on disk over all partitions.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.partition_stats.iter().map(|p| p.bytes).sum()
     }
 }
 
 /// The list of topics.
 #[derive(Debug, Deserialize)]
-pub struct TopicListView {
+pub(crate) struct TopicListView {
     /// The topics, by name.
     pub topics: Vec<TopicView>,
 }
 
 /// Runs a `topics` subcommand.
-pub async fn run(api: &Api, command: TopicsCommand) -> Result<(), CliError> {
+pub(crate) async fn run(api: &Api, command: TopicsCommand) -> Result<(), CliError> {
     let mut out = Output::new();
     match command {
         TopicsCommand::Create(args) => {
@@ -175,7 +175,7 @@ fn create_call(api: &Api, args: &CreateArgs) -> Result<crate::cli::http::Call, C
 }
 
 /// Prints topics as an aligned table.
-pub fn print_table(out: &mut Output, topics: &[TopicView]) -> Result<(), CliError> {
+pub(crate) fn print_table(out: &mut Output, topics: &[TopicView]) -> Result<(), CliError> {
     let width = topics
         .iter()
         .map(|topic| topic.name.len())

@@ -23,7 +23,7 @@ mod liveness;
 mod node_start;
 mod peer_auth;
 mod peer_client;
-pub mod periodic;
+pub(crate) mod periodic;
 mod port;
 
 pub use lead_back::{HAND_BACK_TIMEOUT_MS, LOOK_EVERY_MS, LeadBackTask};

@@ -9,21 +9,21 @@ use tokio::task::JoinHandle;
 
 /// What a [`Periodic`] task does at each tick, with the state it keeps between ticks. Each
 /// look must bound its own steps: stopping waits for the look under way.
-pub trait Look: Send + 'static {
+pub(crate) trait Look: Send + 'static {
     /// One look.
     fn look(&mut self) -> impl Future<Output = ()> + Send;
 }
 
 /// A running periodic task.
 #[derive(Debug)]
-pub struct Periodic {
+pub(crate) struct Periodic {
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
 impl Periodic {
     /// Starts taking `looker`'s look every `every` (the first at once).
-    pub fn start(every: Duration, mut looker: impl Look) -> Periodic {
+    pub(crate) fn start(every: Duration, mut looker: impl Look) -> Periodic {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut interval = tokio::time::interval(every);
@@ -40,7 +40,7 @@ impl Periodic {
     }
 
     /// Stops after the look under way and waits for it.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }

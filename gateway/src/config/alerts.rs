@@ -16,7 +16,7 @@ pub const MIN_ALERT_TICK_MS: u64 = 10;
 pub const MAX_ALERT_TICK_MS: u64 = 10_000;
 /// Shortest server secret, in bytes, as a per-rule one
 /// ([`crate::governance::alerts::rule::MIN_SECRET_BYTES`]).
-pub const MIN_ALERT_SECRET_BYTES: usize = crate::governance::alerts::rule::MIN_SECRET_BYTES;
+pub(super) const MIN_ALERT_SECRET_BYTES: usize = crate::governance::alerts::rule::MIN_SECRET_BYTES;
 
 /// Alert settings as text, before validation.
 #[derive(Debug, Clone, Default)]

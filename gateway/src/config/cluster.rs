@@ -26,9 +26,9 @@ pub const MAX_PEERS: usize = 9;
 /// not handed leaderships it loses again (each move stops the partition's writes for about
 /// half a second); short beside Kafka's five-minute check, since a node here leads only its
 /// share and the survivors carry the rest meanwhile.
-pub const DEFAULT_PREFERRED_LEADER_AFTER_MS: u64 = 10_000;
+pub(super) const DEFAULT_PREFERRED_LEADER_AFTER_MS: u64 = 10_000;
 /// Longest `preferred_leader_after_ms`: a day.
-pub const MAX_PREFERRED_LEADER_AFTER_MS: u64 = 86_400_000;
+pub(super) const MAX_PREFERRED_LEADER_AFTER_MS: u64 = 86_400_000;
 
 /// The cluster flags; each falls back to its env var, then to the file key of the same name.
 #[derive(Debug, Clone, Default, clap::Args)]

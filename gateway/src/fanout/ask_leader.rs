@@ -13,7 +13,7 @@ use crate::fanout::forward::call;
 /// `GET http://<leader's public address><path>` with the client's `headers` (plus `extra`,
 /// if any), the answer parsed as `T`; `None` if the leader has no known address, cannot be
 /// asked, refuses, or answers something else. `what` names the figures in the log.
-pub async fn ask_leader<T: DeserializeOwned>(
+pub(crate) async fn ask_leader<T: DeserializeOwned>(
     cluster: &ClusterNode,
     headers: &HeaderMap,
     extra: Option<(&'static str, &'static str)>,

@@ -51,7 +51,7 @@ use crate::json::message::{self, DeliveryParts};
 
 /// Longest an empty gathering round waits before asking the other leaders again: the lag a
 /// redelivery on another leader (a lease ended, a retry fell due) may add to a long-poll.
-pub const GATHER_POLL_MS: u64 = 200;
+pub(crate) const GATHER_POLL_MS: u64 = 200;
 
 /// How much longer than the wait it asks for a call to another leader may take before the
 /// gather goes on without it: a leader answers a receive that waits for nothing
@@ -59,17 +59,17 @@ pub const GATHER_POLL_MS: u64 = 200;
 /// only a leader that accepted the call and hangs (paused, overloaded), which would otherwise
 /// hold the whole receive for [`crate::fanout::forward::FORWARD_TIMEOUT`]. Messages a cut-off call
 /// leased come back when their lease ends, as with any answer lost on the way.
-pub const REMOTE_CALL_MARGIN_MS: u64 = 500;
+pub(crate) const REMOTE_CALL_MARGIN_MS: u64 = 500;
 
 /// The deadline of one call to another leader that long-polls for `wait_ms` there: the wait
 /// and [`REMOTE_CALL_MARGIN_MS`], never shorter than the long-poll it asks for.
-pub fn remote_call_timeout(wait_ms: u64) -> Duration {
+pub(crate) fn remote_call_timeout(wait_ms: u64) -> Duration {
     Duration::from_millis(wait_ms.saturating_add(REMOTE_CALL_MARGIN_MS))
 }
 
 /// What one receive asks for.
 #[derive(Debug, Clone)]
-pub struct ReceiveAsk {
+pub(crate) struct ReceiveAsk {
     /// At most this many messages.
     pub max_messages: usize,
     /// Long-poll for at most this long.
@@ -90,7 +90,7 @@ pub struct ReceiveAsk {
 /// does: on a single node, for a forwarded request, and when one node (or none, during an
 /// election) leads every partition; the broker then serves it or answers `not_leader` naming
 /// that leader, and [`crate::fanout::forward`] sends the whole request there.
-pub fn leaders_to_gather(
+pub(crate) fn leaders_to_gather(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -108,7 +108,7 @@ pub fn leaders_to_gather(
 /// node: on a single node, for a forwarded request, and when this node leads every partition.
 /// Unlike [`leaders_to_gather`], a stream is never sent whole to another node (forwarding
 /// reads whole answers), so it gathers even when one other node leads everything.
-pub fn leaders_to_stream_from(
+pub(crate) fn leaders_to_stream_from(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -127,7 +127,7 @@ pub fn leaders_to_stream_from(
 /// One message a gather took from a leader: its receipt and its JSON object, as a receive
 /// reply lists it (and an SSE `message` event carries it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GatheredMessage {
+pub(crate) struct GatheredMessage {
     /// The receipt that settles it.
     pub receipt: String,
     /// The message's JSON text.
@@ -147,7 +147,7 @@ struct GatheredReceipt {
 
 /// Gathers a receive from the nodes `leaders` names (see [`leaders_to_gather`]); returns the
 /// reply's JSON body.
-pub async fn gather_receive(
+pub(crate) async fn gather_receive(
     state: &AppState,
     headers: &HeaderMap,
     path: &SubscriptionPath,
@@ -185,7 +185,7 @@ static SHARE_TURN: AtomicUsize = AtomicUsize::new(0);
 /// its share of what is still wanted ([`shares`]), so the round never takes more than
 /// `ask.max_messages`. An empty round waits only once every leader was asked since the last
 /// wait.
-pub async fn gather_messages(
+pub(crate) async fn gather_messages(
     state: &AppState,
     headers: &HeaderMap,
     path: &SubscriptionPath,
@@ -329,7 +329,7 @@ fn near_leaders(state: &AppState, topic: &str) -> BTreeSet<u64> {
 /// How many of `wanted` messages to ask each of `nodes` for: as evenly as they divide, the
 /// remainder to the nodes from position `turn` on (wrapping); nodes with a share of none are
 /// left out.
-pub fn shares(wanted: usize, nodes: &[u64], turn: usize) -> Vec<(u64, usize)> {
+pub(crate) fn shares(wanted: usize, nodes: &[u64], turn: usize) -> Vec<(u64, usize)> {
     let count = nodes.len();
     if count == 0 {
         return Vec::new();
@@ -494,7 +494,7 @@ struct RemoteFailure {
 
 /// Settles `receipts`: this node's share with `local`, each other leader's share by sending
 /// it `action` with the body `body_for` makes.
-pub async fn scatter_settle<Fut>(
+pub(crate) async fn scatter_settle<Fut>(
     state: &AppState,
     headers: &HeaderMap,
     path: &SubscriptionPath,
@@ -518,7 +518,7 @@ where
 /// [`scatter_settle`] over the partition leaders `leaders` names (one per partition): this
 /// node's share with `local`, each other leader's share by sending it `action`.
 #[allow(clippy::too_many_arguments)]
-pub async fn settle_on_leaders<Fut>(
+pub(crate) async fn settle_on_leaders<Fut>(
     state: &AppState,
     headers: &HeaderMap,
     path: &SubscriptionPath,
@@ -583,7 +583,7 @@ struct RemoteSeek {
 /// partition's leader) and merges the positions each moved. A leader that cannot be reached
 /// makes the answer 503 `not_leader`; the partitions of the others may have moved (a seek
 /// repeated moves them to the same place).
-pub async fn scatter_seek(
+pub(crate) async fn scatter_seek(
     state: &AppState,
     headers: &HeaderMap,
     path: &SubscriptionPath,

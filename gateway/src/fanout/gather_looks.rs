@@ -23,13 +23,13 @@ use broker_core::sync::lock;
 /// lease a long-poll client sees as instant, and by A/B (three release nodes, 1,000 msg/s,
 /// consumers asking for 100) enough to answer most light-load receives without a remote
 /// call (publish-to-receive p50 4.5 → 3.4 ms).
-pub const REMOTE_LOOK_MS: u64 = 50;
+pub(crate) const REMOTE_LOOK_MS: u64 = 50;
 
 /// Subscriptions remembered at once: bounds the map on a node that gathers for very many.
 /// When it is full, looks older than [`REMOTE_LOOK_MS`] (which decide nothing any more) are
 /// dropped; when it is still full, a new subscription is not remembered and its rounds go
 /// as if the other leaders had not been asked lately (their own first).
-pub const MAX_LOOKS: usize = 4_096;
+pub(crate) const MAX_LOOKS: usize = 4_096;
 
 /// How a gathering round goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,7 +129,7 @@ impl RemoteLooks {
 }
 
 /// `nodes` with those in `first` moved to the front, each part in its order.
-pub fn stale_first(nodes: &[u64], first: &BTreeSet<u64>) -> Vec<u64> {
+pub(crate) fn stale_first(nodes: &[u64], first: &BTreeSet<u64>) -> Vec<u64> {
     let (mut front, back): (Vec<u64>, Vec<u64>) =
         nodes.iter().copied().partition(|node| first.contains(node));
     front.extend(back);

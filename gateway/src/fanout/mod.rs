@@ -14,12 +14,12 @@
 //! - [`trace_gather`]: a message lookup asks the holders of the partitions this node lacks.
 //! - [`peer`]: one call to another node of the cluster on a client's behalf.
 
-pub mod ask_leader;
+pub(crate) mod ask_leader;
 pub mod forward;
-pub mod gather;
-pub mod gather_looks;
-pub mod peer;
-pub mod scatter;
-pub mod subscription_figures;
-pub mod topic_stats;
-pub mod trace_gather;
+pub(crate) mod gather;
+pub(crate) mod gather_looks;
+pub(crate) mod peer;
+pub(crate) mod scatter;
+pub(crate) mod subscription_figures;
+pub(crate) mod topic_stats;
+pub(crate) mod trace_gather;

@@ -12,7 +12,7 @@ use crate::fanout::forward::call;
 
 /// What a node answered: its status, headers (less the per-connection ones) and body.
 #[derive(Debug)]
-pub struct PeerAnswer {
+pub(crate) struct PeerAnswer {
     /// The status.
     pub status: StatusCode,
     /// The headers.
@@ -23,7 +23,7 @@ pub struct PeerAnswer {
 
 /// Why a node gave no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum PeerFailure {
+pub(crate) enum PeerFailure {
     /// This node knows no address for it (not in the cluster metadata, or no cluster).
     #[error("node {node}'s address is not known")]
     NoAddress {
@@ -50,7 +50,7 @@ pub enum PeerFailure {
 
 /// Sends the JSON `body` with `method` to `path_and_query` (from `/v1/…`) on node `node`, with
 /// the client's `headers`; reads the whole answer.
-pub async fn call_peer(
+pub(crate) async fn call_peer(
     state: &AppState,
     headers: &HeaderMap,
     node: u64,

@@ -54,7 +54,7 @@ struct RawBatch<'a> {
 /// ([`broker_core::Broker::unkeyed_partitions_of`]: those this node leads, else those led in
 /// its zone); unkeyed messages go to the first one's leader, or partition 0's when there is
 /// none. Errs with a partition that has no leader.
-pub fn route(
+pub(crate) fn route(
     partitions: &[Option<u32>],
     leaders: &[Option<u64>],
     nearby: &[u32],
@@ -71,7 +71,7 @@ pub fn route(
 }
 
 /// One JSON batch split over its partitions' leaders.
-pub struct Scatter<'a> {
+pub(crate) struct Scatter<'a> {
     /// The node state.
     pub state: &'a AppState,
     /// The topic.
@@ -99,7 +99,7 @@ impl Scatter<'_> {
     /// Produces `messages` (parsed from `body`, checked by the gateway) on their leaders.
     /// `room` is asked whether the request may hold its parsed messages plus the shares'
     /// bodies (the memory budget); `false` refuses it (`overloaded`) before anything is sent.
-    pub async fn produce(
+    pub(crate) async fn produce(
         self,
         body: &Bytes,
         messages: Vec<NewMessage>,

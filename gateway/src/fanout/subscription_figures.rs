@@ -22,11 +22,11 @@ use crate::http::problem::ApiError;
 
 /// Marks a forwarded `GET` of a subscription (or of the list) that asks for
 /// [`LedFigures`]; honoured only with `Wharf-Forwarded` (only nodes send both).
-pub const LED_FIGURES_HEADER: &str = "wharf-led-figures";
+pub(crate) const LED_FIGURES_HEADER: &str = "wharf-led-figures";
 
 /// What a leader answers to [`LED_FIGURES_HEADER`]: the figures of the partitions it serves.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct LedFigures {
+pub(crate) struct LedFigures {
     /// Delayed messages not yet due, per partition it serves.
     pub delayed: Vec<(u32, u64)>,
     /// Per subscription (by name, with its uid): its figures on the partitions it serves.
@@ -35,7 +35,7 @@ pub struct LedFigures {
 
 /// One subscription's figures in [`LedFigures`].
 #[derive(Debug, Serialize, Deserialize)]
-pub struct LedSubscription {
+pub(crate) struct LedSubscription {
     /// Its name.
     pub name: String,
     /// Its incarnation: figures of another incarnation of the same name are not summed.
@@ -45,7 +45,7 @@ pub struct LedSubscription {
 }
 
 /// What a describe or list answers in a cluster.
-pub enum Gathered {
+pub(crate) enum Gathered {
     /// A node asked for this node's [`LedFigures`].
     Led(LedFigures),
     /// The subscriptions, with every partition's figures from its leader.
@@ -55,7 +55,7 @@ pub enum Gathered {
 /// The subscriptions of `topic` (those of `of`) with their stats summed over the
 /// partitions' leaders (see the module docs), or this node's [`LedFigures`] if another node
 /// asked for them. Single nodes do not call this.
-pub async fn gather(
+pub(crate) async fn gather(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -71,7 +71,7 @@ pub async fn gather(
 
 /// This node's [`LedFigures`] of `of` if another node of a cluster asked for them (a request
 /// with `Wharf-Forwarded` and [`LED_FIGURES_HEADER`]), else `None`.
-pub async fn led_asked(
+pub(crate) async fn led_asked(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -87,7 +87,11 @@ pub async fn led_asked(
 
 /// The delayed messages of `topic` not yet due, summed over its partitions' leaders (in a
 /// cluster, each node's schedule counter counts only what it scheduled or moved itself).
-pub async fn delayed(state: &AppState, headers: &HeaderMap, topic: &str) -> Result<u64, ApiError> {
+pub(crate) async fn delayed(
+    state: &AppState,
+    headers: &HeaderMap,
+    topic: &str,
+) -> Result<u64, ApiError> {
     let figures = from_leaders(state, headers, topic, FiguresOf::Topic).await?;
     Ok(figures.delayed.iter().sum())
 }

@@ -31,7 +31,7 @@ struct RemotePartition {
 /// Replaces the stats of the partitions of `topic` this node holds no replica of with their
 /// leaders' (see the module docs); a forwarded request, or one on a single node, is left as
 /// it is.
-pub async fn fill_from_leaders(state: &AppState, headers: &HeaderMap, topic: &mut Topic) {
+pub(crate) async fn fill_from_leaders(state: &AppState, headers: &HeaderMap, topic: &mut Topic) {
     let Some(cluster) = &state.cluster else {
         return;
     };

@@ -37,12 +37,12 @@ use crate::http::codes;
 /// records), well under a second even when loaded; 5 s cuts off only a node that took the
 /// call and hangs, and leaves room within the default `request_timeout_ms` (30 s) to ask
 /// the next holder.
-pub const LOOKUP_PEER_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const LOOKUP_PEER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The partitions of `topic` this node holds no replica of, when a lookup with `headers`
 /// must ask other nodes for them; `None` when it answers from what it holds: on a single
 /// node, for a forwarded lookup, and when it holds every partition.
-pub fn lacked_partitions(
+pub(crate) fn lacked_partitions(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -60,9 +60,7 @@ pub fn lacked_partitions(
 
 /// One holder's usable answer, and the lacked partitions it was asked for.
 #[derive(Debug)]
-pub struct HolderAnswer {
-    /// The node that answered.
-    pub node: u64,
+pub(crate) struct HolderAnswer {
     /// The partitions it answered for.
     pub partitions: Vec<u32>,
     /// Its status.
@@ -73,8 +71,8 @@ pub struct HolderAnswer {
 
 /// What the holders of the lacked partitions answered.
 #[derive(Debug, Default)]
-pub struct Gathered {
-    /// The usable answers, by node.
+pub(crate) struct Gathered {
+    /// The usable answers, one per holder asked.
     pub answers: Vec<HolderAnswer>,
     /// The lacked partitions no holder gave a usable answer for.
     pub unanswered: Vec<u32>,
@@ -82,7 +80,7 @@ pub struct Gathered {
 
 impl Gathered {
     /// The `not_leader` refusal naming the partitions of `topic` no holder answered for.
-    pub fn unavailable(&self, topic: &str) -> BrokerError {
+    pub(crate) fn unavailable(&self, topic: &str) -> BrokerError {
         let partitions: Vec<String> = self.unanswered.iter().map(u32::to_string).collect();
         BrokerError::NotLeader {
             what: format!(
@@ -97,7 +95,7 @@ impl Gathered {
 /// Sends `GET path_and_query` with the client's `headers` to one holder of each partition
 /// of `topic` in `lacked` (see the module's map); an answer `usable` refuses (unreachable,
 /// timed out, or a status it does not take) sends its partitions to their next holder.
-pub async fn ask_holders(
+pub(crate) async fn ask_holders(
     state: &AppState,
     headers: &HeaderMap,
     topic: &str,
@@ -134,7 +132,6 @@ pub async fn ask_holders(
         for ((node, partitions), answer) in round.into_iter().zip(answers) {
             match answer.filter(|a| usable(a)) {
                 Some(answer) => gathered.answers.push(HolderAnswer {
-                    node,
                     partitions,
                     status: answer.status,
                     body: answer.body,
@@ -181,7 +178,7 @@ async fn ask(
 
 /// Whether a holder's answer to a lookup by id settles its partitions: it found the message,
 /// or it holds no message of that id.
-pub fn found_or_not(answer: &PeerAnswer) -> bool {
+pub(crate) fn found_or_not(answer: &PeerAnswer) -> bool {
     #[derive(Deserialize)]
     struct Refusal {
         code: String,
@@ -195,14 +192,14 @@ pub fn found_or_not(answer: &PeerAnswer) -> bool {
 }
 
 /// Whether a holder's answer to a key lookup is one (its messages parse).
-pub fn key_answer(answer: &PeerAnswer) -> bool {
+pub(crate) fn key_answer(answer: &PeerAnswer) -> bool {
     answer.status == StatusCode::OK && parse_listed(&answer.body).is_some()
 }
 
 /// This node's own messages of a key lookup (`held`, from the partitions it holds) and those
 /// the holders in `gathered` answered for the partitions each was asked for, newest first as
 /// the broker orders them, at most `limit`.
-pub fn merge_by_key(
+pub(crate) fn merge_by_key(
     held: Vec<KeyedMessage>,
     gathered: &Gathered,
     limit: usize,
@@ -228,7 +225,7 @@ pub fn merge_by_key(
 /// Where a listed message sorts: newest first is the greatest first, as the broker orders
 /// its own (publish time, then partition, then offset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-pub struct ListedAt {
+pub(crate) struct ListedAt {
     /// Its publish time.
     #[serde(rename = "publish_time_ms")]
     pub time_ms: u64,
@@ -251,7 +248,7 @@ impl ListedAt {
 /// A message of a key lookup: found here, or in another node's answer (sent on as it came).
 #[derive(Serialize)]
 #[serde(untagged)]
-pub enum ListedMessage {
+pub(crate) enum ListedMessage {
     /// Found in a partition this node holds.
     Here(KeyedMessage),
     /// In another node's answer.
@@ -298,10 +295,9 @@ mod tests {
         }
     }
 
-    fn holder(node: u64, partitions: &[u32], messages: &[KeyedMessage]) -> HolderAnswer {
+    fn holder(partitions: &[u32], messages: &[KeyedMessage]) -> HolderAnswer {
         let body = serde_json::json!({"topic": "t", "key": "k", "messages": messages});
         HolderAnswer {
-            node,
             partitions: partitions.to_vec(),
             status: StatusCode::OK,
             body: Bytes::from(serde_json::to_vec(&body).unwrap_or_default()),
@@ -322,8 +318,8 @@ mod tests {
         let here = vec![keyed(0, 4, 40), keyed(0, 1, 10)];
         let gathered = Gathered {
             answers: vec![
-                holder(2, &[1], &[keyed(1, 7, 50), keyed(1, 2, 20)]),
-                holder(3, &[2], &[keyed(2, 3, 40), keyed(2, 0, 5)]),
+                holder(&[1], &[keyed(1, 7, 50), keyed(1, 2, 20)]),
+                holder(&[2], &[keyed(2, 3, 40), keyed(2, 0, 5)]),
             ],
             unanswered: Vec::new(),
         };
@@ -334,7 +330,7 @@ mod tests {
     #[test]
     fn a_holder_s_messages_count_only_for_the_partitions_it_was_asked_for() {
         let gathered = Gathered {
-            answers: vec![holder(2, &[1], &[keyed(0, 9, 90), keyed(1, 1, 10)])],
+            answers: vec![holder(&[1], &[keyed(0, 9, 90), keyed(1, 1, 10)])],
             unanswered: Vec::new(),
         };
         let merged = merge_by_key(vec![keyed(0, 9, 90)], &gathered, 10);

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 /// One file of the console.
 #[derive(Debug)]
-pub struct Asset {
+pub(crate) struct Asset {
     /// Its name under `/ui/`.
     pub name: &'static str,
     /// Its `Content-Type`.
@@ -17,14 +17,14 @@ pub struct Asset {
 }
 
 /// The page served at `/ui`.
-pub const INDEX: Asset = Asset {
+pub(crate) const INDEX: Asset = Asset {
     name: "index.html",
     content_type: "text/html; charset=utf-8",
     body: include_bytes!("../../ui/index.html"),
 };
 
 /// Every file served under `/ui/{asset}`.
-pub const ASSETS: &[Asset] = &[
+pub(crate) const ASSETS: &[Asset] = &[
     INDEX,
     Asset {
         name: "console.js",
@@ -51,17 +51,17 @@ pub const ASSETS: &[Asset] = &[
 /// The console's content security policy: scripts, styles and API calls from this origin
 /// only, no inline script or style element, no plug-ins, no framing, no `<base>`, no form
 /// posted anywhere (the console's forms are handled by its script).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
 /// Caching: a browser may keep a file but must ask again (answered 304 by `ETag`), so a new
 /// binary's console is seen on the next load; the files are not named by their content, so
 /// a `max-age` would mix an old script with a new page.
-pub const CACHE_CONTROL: &str = "no-cache";
+pub(crate) const CACHE_CONTROL: &str = "no-cache";
 
 /// The headers of every console file besides its type, caching and `ETag`.
-pub const HEADERS: [(&str, &str); 4] = [
+pub(crate) const HEADERS: [(&str, &str); 4] = [
     ("content-security-policy", CONTENT_SECURITY_POLICY),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),
@@ -69,13 +69,13 @@ pub const HEADERS: [(&str, &str); 4] = [
 ];
 
 /// The file named `name`, if the console has it.
-pub fn asset(name: &str) -> Option<&'static Asset> {
+pub(crate) fn asset(name: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|asset| asset.name == name)
 }
 
 /// The `ETag` of the console's files: one for the whole set (they change together, with the
 /// binary), a hash of their bytes.
-pub fn etag() -> &'static str {
+pub(crate) fn etag() -> &'static str {
     static ETAG: LazyLock<String> = LazyLock::new(|| {
         // FNV-1a, 64 bits: no cryptographic strength needed, only change detection.
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -91,7 +91,7 @@ pub fn etag() -> &'static str {
 }
 
 /// Whether an `If-None-Match` header value names `etag` (or is `*`).
-pub fn matches_etag(if_none_match: &str, etag: &str) -> bool {
+pub(crate) fn matches_etag(if_none_match: &str, etag: &str) -> bool {
     if_none_match
         .split(',')
         .map(|tag| tag.trim().trim_start_matches("W/"))

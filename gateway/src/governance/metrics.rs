@@ -35,52 +35,52 @@ use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, Promet
 use crate::app::AppState;
 
 /// Requests answered, per `method`, `route` (template) and `status`.
-pub const HTTP_REQUESTS: &str = "wharf_http_requests_total";
+pub(crate) const HTTP_REQUESTS: &str = "wharf_http_requests_total";
 /// Time from a request reaching the router to its response head, per `method`, `route` and
 /// `status`. Long-polls count their wait; a stream counts until its head is sent.
-pub const HTTP_REQUEST_SECONDS: &str = "wharf_http_request_duration_seconds";
+pub(crate) const HTTP_REQUEST_SECONDS: &str = "wharf_http_request_duration_seconds";
 /// Connections refused at accept because `max_connections` were open.
-pub const CONNECTIONS_REFUSED: &str = "wharf_connections_refused_total";
+pub(crate) const CONNECTIONS_REFUSED: &str = "wharf_connections_refused_total";
 /// Connections closed because the client read nothing of a response for `write_timeout_ms`.
-pub const WRITE_TIMEOUTS: &str = "wharf_write_timeouts_total";
+pub(crate) const WRITE_TIMEOUTS: &str = "wharf_write_timeouts_total";
 /// In a cluster, time of one Raft RPC to another node, answered or not, per `rpc` (append,
 /// vote, snapshot, ...): the network and the peer's share of a commit.
-pub const PEER_RPC_SECONDS: &str = "wharf_peer_rpc_seconds";
+pub(crate) const PEER_RPC_SECONDS: &str = "wharf_peer_rpc_seconds";
 
 /// Alerts firing on this node, per `kind` (`backlog`, `disk`, …), as of the last evaluation.
-pub const ALERTS_ACTIVE: &str = "wharf_alerts_active";
+pub(crate) const ALERTS_ACTIVE: &str = "wharf_alerts_active";
 /// Alert webhook posts, per `outcome`: `delivered` (2xx), `failed` (an attempt that will be
 /// retried or given up), `gave_up` (retries spent or too old), `dropped` (a full queue).
-pub const ALERT_DELIVERIES: &str = "wharf_alert_deliveries_total";
+pub(crate) const ALERT_DELIVERIES: &str = "wharf_alert_deliveries_total";
 
 /// Produce → received time of the synthetic probe's successful rounds (see
 /// [`crate::governance::probe`]).
-pub const PROBE_ROUND_TRIP_SECONDS: &str = "wharf_probe_round_trip_seconds";
+pub(crate) const PROBE_ROUND_TRIP_SECONDS: &str = "wharf_probe_round_trip_seconds";
 /// Failed rounds of the synthetic probe, per `step` (`setup`, `produce`, `receive`, `ack`).
-pub const PROBE_FAILURES: &str = "wharf_probe_failures_total";
+pub(crate) const PROBE_FAILURES: &str = "wharf_probe_failures_total";
 
 /// The `route` label of requests no route matched (404s and the like): one value, so probing
 /// random paths cannot grow the label set.
-pub const UNMATCHED_ROUTE: &str = "unmatched";
+pub(crate) const UNMATCHED_ROUTE: &str = "unmatched";
 
 /// Buckets of request latencies and fsync times, in seconds: 0.5 ms (a cached read, an fsync
 /// on a fast NVMe disk) up to 10 s (a slow disk, a long-poll's wait lands in `+Inf`).
-pub const LATENCY_BUCKETS_SECONDS: &[f64] = &[
+pub(crate) const LATENCY_BUCKETS_SECONDS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 /// Buckets of the stages of a replicated write, in seconds: the latency buckets with three
 /// more below 0.5 ms, where a queue wait or an apply usually falls.
-pub const STAGE_BUCKETS_SECONDS: &[f64] = &[
+pub(crate) const STAGE_BUCKETS_SECONDS: &[f64] = &[
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
     2.5, 5.0, 10.0,
 ];
 /// Buckets of produce requests per group commit and of writer queue depths: powers of two up
 /// to the writer queue's depth ([`broker_core::limits::WRITER_QUEUE_DEPTH`], 256), the most
 /// one group can take.
-pub const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+pub(crate) const COUNT_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 /// Buckets of bytes per group commit: powers of four from 1 KiB to 64 MiB (a full queue of
 /// large batches).
-pub const BYTE_BUCKETS: &[f64] = &[
+pub(crate) const BYTE_BUCKETS: &[f64] = &[
     1024.0,
     4096.0,
     16384.0,
@@ -93,14 +93,14 @@ pub const BYTE_BUCKETS: &[f64] = &[
 ];
 /// How often the recorder's histogram samples are folded into their buckets between scrapes,
 /// so memory stays bounded when nobody scrapes.
-pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// Installs the Prometheus recorder as the process's global recorder, once; later calls
 /// return the same handle. When another recorder is already installed (an embedding
 /// program's), the handle renders only what reaches it, and a warning says so.
-pub fn install() -> &'static PrometheusHandle {
+pub(crate) fn install() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = builder().unwrap_or_else(|error| {
             tracing::error!(%error, "metric buckets rejected; histograms become summaries");
@@ -121,7 +121,7 @@ pub fn install() -> &'static PrometheusHandle {
 }
 
 /// The recorder's handle (installing it if needed).
-pub fn handle() -> &'static PrometheusHandle {
+pub(crate) fn handle() -> &'static PrometheusHandle {
     install()
 }
 
@@ -210,7 +210,7 @@ fn describe() {
 /// reads) also goes to the per-minute history's figures (when the history is kept), and a
 /// failed produce to the node's one produce error count
 /// ([`crate::governance::produce_errors::ProduceErrors`]).
-pub async fn track_requests(
+pub(crate) async fn track_requests(
     State(state): State<AppState>,
     request: Request,
     next: Next,
@@ -315,12 +315,12 @@ fn method_label(method: &Method) -> &'static str {
 }
 
 /// Counts one connection refused at accept.
-pub fn connection_refused() {
+pub(crate) fn connection_refused() {
     counter!(CONNECTIONS_REFUSED).increment(1);
 }
 
 /// Counts one connection closed by its write timeout.
-pub fn write_timed_out() {
+pub(crate) fn write_timed_out() {
     counter!(WRITE_TIMEOUTS).increment(1);
 }
 

@@ -18,8 +18,8 @@
 //!   the binary.
 
 pub mod alerts;
-pub mod console;
+pub(crate) mod console;
 pub mod history;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod probe;
-pub mod produce_errors;
+pub(crate) mod produce_errors;

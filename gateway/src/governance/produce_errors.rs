@@ -16,7 +16,7 @@ use broker_core::sync::lock;
 /// Most topics counted apart. A topic is counted from its first error and forgotten when
 /// the history's sampler finds it gone ([`ProduceErrors::prune`]); past this many, a topic
 /// not yet counted counts only in the total until a prune makes room.
-pub const MAX_COUNTED_TOPICS: usize = 10_000;
+pub(crate) const MAX_COUNTED_TOPICS: usize = 10_000;
 
 /// Cumulative counts of failed produce requests since the node started.
 #[derive(Debug, Default)]

@@ -34,7 +34,7 @@ const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// Checks a request's headers against the rules of the module docs. `anonymous`: the server
 /// has no verification keys.
-pub fn admit(
+pub(crate) fn admit(
     headers: &HeaderMap,
     settings: &EdgeSettings,
     anonymous: bool,
@@ -72,7 +72,7 @@ pub fn admit(
 /// Whether `host` (a `Host` header: a name or address, with or without `:port`) is an IP
 /// literal, `localhost`, a name under `.localhost`, or one of `allowed` (lower case, without
 /// a trailing dot).
-pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
+pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
     let Some(name) = host_name(host) else {
         return false;
     };
@@ -114,7 +114,7 @@ fn is_localhost(name: &str) -> bool {
 /// Whether a request whose `Host` is `own` may carry `Origin: origin`: the same host and port
 /// (over `http` or `https`, as a TLS proxy in front serves it), or one of `allowed` (as
 /// [`parse_origin`] normalizes them).
-pub fn origin_allowed(origin: &str, own: &str, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, own: &str, allowed: &[String]) -> bool {
     let authority = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"));
@@ -128,7 +128,7 @@ pub fn origin_allowed(origin: &str, own: &str, allowed: &[String]) -> bool {
 
 /// An `allowed_hosts` entry, normalized (lower case, no trailing dot), or why it is not a
 /// host name.
-pub fn parse_host(entry: &str) -> Result<String, String> {
+pub(crate) fn parse_host(entry: &str) -> Result<String, String> {
     let name = entry
         .strip_suffix('.')
         .unwrap_or(entry)
@@ -151,7 +151,7 @@ pub fn parse_host(entry: &str) -> Result<String, String> {
 
 /// An `allowed_origins` entry normalized as browsers send `Origin` (lower case, no default
 /// port, no trailing slash), or why it is not an origin.
-pub fn parse_origin(entry: &str) -> Result<String, String> {
+pub(crate) fn parse_origin(entry: &str) -> Result<String, String> {
     let expected = "expected an origin: http:// or https://, a host, an optional port, \
                     no path, e.g. https://app.example:3000";
     let lower = entry

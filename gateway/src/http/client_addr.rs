@@ -74,7 +74,7 @@ fn canonical(address: IpAddr) -> IpAddr {
 /// The client's address: `peer`, unless `peer` is trusted, in which case `X-Forwarded-For`
 /// is walked from the right (the hop nearest to us) past trusted proxies to the first
 /// untrusted address. Unparsable entries stop the walk at the last good address.
-pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> IpAddr {
+pub(crate) fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[IpRange]) -> IpAddr {
     let is_trusted = |address: IpAddr| trusted.iter().any(|range| range.contains(address));
     let mut client = canonical(peer);
     if !is_trusted(client) {

@@ -14,7 +14,7 @@ use crate::{json::integral_floats, json::object};
 /// A JSON request body (`Content-Type: application/json` or `*/*+json`), parsed by
 /// [`parse_json`].
 #[derive(Debug)]
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 impl<T, S> FromRequest<S> for JsonBody<T>
 where
@@ -46,7 +46,7 @@ pub struct QueryParams<T>(pub T);
 /// Content-Type; a non-empty one must be JSON, where `null` also means `T::default()` (the
 /// document marks these bodies optional, and JSON's way to say "none" is `null`).
 #[derive(Debug)]
-pub struct OptionalJsonBody<T>(pub T);
+pub(crate) struct OptionalJsonBody<T>(pub T);
 
 impl<T, S> FromRequest<S> for OptionalJsonBody<T>
 where
@@ -86,7 +86,7 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 /// Parses a JSON body already read into memory, with axum's field-path error messages. A body
 /// the type refuses is tried once more with its integral floats (`5.0`) read as integers
 /// ([`integral_floats`]), as JSON Schema counts them; the first refusal is the one reported.
-pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     object::refuse_array_body(body)?;
     let refusal = match axum::Json::<T>::from_bytes(body) {
         Ok(axum::Json(value)) => return Ok(value),
@@ -102,7 +102,9 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 
 /// Parses a JSON body that the result may borrow from (strings without escapes are not
 /// copied), with the same field-path error messages as [`parse_json`].
-pub fn parse_json_borrowed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json_borrowed<'a, T: serde::Deserialize<'a>>(
+    body: &'a [u8],
+) -> Result<T, ApiError> {
     object::refuse_array_body(body)?;
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -121,7 +123,7 @@ pub fn parse_json_borrowed<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Res
 }
 
 /// Whether the request says its body is JSON: `application/json` or any `+json` type.
-pub fn is_json_content_type(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json_content_type(headers: &HeaderMap) -> bool {
     media_type(headers).is_some_and(|media| {
         media == "application/json"
             || (media.starts_with("application/") && media.ends_with("+json"))
@@ -130,7 +132,7 @@ pub fn is_json_content_type(headers: &HeaderMap) -> bool {
 
 /// The request's media type, lowercased and without parameters (`text/plain; charset=utf-8`
 /// gives `text/plain`).
-pub fn media_type(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn media_type(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
     let media = value.split(';').next().unwrap_or_default().trim();
     Some(media.to_ascii_lowercase())

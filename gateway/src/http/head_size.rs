@@ -13,10 +13,10 @@ use crate::http::problem::ApiError;
 /// Bytes of head hyper still parses past `max_header_bytes`, so a head a little over the
 /// limit reaches the edge and gets a problem body. The connection's read buffer has this
 /// much room beyond the limit anyway (`accept::MIN_CONNECTION_BUFFER_BYTES`).
-pub const HEAD_SLACK_BYTES: usize = 16 * 1024;
+pub(crate) const HEAD_SLACK_BYTES: usize = 16 * 1024;
 /// Headers hyper still parses past `max_headers`, for the same reason: 64 more cost hyper
 /// 64 slots of a few words each while parsing.
-pub const HEADER_COUNT_SLACK: usize = 64;
+pub(crate) const HEADER_COUNT_SLACK: usize = 64;
 
 /// Bytes of a request line's fixed parts: two spaces, `HTTP/1.1` and the line's CRLF.
 const REQUEST_LINE_FIXED_BYTES: usize = 2 + 8 + 2;
@@ -27,7 +27,7 @@ const HEAD_END_BYTES: usize = 2;
 
 /// The size of `request`'s head as a client sends it in HTTP/1.1 without optional
 /// whitespace: the request line, each header line and the blank line.
-pub fn head_bytes<B>(request: &Request<B>) -> usize {
+pub(crate) fn head_bytes<B>(request: &Request<B>) -> usize {
     let target = request
         .uri()
         .path_and_query()
@@ -43,7 +43,7 @@ pub fn head_bytes<B>(request: &Request<B>) -> usize {
 
 /// A connection's limits on request heads (`max_headers`, `max_header_bytes`).
 #[derive(Debug, Clone, Copy)]
-pub struct HeadLimits {
+pub(crate) struct HeadLimits {
     /// Headers per request.
     pub max_headers: usize,
     /// Bytes of the request line and headers together.
@@ -60,7 +60,7 @@ impl From<&EdgeSettings> for HeadLimits {
 }
 
 /// Refuses a head with more than `max_headers` headers or over `max_header_bytes`.
-pub fn check<B>(request: &Request<B>, settings: HeadLimits) -> Result<(), ApiError> {
+pub(crate) fn check<B>(request: &Request<B>, settings: HeadLimits) -> Result<(), ApiError> {
     let count = request.headers().len();
     if count > settings.max_headers {
         return Err(ApiError::HeadersTooLarge {

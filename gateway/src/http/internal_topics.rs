@@ -15,7 +15,7 @@ use crate::http::problem::ApiError;
 
 /// Refuses a request naming an internal topic in its path (after the edge, so auth and
 /// rate limits answer first, as for any topic).
-pub async fn hide(request: Request, next: Next) -> Response {
+pub(crate) async fn hide(request: Request, next: Next) -> Response {
     let path = segments(request.uri().path());
     if let [v1, topics, topic, ..] = path.as_slice()
         && v1 == "v1"

@@ -19,7 +19,7 @@ use tokio::time::{Instant, Sleep};
 /// A socket whose writes fail with [`io::ErrorKind::TimedOut`] after `limit` without
 /// progress. Reads are untouched (the header and body read timeouts cover them).
 #[derive(Debug)]
-pub struct WriteTimeout<T> {
+pub(crate) struct WriteTimeout<T> {
     inner: T,
     limit: Duration,
     /// Armed while a write waits; cleared by any progress.
@@ -28,7 +28,7 @@ pub struct WriteTimeout<T> {
 
 impl<T> WriteTimeout<T> {
     /// `inner` with writes cut off after `limit` without progress.
-    pub fn new(inner: T, limit: Duration) -> Self {
+    pub(crate) fn new(inner: T, limit: Duration) -> Self {
         WriteTimeout {
             inner,
             limit,

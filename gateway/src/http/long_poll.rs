@@ -17,12 +17,12 @@ use crate::app::AppState;
 /// Longest single broker wait inside a long-poll, in milliseconds: how long a graceful
 /// shutdown may wait for an idle long-poll, and one extra broker call per second per idle
 /// poller, which is cheap.
-pub const LONG_POLL_SLICE_MS: u64 = 1_000;
+pub(crate) const LONG_POLL_SLICE_MS: u64 = 1_000;
 
 /// Calls `attempt(wait_ms)` with waits of at most one slice until it returns something that
 /// `has_result` accepts, `wait_ms` has passed, or the server drains. A `wait_ms` beyond the
 /// broker's limit goes to the broker unchanged, so the broker's own range check answers it.
-pub async fn long_poll<T, Fut>(
+pub(crate) async fn long_poll<T, Fut>(
     state: &AppState,
     wait_ms: u64,
     mut attempt: impl FnMut(u64) -> Fut,

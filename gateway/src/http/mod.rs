@@ -22,16 +22,16 @@
 //!   extended, by the same rules, named in the subscription events.
 
 pub mod accept;
-pub mod browser_guard;
-pub mod client_addr;
+pub(crate) mod browser_guard;
+pub(crate) mod client_addr;
 pub mod codes;
-pub mod consumed_by;
+pub(crate) mod consumed_by;
 pub mod edge;
-pub mod extract;
-pub mod head_size;
-pub mod internal_topics;
-pub mod io_timeout;
-pub mod long_poll;
-pub mod problem;
-pub mod produce_origin;
+pub(crate) mod extract;
+pub(crate) mod head_size;
+pub(crate) mod internal_topics;
+pub(crate) mod io_timeout;
+pub(crate) mod long_poll;
+pub(crate) mod problem;
+pub(crate) mod produce_origin;
 pub mod server;

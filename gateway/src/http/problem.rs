@@ -15,7 +15,7 @@ use crate::limits::OVERLOADED_RETRY_AFTER_SECS;
 use crate::limits::rate::RateLimited;
 
 /// The media type of every error body.
-pub const PROBLEM_JSON: &str = "application/problem+json";
+pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 
 /// An RFC 9457 problem details body.
 #[derive(Debug, Clone, Serialize, ToSchema)]

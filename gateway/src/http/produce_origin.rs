@@ -52,7 +52,7 @@ impl FromRequestParts<AppState> for ProducedBy {
 }
 
 /// The origin of a produce made by `principal` over a connection from `peer`.
-pub fn produce_origin(
+pub(crate) fn produce_origin(
     state: &AppState,
     principal: Option<&Principal>,
     peer: Option<IpAddr>,
@@ -88,7 +88,7 @@ pub fn produce_origin(
 
 /// This cluster node, as [`cluster_origin`] needs it: its id and the public IP of any node
 /// the cluster metadata knows.
-pub struct ThisNode<'a> {
+pub(crate) struct ThisNode<'a> {
     /// This node's id.
     pub id: u64,
     /// A node's public IP, if the cluster metadata knows the node.
@@ -97,7 +97,7 @@ pub struct ThisNode<'a> {
 
 /// The client address and the node that took the request, for a produce on cluster node
 /// `node` over a connection from `peer` (see the module docs for what is believed).
-pub fn cluster_origin(
+pub(crate) fn cluster_origin(
     node: &ThisNode<'_>,
     peer: Option<IpAddr>,
     headers: &HeaderMap,

@@ -3,7 +3,7 @@
 
 /// `bytes` as lowercase hex, two digits a byte. Both callers spell a MAC on every call
 /// (the cluster port signs and checks one per RPC), so no formatter runs per byte.
-pub fn lower_hex(bytes: &[u8]) -> String {
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
     for byte in bytes {

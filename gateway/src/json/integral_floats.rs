@@ -9,7 +9,7 @@ const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
 
 /// `body` re-encoded with every integral float that fits an `i64` or a `u64` written as an
 /// integer; `None` when `body` is not JSON or holds no such float (nothing to retry).
-pub fn rewrite(body: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn rewrite(body: &[u8]) -> Option<Vec<u8>> {
     let mut value: Value = serde_json::from_slice(body).ok()?;
     if !integers_of_integral_floats(&mut value) {
         return None;

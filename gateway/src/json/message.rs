@@ -39,14 +39,14 @@ const TRACE_OVERHEAD_BYTES: usize = 33;
 const FRAME_OVERHEAD_BYTES: usize = 128;
 
 /// A 200 reply with `body`, and the `content-type` axum's `Json` sets.
-pub fn json_response(body: Vec<u8>) -> Response {
+pub(crate) fn json_response(body: Vec<u8>) -> Response {
     let content_type = HeaderValue::from_static(JSON_CONTENT_TYPE);
     ([(header::CONTENT_TYPE, content_type)], Bytes::from(body)).into_response()
 }
 
 /// One leased message as the writers read it: a [`Delivery`]'s parts, borrowed.
 #[derive(Debug, Clone, Copy)]
-pub struct DeliveryParts<'a> {
+pub(crate) struct DeliveryParts<'a> {
     /// Acks, nacks or extends this delivery.
     pub receipt: &'a str,
     /// The partition it came from.
@@ -69,7 +69,7 @@ impl<'a> From<&'a Delivery> for DeliveryParts<'a> {
 }
 
 /// The body of a receive reply, `{"messages":[…]}`.
-pub fn receive_reply<'a, I>(messages: I) -> Vec<u8>
+pub(crate) fn receive_reply<'a, I>(messages: I) -> Vec<u8>
 where
     I: IntoIterator<Item = DeliveryParts<'a>>,
     I::IntoIter: Clone,
@@ -90,14 +90,14 @@ where
 }
 
 /// One received message, as an SSE message event carries it.
-pub fn received_message(message: DeliveryParts<'_>) -> Vec<u8> {
+pub(crate) fn received_message(message: DeliveryParts<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(received_estimate(message));
     write_received(&mut out, message, &mut Vec::new());
     out
 }
 
 /// The body of an offset read, `{"messages":[…],"next_offset":…,…}`.
-pub fn partition_page(read: &PartitionRead) -> Vec<u8> {
+pub(crate) fn partition_page(read: &PartitionRead) -> Vec<u8> {
     let estimate: usize = read.messages.iter().map(record_estimate).sum();
     let mut out = Vec::with_capacity(FRAME_OVERHEAD_BYTES + estimate);
     let mut headers = Vec::new();

@@ -10,9 +10,9 @@
 //!   spelling of every MAC Wharf sends.
 //! - [`payload`]: text `value` vs binary `value_base64` on the wire.
 
-pub mod hex;
-pub mod integral_floats;
-pub mod message;
-pub mod object;
-pub mod payload;
-pub mod text;
+pub(crate) mod hex;
+pub(crate) mod integral_floats;
+pub(crate) mod message;
+pub(crate) mod object;
+pub(crate) mod payload;
+pub(crate) mod text;

@@ -12,7 +12,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use crate::http::problem::ApiError;
 
 /// Refuses a body that is a JSON array: every JSON body of the API is an object.
-pub fn refuse_array_body(body: &[u8]) -> Result<(), ApiError> {
+pub(crate) fn refuse_array_body(body: &[u8]) -> Result<(), ApiError> {
     match body.trim_ascii_start().first() {
         Some(b'[') => Err(ApiError::invalid(
             "Failed to deserialize the JSON body into the target type: the body must be a JSON \
@@ -24,7 +24,7 @@ pub fn refuse_array_body(body: &[u8]) -> Result<(), ApiError> {
 
 /// Reads an optional object field: an object, `null` or absent (with `#[serde(default)]`),
 /// never an array.
-pub fn optional<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+pub(crate) fn optional<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

@@ -57,7 +57,7 @@ impl std::ops::Deref for WireStr<'_> {
 /// had no JSON escapes) becomes a slice of the body, no copy; base64 values (and escaped
 /// text) are decoded into ONE buffer whose slices become the messages' values: one
 /// allocation per batch, 3/4 of the base64 text, and nothing else held beside the body.
-pub fn decode_values(
+pub(crate) fn decode_values(
     body: &Bytes,
     values: &[(Option<&str>, Option<&str>)],
 ) -> Result<Decoded, ApiError> {
@@ -116,7 +116,7 @@ pub fn decode_values(
 
 /// The values of a batch, and the memory they keep.
 #[derive(Debug)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// Each value, and whether it came as base64.
     pub values: Vec<(Bytes, bool)>,
     /// Bytes the values keep alive: their decoded buffer, and the body if any of them is a
@@ -141,7 +141,7 @@ fn within(whole: &Bytes, part: &[u8]) -> bool {
 
 /// A stored record's value as `(value, value_base64)`: text records whose bytes are UTF-8 go
 /// out as `value` ([`text_value`]), everything else as `value_base64`.
-pub fn encode_value(record: &Record) -> (Option<String>, Option<String>) {
+pub(crate) fn encode_value(record: &Record) -> (Option<String>, Option<String>) {
     match text_value(record) {
         Some(text) => (Some(text.to_owned()), None),
         None => (None, Some(STANDARD.encode(&record.value))),
@@ -150,7 +150,7 @@ pub fn encode_value(record: &Record) -> (Option<String>, Option<String>) {
 
 /// The value as text, when it goes out as `value`: the record was produced as text and its
 /// bytes are UTF-8. `None`: it goes out as `value_base64`.
-pub fn text_value(record: &Record) -> Option<&str> {
+pub(crate) fn text_value(record: &Record) -> Option<&str> {
     if record.binary {
         return None;
     }
@@ -158,7 +158,7 @@ pub fn text_value(record: &Record) -> Option<&str> {
 }
 
 /// Headers as a JSON object (a later header of the same name wins).
-pub fn headers_map(headers: &[(String, String)]) -> BTreeMap<String, String> {
+pub(crate) fn headers_map(headers: &[(String, String)]) -> BTreeMap<String, String> {
     headers.iter().cloned().collect()
 }
 

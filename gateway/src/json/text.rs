@@ -20,7 +20,7 @@ const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 /// Appends `s` as a JSON string literal, quotes included. Escapes `"`, `\`, and the control
 /// characters below 0x20 (`\b`, `\f`, `\n`, `\r`, `\t` by name, the rest as `\u00XX`);
 /// everything else, `/`, DEL and non-ASCII text included, goes out as it is.
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.push(b'"');
     let mut clean_from = 0;
@@ -34,17 +34,17 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends `n` in decimal.
-pub fn write_u64(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Appends `n` in decimal.
-pub fn write_u32(out: &mut Vec<u8>, n: u32) {
+pub(crate) fn write_u32(out: &mut Vec<u8>, n: u32) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Appends `null`.
-pub fn write_null(out: &mut Vec<u8>) {
+pub(crate) fn write_null(out: &mut Vec<u8>) {
     out.extend_from_slice(b"null");
 }
 

@@ -7,7 +7,7 @@
 //! the broker's own bounds live in [`broker_core::limits`].
 
 pub mod memory;
-pub mod rate;
+pub(crate) mod rate;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

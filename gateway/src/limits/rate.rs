@@ -188,7 +188,7 @@ pub struct PrincipalRateLimits {
 }
 
 /// The key shared by new principals once [`MAX_LIMITER_KEYS`] are tracked.
-pub const OVERFLOW_KEY: &str = "\u{0}overflow";
+pub(crate) const OVERFLOW_KEY: &str = "\u{0}overflow";
 
 impl PrincipalRateLimits {
     /// `rate` requests per second per principal (0: unlimited), holding `burst_ms` worth.

@@ -15,7 +15,7 @@ use crate::auth::policy::{Rule, classify};
 use crate::http::problem::PROBLEM_JSON;
 
 /// The security scheme's name in the document.
-pub const BEARER: &str = "bearer";
+pub(crate) const BEARER: &str = "bearer";
 
 fn problem(description: &str) -> RefOr<Response> {
     let content = ContentBuilder::new()
@@ -46,7 +46,7 @@ const HEADERS_TOO_LARGE: &str = "The request line and headers are over `max_head
     the HTTP layer with a bare 431 and the connection closed";
 
 /// Adds the scheme, the requirement and the edge's responses to `document`.
-pub fn document_edge(document: &mut OpenApi) {
+pub(crate) fn document_edge(document: &mut OpenApi) {
     let scheme = HttpBuilder::new()
         .scheme(HttpAuthScheme::Bearer)
         .bearer_format("JWT")

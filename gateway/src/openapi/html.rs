@@ -21,7 +21,7 @@ border-radius:3px;padding:2px 6px;text-align:center;margin-right:.4rem}.get{back
 nav li{list-style:none}.muted{color:#57606a}";
 
 /// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -37,7 +37,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// Escapes prose and renders its `backtick` spans as code.
-pub fn prose(text: &str) -> String {
+pub(crate) fn prose(text: &str) -> String {
     escape(text)
         .split('`')
         .enumerate()
@@ -302,7 +302,7 @@ fn codes_section(out: &mut String) {
 }
 
 /// The whole reference page for an OpenAPI document (as JSON).
-pub fn render(document: &Value) -> String {
+pub(crate) fn render(document: &Value) -> String {
     let info = document.get("info").unwrap_or(&Value::Null);
     let schemas = document
         .pointer("/components/schemas")

@@ -84,7 +84,7 @@ const LINKS: &[Link] = &[
 ];
 
 /// Adds `LINKS` to the `POST` responses of `document` they hang on.
-pub fn document_links(document: &mut OpenApi) {
+pub(crate) fn document_links(document: &mut OpenApi) {
     for link in LINKS {
         let Some(RefOr::T(response)) = document
             .paths

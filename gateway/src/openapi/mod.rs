@@ -6,10 +6,10 @@
 //! operation; [`links`] and [`rules`]: links between operations and the rules the document
 //! keeps; [`html`]: the offline HTML reference rendered from it.
 
-pub mod edge;
-pub mod html;
-pub mod links;
-pub mod rules;
+pub(crate) mod edge;
+pub(crate) mod html;
+pub(crate) mod links;
+pub(crate) mod rules;
 
 use std::sync::LazyLock;
 

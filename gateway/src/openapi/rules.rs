@@ -14,7 +14,7 @@ const PARTITION_KEY: &str = "^[0-9]{1,9}$";
 const NEEDS_ONE_PROPERTY: &[&str] = &["SeekRequest"];
 
 /// Sets the rules on `document`'s component schemas.
-pub fn document_rules(document: &mut OpenApi) {
+pub(crate) fn document_rules(document: &mut OpenApi) {
     let Some(components) = document.components.as_mut() else {
         return;
     };

@@ -39,7 +39,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn create_rule(
+pub(crate) async fn create_rule(
     State(state): State<AppState>,
     JsonBody(rule): JsonBody<AlertRule>,
 ) -> Result<(StatusCode, Json<AlertRule>), ApiError> {
@@ -56,7 +56,9 @@ pub async fn create_rule(
     responses(
         (status = 200, description = "The rules", body = AlertRuleList),
     ))]
-pub async fn list_rules(State(state): State<AppState>) -> Result<Json<AlertRuleList>, ApiError> {
+pub(crate) async fn list_rules(
+    State(state): State<AppState>,
+) -> Result<Json<AlertRuleList>, ApiError> {
     let rules = state
         .alerts
         .book()
@@ -74,7 +76,7 @@ pub async fn list_rules(State(state): State<AppState>) -> Result<Json<AlertRuleL
         (status = 404, description = "No such rule (`alert_rule_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn get_rule(
+pub(crate) async fn get_rule(
     State(state): State<AppState>,
     PathParams(path): PathParams<RulePath>,
 ) -> Result<Json<AlertRule>, ApiError> {
@@ -93,7 +95,7 @@ pub async fn get_rule(
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader, or it did not commit the change in time (`not_leader`, `replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn delete_rule(
+pub(crate) async fn delete_rule(
     State(state): State<AppState>,
     PathParams(path): PathParams<RulePath>,
 ) -> Result<StatusCode, ApiError> {
@@ -119,7 +121,7 @@ pub async fn delete_rule(
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; in a cluster, no controller leader is known to forward to (`not_leader`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn active_alerts(
+pub(crate) async fn active_alerts(
     State(state): State<AppState>,
 ) -> Result<Json<ActiveAlertList>, ApiError> {
     if let Some(clustered) = state.alerts.clustered()

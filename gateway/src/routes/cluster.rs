@@ -21,7 +21,7 @@ use crate::http::problem::Problem;
         (status = 401, description = "No valid token (`unauthorized`)", body = Problem,
             content_type = "application/problem+json"),
     ))]
-pub async fn cluster(State(state): State<AppState>) -> Json<ClusterView> {
+pub(crate) async fn cluster(State(state): State<AppState>) -> Json<ClusterView> {
     let Some(node) = &state.cluster else {
         return Json(ClusterView {
             mode: "single",

@@ -55,7 +55,7 @@ fn cluster(state: &AppState) -> Result<&Arc<ClusterNode>, ApiError> {
             (`replication_timeout`), or the controller has no leader (`not_leader`); see \
             `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn move_leader(
+pub(crate) async fn move_leader(
     State(state): State<AppState>,
     PathParams(path): PathParams<PartitionPath>,
     JsonBody(request): JsonBody<MoveLeaderRequest>,
@@ -81,7 +81,9 @@ pub async fn move_leader(
         (status = 503, description = "The controller has no leader (`not_leader`); see \
             `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceView>, ApiError> {
+pub(crate) async fn rebalance(
+    State(state): State<AppState>,
+) -> Result<Json<RebalanceView>, ApiError> {
     Ok(Json(cluster(&state)?.rebalance().await?.into()))
 }
 
@@ -110,7 +112,7 @@ pub async fn rebalance(State(state): State<AppState>) -> Result<Json<RebalanceVi
             commit in time (`replication_timeout`); see `Retry-After`",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn drain_node(
+pub(crate) async fn drain_node(
     State(state): State<AppState>,
     PathParams(path): PathParams<NodePath>,
 ) -> Result<Json<DrainView>, ApiError> {
@@ -140,7 +142,7 @@ pub async fn drain_node(
             handed the leadership to another voter (`not_leader` naming it); see \
             `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn remove_node(
+pub(crate) async fn remove_node(
     State(state): State<AppState>,
     PathParams(path): PathParams<NodePath>,
 ) -> Result<StatusCode, ApiError> {

@@ -19,7 +19,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 200, description = "The console's page", content_type = "text/html",
             body = String),
         (status = 304, description = "Not modified since the `ETag` given in `If-None-Match`")))]
-pub async fn console_page(headers: HeaderMap) -> Response {
+pub(crate) async fn console_page(headers: HeaderMap) -> Response {
     serve(&console::INDEX, &headers)
 }
 
@@ -32,7 +32,7 @@ pub async fn console_page(headers: HeaderMap) -> Response {
         (status = 304, description = "Not modified since the `ETag` given in `If-None-Match`"),
         (status = 404, description = "No such file (`asset_not_found`)", body = Problem,
             content_type = "application/problem+json")))]
-pub async fn console_asset(
+pub(crate) async fn console_asset(
     PathParams(path): PathParams<AssetPath>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

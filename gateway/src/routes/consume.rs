@@ -65,7 +65,7 @@ fn failed(outcome: &mut SettleOutcome) -> Vec<FailedReceipt> {
         (status = 415, description = "A non-empty body that is not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn receive(
+pub(crate) async fn receive(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
@@ -126,7 +126,7 @@ pub async fn receive(
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn ack(
+pub(crate) async fn ack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
@@ -174,7 +174,7 @@ pub async fn ack(
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn nack(
+pub(crate) async fn nack(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,
@@ -220,7 +220,7 @@ pub async fn nack(
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn extend(
+pub(crate) async fn extend(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,

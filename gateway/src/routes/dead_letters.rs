@@ -55,7 +55,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a partition's leader could not be reached or is being elected (`not_leader`), or did not confirm in time (`replication_timeout`); what moved before stays moved",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn redrive(
+pub(crate) async fn redrive(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,

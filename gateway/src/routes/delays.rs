@@ -28,7 +28,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 404, description = "No such topic (`topic_not_found`), or no delayed message of that id is still waiting (`message_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn cancel_delayed(
+pub(crate) async fn cancel_delayed(
     State(state): State<AppState>,
     PathParams(path): PathParams<MessagePath>,
 ) -> Result<StatusCode, ApiError> {

@@ -9,7 +9,7 @@ use crate::openapi;
 #[utoipa::path(get, path = "/openapi.json", tag = "docs",
     responses((status = 200, description = "The OpenAPI 3.1 document of this API",
         content_type = "application/json", body = Object)))]
-pub async fn openapi_json() -> impl IntoResponse {
+pub(crate) async fn openapi_json() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
         openapi::pretty_json(),
@@ -22,6 +22,6 @@ pub async fn openapi_json() -> impl IntoResponse {
 #[utoipa::path(get, path = "/docs", tag = "docs",
     responses((status = 200, description = "The API reference page", content_type = "text/html",
         body = String)))]
-pub async fn docs_page() -> Html<&'static str> {
+pub(crate) async fn docs_page() -> Html<&'static str> {
     Html(openapi::docs_html())
 }

@@ -12,7 +12,7 @@ use crate::http::problem::{ApiError, Problem};
 /// 200 while the process serves HTTP.
 #[utoipa::path(get, path = "/healthz", tag = "health",
     responses((status = 200, description = "The process is alive", body = HealthStatus)))]
-pub async fn healthz() -> Json<HealthStatus> {
+pub(crate) async fn healthz() -> Json<HealthStatus> {
     Json(HealthStatus {
         status: "ok",
         probe: None,
@@ -35,7 +35,7 @@ pub async fn healthz() -> Json<HealthStatus> {
         (status = 503, description = "The server is shutting down (`shutting_down`), or in a cluster has not joined yet (`not_leader`)", body = Problem,
             content_type = "application/problem+json"),
     ))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
     if state.is_draining() {
         return Err(ApiError::Draining);
     }

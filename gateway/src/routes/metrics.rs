@@ -26,7 +26,7 @@ use crate::app::AppState;
 /// keeps a scrape within tens of milliseconds on a node with many consumer groups, far inside
 /// Prometheus' usual 10 s scrape timeout. Topics past the cap are left out whole and counted
 /// in `wharf_metrics_subscriptions_omitted`.
-pub const MAX_SCRAPED_SUBSCRIPTIONS: usize = 1_000;
+pub(crate) const MAX_SCRAPED_SUBSCRIPTIONS: usize = 1_000;
 
 /// What the per-partition gauges' help adds: in a cluster, whose figures a node exports and
 /// how to add them up over nodes. A macro so that `concat!` can put it in each help text.
@@ -37,7 +37,7 @@ macro_rules! led_only {
 }
 
 /// The exposition's content type: the Prometheus text format, version 0.0.4.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Metrics in the Prometheus text format.
 ///
@@ -50,7 +50,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 #[utoipa::path(get, path = "/metrics", tag = "metrics",
     responses((status = 200, description = "The Prometheus text exposition (version 0.0.4)",
         content_type = "text/plain; version=0.0.4", body = String)))]
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     let mut text = crate::governance::metrics::handle().render();
     for family in scrape_families(&state).await {
         family.write(&mut text);

@@ -1,20 +1,20 @@
 //! HTTP handlers, one file per resource; their request and reply types are in [`crate::api`].
 
-pub mod alerts;
-pub mod cluster;
-pub mod cluster_admin;
-pub mod console;
-pub mod consume;
-pub mod dead_letters;
-pub mod delays;
-pub mod docs;
-pub mod health;
-pub mod metrics;
-pub mod partitions;
+pub(crate) mod alerts;
+pub(crate) mod cluster;
+pub(crate) mod cluster_admin;
+pub(crate) mod console;
+pub(crate) mod consume;
+pub(crate) mod dead_letters;
+pub(crate) mod delays;
+pub(crate) mod docs;
+pub(crate) mod health;
+pub(crate) mod metrics;
+pub(crate) mod partitions;
 pub mod produce;
-pub mod seek;
-pub mod stats;
+pub(crate) mod seek;
+pub(crate) mod stats;
 pub mod stream;
-pub mod subscriptions;
-pub mod topics;
-pub mod trace;
+pub(crate) mod subscriptions;
+pub(crate) mod topics;
+pub(crate) mod trace;

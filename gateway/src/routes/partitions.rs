@@ -20,7 +20,7 @@ use crate::json::message::{self, json_response};
 use crate::limits::memory::answer_memory;
 
 /// Default records per offset read: a page that fits comfortably in one reply.
-pub const DEFAULT_READ_MAX: usize = 100;
+pub(crate) const DEFAULT_READ_MAX: usize = 100;
 
 /// Read a partition by offset.
 ///
@@ -45,7 +45,7 @@ pub const DEFAULT_READ_MAX: usize = 100;
         (status = 404, description = "No such topic or partition (`topic_not_found`, `partition_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn read_partition(
+pub(crate) async fn read_partition(
     State(state): State<AppState>,
     PathParams(path): PathParams<PartitionPath>,
     QueryParams(query): QueryParams<ReadQuery>,

@@ -39,7 +39,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn seek(
+pub(crate) async fn seek(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
     headers: HeaderMap,

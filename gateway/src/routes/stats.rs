@@ -32,14 +32,14 @@ use crate::http::extract::QueryParams;
 use crate::http::problem::{ApiError, Problem};
 
 /// Minutes a history answers by default: the last hour, the console's first chart.
-pub const DEFAULT_HISTORY_MINUTES: u64 = 60;
+pub(crate) const DEFAULT_HISTORY_MINUTES: u64 = 60;
 /// Minutes a ranking sums by default: the last five, recent enough to show what is busy now.
-pub const DEFAULT_TOP_MINUTES: u64 = 5;
+pub(crate) const DEFAULT_TOP_MINUTES: u64 = 5;
 /// Series a ranking returns by default: a short table.
-pub const DEFAULT_TOP_LIMIT: usize = 10;
+pub(crate) const DEFAULT_TOP_LIMIT: usize = 10;
 /// The most series a ranking returns: a table on one screen of the console
 /// ([`broker_core::history::ranking::MAX_TOP_N`]).
-pub const MAX_TOP_LIMIT: usize = broker_core::history::ranking::MAX_TOP_N;
+pub(crate) const MAX_TOP_LIMIT: usize = broker_core::history::ranking::MAX_TOP_N;
 
 impl HistoryPoint {
     fn time_ms(&self) -> u64 {
@@ -111,7 +111,7 @@ fn minutes_in_range(name: &str, value: Option<u64>, default: u64) -> Result<u64,
         (status = 501, description = "The server runs with `history = false` (`history_disabled`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn history(
+pub(crate) async fn history(
     State(state): State<AppState>,
     headers: HeaderMap,
     principal: Option<Extension<Principal>>,
@@ -186,7 +186,7 @@ pub async fn history(
         (status = 501, description = "The server runs with `history = false` (`history_disabled`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn top(
+pub(crate) async fn top(
     State(state): State<AppState>,
     headers: HeaderMap,
     principal: Option<Extension<Principal>>,

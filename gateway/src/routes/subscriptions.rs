@@ -44,7 +44,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn create_subscription(
+pub(crate) async fn create_subscription(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
     JsonBody(request): JsonBody<CreateSubscriptionRequest>,
@@ -74,7 +74,7 @@ pub async fn create_subscription(
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_subscriptions(
+pub(crate) async fn list_subscriptions(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParams(path): PathParams<TopicPath>,
@@ -111,7 +111,7 @@ pub async fn list_subscriptions(
         (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn describe_subscription(
+pub(crate) async fn describe_subscription(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParams(path): PathParams<SubscriptionPath>,
@@ -144,7 +144,7 @@ pub async fn describe_subscription(
         (status = 404, description = "No such topic or subscription (`topic_not_found`, `subscription_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn delete_subscription(
+pub(crate) async fn delete_subscription(
     State(state): State<AppState>,
     PathParams(path): PathParams<SubscriptionPath>,
 ) -> Result<StatusCode, ApiError> {

@@ -38,7 +38,7 @@ use crate::http::problem::{ApiError, Problem};
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn create_topic(
+pub(crate) async fn create_topic(
     State(state): State<AppState>,
     JsonBody(request): JsonBody<CreateTopicRequest>,
 ) -> Result<(StatusCode, Json<Topic>), ApiError> {
@@ -65,7 +65,7 @@ pub async fn create_topic(
 /// Only the topics the caller's token grants something on.
 #[utoipa::path(get, path = "/v1/topics", tag = "topics",
     responses((status = 200, description = "The topics the caller has a grant on", body = TopicList)))]
-pub async fn list_topics(
+pub(crate) async fn list_topics(
     State(state): State<AppState>,
     principal: Option<Extension<Principal>>,
 ) -> Json<TopicList> {
@@ -93,7 +93,7 @@ pub async fn list_topics(
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn describe_topic(
+pub(crate) async fn describe_topic(
     State(state): State<AppState>,
     headers: HeaderMap,
     PathParams(path): PathParams<TopicPath>,
@@ -129,7 +129,7 @@ pub async fn describe_topic(
         (status = 415, description = "Not JSON (`unsupported_media_type`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn update_topic(
+pub(crate) async fn update_topic(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
     JsonBody(request): JsonBody<PatchTopicRequest>,
@@ -153,7 +153,7 @@ pub async fn update_topic(
         (status = 404, description = "No such topic (`topic_not_found`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn delete_topic(
+pub(crate) async fn delete_topic(
     State(state): State<AppState>,
     PathParams(path): PathParams<TopicPath>,
 ) -> Result<StatusCode, ApiError> {

@@ -38,7 +38,7 @@ use crate::http::extract::{PathParams, QueryParams};
 use crate::http::problem::{ApiError, Problem};
 
 /// Messages a key lookup answers when `limit` is not given.
-pub const DEFAULT_KEY_LIMIT: usize = 20;
+pub(crate) const DEFAULT_KEY_LIMIT: usize = 20;
 
 /// Look a message up by id, with its trace.
 ///
@@ -71,7 +71,7 @@ pub const DEFAULT_KEY_LIMIT: usize = 20;
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked, and no other had the message (`not_leader`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn trace_message(
+pub(crate) async fn trace_message(
     State(state): State<AppState>,
     principal: Option<Extension<Principal>>,
     headers: HeaderMap,
@@ -144,7 +144,7 @@ fn json_response(body: axum::body::Bytes) -> Response {
         (status = 503, description = "A budget is spent (`overloaded`) or the server is shutting down; see `Retry-After`. In a cluster also: a node holding a partition this node lacks could not be asked (`not_leader`)",
             body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn messages_by_key(
+pub(crate) async fn messages_by_key(
     State(state): State<AppState>,
     headers: HeaderMap,
     OriginalUri(uri): OriginalUri,

@@ -33,11 +33,11 @@ use crate::cluster::{AUTH_HEADER, CONNECT_TIMEOUT, PeerAuth};
 use crate::fanout::subscription_figures::{LedFigures, led, summed, take};
 
 /// Where a node answers the evaluator's [`FiguresAsk`] on its cluster port.
-pub const ALERT_FIGURES_PATH: &str = "/cluster/v1/alerts/figures";
+pub(crate) const ALERT_FIGURES_PATH: &str = "/cluster/v1/alerts/figures";
 /// Longest the evaluator waits for one node's figures: a node answers from memory and its
 /// own leases in milliseconds; a node that takes a second is stalled, and the tick goes on
 /// with the evaluator's own copy of its partitions rather than wait for it.
-pub const FIGURES_TIMEOUT_MS: u64 = 1_000;
+pub(crate) const FIGURES_TIMEOUT_MS: u64 = 1_000;
 
 /// What the evaluator asks every node for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub struct FiguresAsk {
 
 /// One node's answer to a [`FiguresAsk`].
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct NodeFigures {
+pub(crate) struct NodeFigures {
     /// Per topic asked that the node has open: its figures.
     pub topics: Vec<TopicAnswer>,
     /// Per produce scope asked: failed produce requests the node counted since it started.
@@ -65,7 +65,7 @@ pub struct NodeFigures {
 
 /// One node's synthetic probe, as it answers the evaluator.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ProbeFigures {
+pub(crate) struct ProbeFigures {
     /// Rounds failed in a row (0 after a success).
     pub failures: u64,
     /// Ms since the first of those failures, while failing.
@@ -74,7 +74,7 @@ pub struct ProbeFigures {
 
 /// One topic in [`NodeFigures`].
 #[derive(Debug, Serialize, Deserialize)]
-pub struct TopicAnswer {
+pub(crate) struct TopicAnswer {
     /// The topic.
     pub topic: String,
     /// Its subscriptions' figures on the partitions the node leads.
@@ -85,7 +85,11 @@ pub struct TopicAnswer {
 }
 
 /// This node's answer to `ask`. A topic the node does not have open is left out.
-pub async fn node_figures(broker: &Broker, alerts: &Alerts, ask: &FiguresAsk) -> NodeFigures {
+pub(crate) async fn node_figures(
+    broker: &Broker,
+    alerts: &Alerts,
+    ask: &FiguresAsk,
+) -> NodeFigures {
     let now = steady_ms();
     let mut topics = Vec::new();
     for topic in &ask.topics {
@@ -374,7 +378,7 @@ impl ClusterFigures {
 /// [`FIGURES_TIMEOUT_MS`]) cannot run its probe either, so while probes are on it counts as
 /// a failing probe, its failures the asks it left unanswered in a row.
 #[derive(Debug, Default)]
-pub struct SilentNodes {
+pub(crate) struct SilentNodes {
     /// Per silent node: steady ms (this node's clock) of the first unanswered ask of the
     /// run, and the asks unanswered since.
     since: BTreeMap<u64, (u64, u64)>,
@@ -383,7 +387,7 @@ pub struct SilentNodes {
 impl SilentNodes {
     /// Notes one gather at steady `at_ms` in which `silent` gave no answer (every other
     /// node asked did), and returns each silent node's probe as the evaluator counts it.
-    pub fn observe(&mut self, silent: &[u64], at_ms: u64) -> BTreeMap<u64, ProbeFigures> {
+    pub(crate) fn observe(&mut self, silent: &[u64], at_ms: u64) -> BTreeMap<u64, ProbeFigures> {
         self.since.retain(|node, _| silent.contains(node));
         silent
             .iter()

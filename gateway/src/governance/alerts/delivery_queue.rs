@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 /// Default capacity: events waiting for the sender. An event is under 1 KiB of JSON, so a
 /// full queue holds under 1 MiB, and 1024 events cover every rule of a busy server firing and
 /// resolving while a receiver is down for the whole retry schedule.
-pub const DELIVERY_QUEUE_CAPACITY: NonZeroUsize = match NonZeroUsize::new(1024) {
+pub(crate) const DELIVERY_QUEUE_CAPACITY: NonZeroUsize = match NonZeroUsize::new(1024) {
     Some(capacity) => capacity,
     None => panic!("the capacity is not zero"),
 };

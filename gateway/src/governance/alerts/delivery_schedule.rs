@@ -7,20 +7,20 @@ use rand::Rng;
 /// Most attempts at posting one event, the first included. With the delays below the last
 /// retry comes about two minutes after the first attempt: long enough to ride out a receiver's
 /// restart, short enough that a dead receiver does not hold events for long.
-pub const MAX_DELIVERY_ATTEMPTS: u32 = 8;
+pub(crate) const MAX_DELIVERY_ATTEMPTS: u32 = 8;
 /// The pause before the first retry, before jitter: a second, the time a receiver behind a
 /// load balancer takes to fail over.
-pub const FIRST_RETRY_DELAY_MS: u64 = 1_000;
+pub(crate) const FIRST_RETRY_DELAY_MS: u64 = 1_000;
 /// The longest pause between two attempts, before jitter: a minute, so the pause never grows
 /// past the time scale of the alerts themselves.
-pub const MAX_RETRY_DELAY_MS: u64 = 60_000;
+pub(crate) const MAX_RETRY_DELAY_MS: u64 = 60_000;
 /// The oldest an event may be when it is posted, counted from the event: ten minutes. An
 /// older event reports a state that later events have likely replaced (and `GET /v1/alerts`
 /// shows the current one), so it is dropped rather than posted late.
-pub const MAX_DELIVERY_AGE_MS: u64 = 10 * 60_000;
+pub(crate) const MAX_DELIVERY_AGE_MS: u64 = 10 * 60_000;
 /// How long one post may take, connection included: five seconds. A receiver that hangs
 /// costs the sender at most this per attempt, never the broker anything.
-pub const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
+pub(crate) const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
 
 /// What to do after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

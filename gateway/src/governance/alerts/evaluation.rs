@@ -26,7 +26,7 @@ use super::rule::{AlertKind, ValidRule};
 /// in ms. Rules are evaluated every few seconds; a pause of 30 s means the evaluator was
 /// stalled (a paused process, a node busy catching up), and what happened meanwhile is
 /// unknown.
-pub const MAX_SAMPLE_GAP_MS: u64 = 30_000;
+pub(crate) const MAX_SAMPLE_GAP_MS: u64 = 30_000;
 
 /// One observation of what a rule watches.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -32,19 +32,19 @@
 //! [`crate::governance::produce_errors::ProduceErrors`], which the per-minute history reads too.
 
 pub mod book;
-pub mod cluster_figures;
-pub mod delivery_queue;
-pub mod delivery_schedule;
-pub mod error;
-pub mod evaluation;
-pub mod event_body;
-pub mod outbox;
-pub mod per_minute;
-pub mod rule;
-pub mod runtime;
-pub mod signature;
-pub mod watcher;
-pub mod webhook_policy;
+pub(crate) mod cluster_figures;
+pub(crate) mod delivery_queue;
+pub(crate) mod delivery_schedule;
+pub(crate) mod error;
+pub(crate) mod evaluation;
+pub(crate) mod event_body;
+pub(crate) mod outbox;
+pub(crate) mod per_minute;
+pub(crate) mod rule;
+pub(crate) mod runtime;
+pub(crate) mod signature;
+pub(crate) mod watcher;
+pub(crate) mod webhook_policy;
 
 pub use book::RuleBook;
 pub use delivery_queue::DeliveryQueue;

@@ -19,7 +19,7 @@ use crate::governance::metrics::ALERT_DELIVERIES;
 
 /// Most posts in progress at once: a few receivers that hang hold a slot each for up to
 /// [`WEBHOOK_TIMEOUT_MS`], and the others still get their events.
-pub const MAX_CONCURRENT_DELIVERIES: usize = 16;
+pub(crate) const MAX_CONCURRENT_DELIVERIES: usize = 16;
 /// Longest the sender sleeps with nothing due, in ms: it is woken for new events, so this
 /// only bounds how late a shutdown or a clock oddity is noticed.
 const IDLE_WAKE_MS: u64 = 1_000;
@@ -82,7 +82,7 @@ impl Outbox {
 
 /// The HTTP client of the sender: [`WEBHOOK_TIMEOUT_MS`] per post, no redirects (a webhook
 /// that redirects could lead the server past the allow-list).
-pub fn webhook_client() -> reqwest::Result<reqwest::Client> {
+pub(crate) fn webhook_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(Duration::from_millis(WEBHOOK_TIMEOUT_MS))
         .redirect(reqwest::redirect::Policy::none())
@@ -92,7 +92,7 @@ pub fn webhook_client() -> reqwest::Result<reqwest::Client> {
 /// Posts what `outbox` receives until `stop` turns true: at most
 /// [`MAX_CONCURRENT_DELIVERIES`] at once, failed ones again per `schedule` (at most
 /// [`DELIVERY_QUEUE_CAPACITY`] waiting to be retried; past that the oldest is dropped).
-pub async fn send_loop(
+pub(crate) async fn send_loop(
     outbox: std::sync::Arc<Outbox>,
     client: reqwest::Client,
     schedule: RetrySchedule,

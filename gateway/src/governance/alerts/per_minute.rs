@@ -4,14 +4,14 @@
 use std::collections::VecDeque;
 
 /// The window a rate counts over, in ms: the kinds are "per minute".
-pub const RATE_WINDOW_MS: u64 = 60_000;
+pub(crate) const RATE_WINDOW_MS: u64 = 60_000;
 /// Closest spacing of the samples kept, in ms. A sample closer than this to the last one kept
 /// updates the current total only, so the history holds at most
 /// `RATE_WINDOW_MS / RATE_RESOLUTION_MS + 2` samples however often the caller samples, and
 /// the window is at most this much longer than a minute.
-pub const RATE_RESOLUTION_MS: u64 = 1_000;
+pub(crate) const RATE_RESOLUTION_MS: u64 = 1_000;
 /// Most samples a [`PerMinuteRate`] holds (see [`RATE_RESOLUTION_MS`]).
-pub const MAX_RATE_SAMPLES: usize = (RATE_WINDOW_MS / RATE_RESOLUTION_MS) as usize + 2;
+pub(crate) const MAX_RATE_SAMPLES: usize = (RATE_WINDOW_MS / RATE_RESOLUTION_MS) as usize + 2;
 
 /// The increase of a cumulative counter over the last minute, from samples `(steady ms,
 /// total)`. The count is measured from the newest kept sample at least a minute old (so over

@@ -14,28 +14,28 @@ use super::webhook_policy::WebhookPolicy;
 
 /// Longest `webhook_url`, in bytes: 2 KiB is the longest URL that every common server and
 /// proxy is known to accept, and a receiver's endpoint is far shorter.
-pub const MAX_WEBHOOK_URL_BYTES: usize = 2048;
+pub(crate) const MAX_WEBHOOK_URL_BYTES: usize = 2048;
 /// Largest threshold of a counting kind (`backlog`, `dead_letters`, `produce_errors`): 2^53,
 /// the largest integer an `f64` holds exactly, so a count is compared exactly.
-pub const MAX_COUNT_THRESHOLD: f64 = 9_007_199_254_740_992.0;
+pub(crate) const MAX_COUNT_THRESHOLD: f64 = 9_007_199_254_740_992.0;
 /// Largest `oldest_unacked_age` threshold, in ms: a year. Bounded so that a unit mistake (µs
 /// for ms) is refused rather than stored as a rule that can never fire.
-pub const MAX_AGE_THRESHOLD_MS: f64 = 365.0 * 24.0 * 3600.0 * 1000.0;
+pub(crate) const MAX_AGE_THRESHOLD_MS: f64 = 365.0 * 24.0 * 3600.0 * 1000.0;
 /// Largest `disk` threshold: the used share must exceed it, and a share never exceeds 1, so
 /// 0.999 (one part in a thousand free) is the last threshold that can fire.
-pub const MAX_DISK_THRESHOLD: f64 = 0.999;
+pub(crate) const MAX_DISK_THRESHOLD: f64 = 0.999;
 /// Longest `for_ms`: a day. A condition that must hold longer before anyone hears of it is a
 /// report, not an alert; the bound also refuses unit mistakes.
-pub const MAX_FOR_MS: u64 = 24 * 3600 * 1000;
+pub(crate) const MAX_FOR_MS: u64 = 24 * 3600 * 1000;
 /// Shortest per-rule `secret`, in bytes: 16 bytes of a random text are past any guessing of
 /// an HMAC key, and shorter secrets are typing mistakes or placeholders.
-pub const MIN_SECRET_BYTES: usize = 16;
+pub(crate) const MIN_SECRET_BYTES: usize = 16;
 /// Longest per-rule `secret`, in bytes: HMAC-SHA256 hashes a key longer than its 64-byte
 /// block first, so more adds nothing; 256 leaves room for encoded secrets.
-pub const MAX_SECRET_BYTES: usize = 256;
+pub(crate) const MAX_SECRET_BYTES: usize = 256;
 /// Shortest `for_ms` of `consumer_offline`: a healthy consumer pauses between two receives
 /// while it handles a batch; under 5 s such a pause would already count as offline.
-pub const MIN_CONSUMER_OFFLINE_FOR_MS: u64 = 5_000;
+pub(crate) const MIN_CONSUMER_OFFLINE_FOR_MS: u64 = 5_000;
 
 /// What a rule watches. Each kind says what its samples' value is (see
 /// [`Sample`](super::evaluation::Sample)); the condition is "value above `threshold`",

@@ -12,16 +12,16 @@ use super::error::AlertError;
 use crate::json::hex::lower_hex;
 
 /// The header carrying the signature.
-pub const SIGNATURE_HEADER: &str = "wharf-signature";
+pub(crate) const SIGNATURE_HEADER: &str = "wharf-signature";
 /// How far a signature's timestamp may be from the verifier's clock: five minutes, Stripe's
 /// default, which covers the delivery's retries of one attempt and ordinary clock drift while
 /// a captured post soon stops being accepted.
-pub const SIGNATURE_TOLERANCE_SECS: u64 = 5 * 60;
+pub(crate) const SIGNATURE_TOLERANCE_SECS: u64 = 5 * 60;
 /// Longest header a verifier reads: room for the timestamp and [`MAX_SIGNATURES`] entries;
 /// past it the header is not ours, and the bound bounds the work of one verification.
-pub const MAX_SIGNATURE_HEADER_BYTES: usize = 1024;
+pub(crate) const MAX_SIGNATURE_HEADER_BYTES: usize = 1024;
 /// Most `v1` entries a verifier tries: one per secret in use during a rotation, with room.
-pub const MAX_SIGNATURES: usize = 8;
+pub(crate) const MAX_SIGNATURES: usize = 8;
 /// Hex digits of an HMAC-SHA256.
 const SIGNATURE_HEX_LEN: usize = 64;
 

@@ -75,7 +75,7 @@ struct Watched {
 /// Samples and evaluates every rule of `alerts` each [`Alerts::tick_ms`] until `stop`
 /// turns true. In a cluster only the controller leader evaluates; a node that stops leading
 /// drops its evaluators without events, and one that comes to lead starts every rule afresh.
-pub async fn evaluate_loop(
+pub(crate) async fn evaluate_loop(
     alerts: Arc<Alerts>,
     broker: Arc<Broker>,
     mut stop: watch::Receiver<bool>,
@@ -385,7 +385,7 @@ fn queue(alerts: &Alerts, rule: &ValidRule, event: &AlertEvent) {
 
 /// The name under which `GET /v1/alerts` lists the built-in probe alert: `__` names are
 /// the server's, so no rule can take it.
-pub const BUILTIN_PROBE_ALERT: &str = "__wharf.probe";
+pub(crate) const BUILTIN_PROBE_ALERT: &str = "__wharf.probe";
 
 /// The built-in alert of a failing synthetic probe: active from its first failed round of a
 /// run until a round succeeds (in a cluster: while any node's probe fails), without any

@@ -14,7 +14,7 @@
 //! receive.
 
 pub mod files;
-pub mod requests;
+pub(crate) mod requests;
 pub mod sampler;
 
 use std::collections::{BTreeMap, HashMap};

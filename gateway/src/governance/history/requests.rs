@@ -15,20 +15,20 @@ use broker_core::sync::{read, write};
 /// request timeout a plain request gets). A request slower than the last bound lands in one
 /// more bucket, whose percentile is reported as that last bound: a p99 of 30,000 means "at
 /// least 30 s".
-pub const LATENCY_BOUNDS_MS: [u64; 14] = [
+pub(crate) const LATENCY_BOUNDS_MS: [u64; 14] = [
     1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000,
 ];
 /// Buckets of a histogram: one per bound and the overflow one.
-pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_MS.len() + 1;
+pub(crate) const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_MS.len() + 1;
 /// The most topics counted at once: the map lives as long as the topics, and requests naming
 /// topics that do not exist (answered 404, not counted) cannot grow it; past this many
 /// topics, a topic not yet in the map is not counted until the next sample prunes it.
-pub const MAX_TRACKED_TOPICS: usize = 10_000;
+pub(crate) const MAX_TRACKED_TOPICS: usize = 10_000;
 /// The percentile reported.
 const PERCENTILE: f64 = 0.99;
 
 /// Counts of requests per latency bucket.
-pub type LatencyCounts = [u64; LATENCY_BUCKETS];
+pub(crate) type LatencyCounts = [u64; LATENCY_BUCKETS];
 
 /// One topic's figures.
 #[derive(Debug, Default)]
@@ -79,7 +79,7 @@ impl RequestFigures {
 
 /// The 99th percentile of `counts`, ms: the bound of the bucket holding it (0 with no
 /// request).
-pub fn p99_ms(counts: &LatencyCounts) -> u64 {
+pub(crate) fn p99_ms(counts: &LatencyCounts) -> u64 {
     let total: u64 = counts.iter().sum();
     if total == 0 {
         return 0;

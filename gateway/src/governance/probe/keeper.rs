@@ -25,12 +25,12 @@ use crate::cluster::{LIVE_WITHIN, Liveness};
 
 /// How often the keeper looks: a new node's probe starts within this of its registration,
 /// a restarted node's within this of being live again.
-pub const KEEP_EVERY_MS: u64 = 2_000;
+pub(crate) const KEEP_EVERY_MS: u64 = 2_000;
 /// Longest one metadata change of the keeper may take (a create, a delete, a leadership
 /// move): past it the keeper tries again at a later look.
-pub const KEEP_STEP_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const KEEP_STEP_TIMEOUT_MS: u64 = 10_000;
 /// The dead-letter topic of every node's probe subscription in a cluster.
-pub const PROBE_DEAD_LETTERS: &str = "__wharf.probe.dlq";
+pub(crate) const PROBE_DEAD_LETTERS: &str = "__wharf.probe.dlq";
 
 /// The probe topic of node `node` in a cluster.
 pub fn node_probe_topic(node: u64) -> String {
@@ -38,7 +38,7 @@ pub fn node_probe_topic(node: u64) -> String {
 }
 
 /// The node whose probe topic `name` is, if it is one.
-pub fn probe_topic_owner(name: &str) -> Option<u64> {
+pub(crate) fn probe_topic_owner(name: &str) -> Option<u64> {
     let rest = name.strip_prefix(PROBE_TOPIC)?.strip_prefix('.')?;
     match rest.bytes().all(|b| b.is_ascii_digit()) {
         true => rest.parse().ok(),

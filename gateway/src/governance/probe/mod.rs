@@ -18,10 +18,10 @@
 //! - [`keeper`]: probes in a cluster: each node's own probe topic, kept by the controller
 //!   leader ([`ProbeKeeper`]).
 
-pub mod health;
-pub mod keeper;
-pub mod round;
-pub mod task;
+pub(crate) mod health;
+pub(crate) mod keeper;
+pub(crate) mod round;
+pub(crate) mod task;
 
 pub use health::{ProbeHealth, ProbeState, ProbeStatus};
 pub use keeper::{ProbeKeeper, node_probe_topic};

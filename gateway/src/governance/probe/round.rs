@@ -26,17 +26,17 @@ pub const PROBE_SUBSCRIPTION: &str = "probe";
 /// ack), in ms: a produce or ack waits for one group commit and a delivery for one commit
 /// notification, milliseconds on a healthy node; 5 s is past any fsync of a busy disk, so a
 /// step that takes longer is a node in trouble.
-pub const STEP_TIMEOUT_MS: u64 = 5_000;
+pub(crate) const STEP_TIMEOUT_MS: u64 = 5_000;
 /// Retention by age of the probe topic: the shortest a topic takes. Every probe message is
 /// acked within a round, so none is wanted after it.
-pub const PROBE_RETENTION_MS: u64 = MIN_RETENTION_MS;
+pub(crate) const PROBE_RETENTION_MS: u64 = MIN_RETENTION_MS;
 /// Retention by size of the probe topic, 1 MiB: sealed segments beyond it go at the next
 /// retention check. With the active segment (at most `segment_bytes`) this bounds the
 /// topic's disk; at one ~100-byte message per round, a 64 MiB segment fills in weeks.
-pub const PROBE_RETENTION_BYTES: u64 = 1024 * 1024;
+pub(crate) const PROBE_RETENTION_BYTES: u64 = 1024 * 1024;
 /// Messages taken per receive of a round: the probe's own and those of earlier rounds that
 /// failed before they were received, acked in batches of this many.
-pub const RECEIVE_BATCH: usize = 100;
+pub(crate) const RECEIVE_BATCH: usize = 100;
 
 /// A step of a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -131,7 +131,7 @@ async fn step<T>(
 }
 
 /// The settings of a probe topic named `name`.
-pub fn probe_topic_spec(name: &str) -> TopicSpec {
+pub(crate) fn probe_topic_spec(name: &str) -> TopicSpec {
     TopicSpec {
         name: name.to_owned(),
         retention_ms: Some(PROBE_RETENTION_MS),
@@ -143,7 +143,7 @@ pub fn probe_topic_spec(name: &str) -> TopicSpec {
 
 /// The settings of [`PROBE_SUBSCRIPTION`], its dead letters going to `dead_letter_topic`
 /// (the default name when `None`).
-pub fn probe_subscription_spec(dead_letter_topic: Option<String>) -> SubscriptionSpec {
+pub(crate) fn probe_subscription_spec(dead_letter_topic: Option<String>) -> SubscriptionSpec {
     SubscriptionSpec {
         name: PROBE_SUBSCRIPTION.to_owned(),
         start: Some(StartPosition::Latest),
@@ -161,7 +161,7 @@ pub fn probe_subscription_spec(dead_letter_topic: Option<String>) -> Subscriptio
 /// Makes [`PROBE_TOPIC`] and [`PROBE_SUBSCRIPTION`] unless they exist (they survive a
 /// restart, with the other topics), on a single node. Cheap when they do: the task calls it
 /// every round, so a probe topic lost some other way is made again.
-pub async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
+pub(crate) async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
     if broker.describe_topic(PROBE_TOPIC).is_err() {
         let created = broker.create_topic(probe_topic_spec(PROBE_TOPIC));
         match timed(ProbeStep::Setup, created).await? {
@@ -187,7 +187,7 @@ pub async fn ensure_topic(broker: &Broker) -> Result<(), ProbeFailure> {
 /// `ack`. With `consumer_paused` (a test's fault, see [`super::ProbeHooks`]) the receive
 /// step waits out its timeout without receiving, as a stuck delivery path would. Returns
 /// the produce → received time.
-pub async fn run_round(
+pub(crate) async fn run_round(
     broker: &Broker,
     topic: &str,
     ack: AckMode,
