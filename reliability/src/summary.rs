@@ -342,13 +342,13 @@ mod tests {
         ));
         assert!(report.contains(
             "| R10 | clock skew | no early delayed delivery, no spurious lease expiry | not run | \
-             (reliability/tests/clock_skew.rs) |"
+             (reliability/tests/faults/clock_skew.rs) |"
         ));
         if CASES.iter().any(|case| case.tests.is_empty()) {
             assert!(report.contains(" | no test yet |"));
         }
         assert!(report.contains("| D2 | kill -9, fsync interval |"));
-        assert!(report.contains("| not run | (gateway/tests/crash_recovery.rs) |"));
+        assert!(report.contains("| not run | (gateway/tests/crash/crash_recovery.rs) |"));
         assert_eq!(report.matches("\n| ").count(), CASES.len() + 1);
     }
 }

@@ -39,8 +39,9 @@ pub const HEARTBEAT_MS: u64 = 50;
 /// also makes a voter refuse candidates until the longest timeout passed since it last heard
 /// the leader (its leader lease), so replacing a dead leader takes about one to two of these
 /// ranges: 250–500 ms gave a new leader 0.77–1.8 s after a kill -9 (p50 0.87 s over ten
-/// kills in two runs) where 500–1000 ms took 1.6–2.0 s (reliability/tests/cluster_faults.rs,
-/// three processes on this 2-core machine; issue 9's target is p50 ≤ 1 s, max ≤ 3 s).
+/// kills in two runs) where 500–1000 ms took 1.6–2.0 s
+/// (reliability/tests/faults/process_faults.rs, three processes on this 2-core machine; issue
+/// 9's target is p50 ≤ 1 s, max ≤ 3 s).
 /// Shorter would let a loaded machine's scheduling hiccups depose healthy leaders.
 pub const ELECTION_TIMEOUT_MS: (u64, u64) = (250, 500);
 

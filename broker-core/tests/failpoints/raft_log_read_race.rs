@@ -1,4 +1,4 @@
-//! A Raft log read racing a truncation (found by `reliability/tests/cluster_partitions.rs`, R4):
+//! A Raft log read racing a truncation (found by `reliability/tests/faults/partitions.rs`, R4):
 //! a node that lost leadership still had a replication read under way when the new leader's
 //! first append cut its uncommitted suffix and wrote other entries in its place. The read met
 //! another entry's bytes where its entry had been and returned a storage error, and openraft

@@ -1,8 +1,6 @@
 //! Writing a history with [`HistoryWriter`] and reading it back; what the reader refuses, and the
 //! line it names.
 
-mod support;
-
 use std::io::Cursor;
 
 use wharf_reliability::HistoryWriter;
@@ -10,6 +8,8 @@ use wharf_reliability::event::{Event, Outcome};
 use wharf_reliability::history::HistoryError;
 use wharf_reliability::reader::{ReadError, read, read_file};
 use wharf_reliability::{History, Verdict, check};
+
+use crate::support;
 
 fn written(events: &[Event]) -> Vec<u8> {
     let mut writer = HistoryWriter::new(Vec::new());

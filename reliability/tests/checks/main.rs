@@ -1,5 +1,6 @@
-//! Each check against the clean hand-written history and the same history with exactly one
-//! anomaly injected.
+//! The checker's side of the kit, on hand-written histories: each check against the clean
+//! history and the same history with exactly one anomaly injected; a history written and read
+//! back (`history_io`); `wharf-check` run as a process (`wharf_check_binary`).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -10,6 +11,7 @@ mod coverage;
 mod delivery;
 mod deposed;
 mod divergence;
+mod history_io;
 mod idempotence;
 mod log;
 mod lost;
@@ -19,3 +21,4 @@ mod queue;
 mod report_line;
 mod server_errors;
 mod unavailability;
+mod wharf_check_binary;

@@ -1,12 +1,12 @@
 //! `wharf-check` run as a process: what it prints and the exit status of each verdict.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use wharf_reliability::HistoryWriter;
 use wharf_reliability::event::Event;
+
+use crate::support;
 
 fn history_file(dir: &Path, events: &[Event]) -> std::path::PathBuf {
     let path = dir.join("history.jsonl");

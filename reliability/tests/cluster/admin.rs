@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+use crate::serial::CLUSTERS;
+
 const TOPIC: &str = "admin";
 /// Bound on waiting for the cluster to settle (every partition led).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -83,6 +85,7 @@ fn expect(answer: &(u16, Value), status: u16, code: &str) {
 
 #[test]
 fn admin_routes_refuse_bad_input_changing_nothing_and_move_a_leader_on_request() {
+    let _beside = CLUSTERS.blocking_read();
     let mut spec = ClusterSpec::new(wharf_binary(), 3);
     spec.zones = vec!["a".into(), "b".into(), "c".into()];
     let cluster = Cluster::start(spec).expect("three nodes start");
@@ -242,6 +245,7 @@ async fn all_led_by_preferred(base: &str, topic: &str, timeout: Duration) -> Res
 #[test]
 fn a_restarted_node_takes_its_preferred_leaderships_back_on_its_own() {
     const BACK: &str = "back";
+    let _beside = CLUSTERS.blocking_read();
     // Handed back 1 s after the returned node is live and caught up (10 s by default).
     let after_ms = 1_000;
     let mut spec = ClusterSpec::new(wharf_binary(), 3);

@@ -25,6 +25,9 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+use crate::api_calls::post_when_ready_within;
+use crate::serial::CLUSTERS;
+
 const TOPIC: &str = "alerted";
 const RULE: &str = "backlog-high";
 /// The `consumer_offline` rule, on subscription `slow`.
@@ -116,18 +119,9 @@ fn states(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// POSTs `body`, retrying 503 answers (no leader yet) for a while.
+/// POSTs `body`, retrying 503 answers (no leader yet) for up to [`LIVENESS`].
 async fn post_when_ready(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + LIVENESS;
-    loop {
-        let reply = http.post(&url).json(&body).send().await.expect("an answer");
-        let status = reply.status().as_u16();
-        let answer = reply.json().await.unwrap_or(Value::Null);
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    post_when_ready_within(http, url, body, LIVENESS).await
 }
 
 async fn get(http: &reqwest::Client, url: String) -> (u16, Value) {
@@ -268,6 +262,7 @@ async fn wait_events(posts: &Posts, rule: &str, count: usize) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() {
+    let _alone = CLUSTERS.write().await;
     let mut cluster: Cluster = tokio::task::block_in_place(|| {
         Cluster::start(ClusterSpec::new(wharf_binary(), 3)).expect("three nodes start")
     });

@@ -13,34 +13,19 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, Endpoint, wharf_binary};
 
+use crate::api_calls::{leaders_within, post, post_when_ready_within};
+use crate::serial::CLUSTERS;
+
 const TOPIC: &str = "spread";
 const MESSAGES: usize = 60;
 /// A stream's lease: long enough for an ack to reach its leader on a busy machine, short
 /// enough that a message whose ack did not settle it comes back while the test watches.
 const STREAM_LEASE_MS: u64 = 6_000;
 
-/// The tests of this file one at a time: two three-node clusters at once on a small machine
-/// starve their elections.
-static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn post(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let reply = http.post(url).json(&body).send().await.expect("an answer");
-    let status = reply.status().as_u16();
-    let body = reply.json().await.unwrap_or(Value::Null);
-    (status, body)
-}
-
 /// [`post`], again while the answer is 503 (the nodes are still registering, or a group is
 /// electing), for up to 15 s.
 async fn post_when_ready(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, answer) = post(http, url.clone(), body.clone()).await;
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    post_when_ready_within(http, url, body, Duration::from_secs(15)).await
 }
 
 /// Produces `batch` at `url` (again while the answer is 503, as [`post_when_ready`]); the
@@ -136,7 +121,7 @@ impl Spread {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receive_on_any_node_gathers_every_partition_and_acks_reach_their_leaders() {
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let spread = Spread::start().await;
     let (urls, http) = (spread.urls(), spread.http.clone());
 
@@ -346,7 +331,7 @@ async fn read_events(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_on_any_node_delivers_every_partition_and_acks_on_another_node_settle_it() {
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let spread = Spread::start().await;
     let (urls, http) = (spread.urls(), spread.http.clone());
     let leaders = spread.leaders().await;
@@ -463,38 +448,9 @@ fn three_nodes(zones: [&str; 3]) -> (Cluster, reqwest::Client) {
 }
 
 /// The leader of each partition of `topic` (in partition order) as node `url` knows it,
-/// once all have one.
+/// once all have one (up to 15 s).
 async fn leaders_seen(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let view: Value = http
-            .get(format!("{url}/v1/cluster"))
-            .send()
-            .await
-            .expect("cluster view")
-            .json()
-            .await
-            .expect("json");
-        let partitions: Vec<&Value> = view["partitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["topic"] == topic)
-            .collect();
-        let mut leaders: Vec<(u64, u64)> = partitions
-            .iter()
-            .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64()?)))
-            .collect();
-        leaders.sort_unstable();
-        if !partitions.is_empty() && leaders.len() == partitions.len() {
-            return leaders.into_iter().map(|(_, leader)| leader).collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "partitions without a leader: {view}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    leaders_within(http, url, topic, Duration::from_secs(15)).await
 }
 
 /// Once `topic`'s partitions have leaders, moves partition `p`'s leadership to node
@@ -559,7 +515,7 @@ async fn offset_read(http: &reqwest::Client, url: &str) -> (Option<u64>, Value) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     const ZONED: &str = "zoned";
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let (cluster, http) = three_nodes(["a", "a", "b"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
     let (status, body) = post_when_ready(
@@ -746,7 +702,7 @@ async fn every_node_agrees(http: &reqwest::Client, urls: &[String], topic: &str,
 async fn every_node_describes_a_subscription_with_its_leaders_figures() {
     const COUNTED: &str = "counted";
     const RECEIVED: usize = 20;
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let spread = Spread::start().await;
     let (urls, http) = (spread.urls(), spread.http.clone());
     let (status, body) = post_when_ready(
@@ -837,7 +793,7 @@ async fn every_node_describes_a_subscription_with_its_leaders_figures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offset_read_goes_to_a_replica_in_the_nodes_zone_before_a_far_leader() {
     const NEAR: &str = "near";
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let (cluster, http) = three_nodes(["a", "a", "b"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
     let (status, body) = post_when_ready(
@@ -928,7 +884,7 @@ async fn a_backlog_on_the_receiving_nodes_partition_starves_no_other_partition()
     const FAIR: &str = "fair";
     const BACKLOG: usize = 200;
     const ASK: usize = 10;
-    let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let _alone = CLUSTERS.write().await;
     let (cluster, http) = three_nodes(["a", "a", "a"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
     let (status, body) = post_when_ready(

@@ -7,19 +7,17 @@
 //! reads; a kill -9 of one partition's leader loses no acknowledged message (the checker
 //! judges the history, each partition drained from its own replicas).
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use cluster::serially;
 use serde_json::{Value, json};
 use wharf_reliability::event::{NodeId, Partition, Phase, Run};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::{Workload, WorkloadSpec};
 use wharf_reliability::{Report, Verdict, check};
+
+use crate::serial::serially;
 
 const TOPIC: &str = "five";
 const PARTITIONS: u32 = 2;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
-mod api_calls;
-use api_calls::post_when_ready;
+use crate::api_calls::{leaders, post_when_ready};
+use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "stalled";
 const SUB: &str = "reader";
@@ -19,35 +19,6 @@ const MESSAGES: usize = 30;
 /// The client's bound on the receive: far below the forward timeout a hung near leader held
 /// a receive for, far above the near call's deadline and the receive's own wait.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The leader of each partition of [`TOPIC`] as node `url` knows it, once all have one.
-async fn leaders(http: &reqwest::Client, url: &str) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let reply = http
-            .get(format!("{url}/v1/cluster"))
-            .send()
-            .await
-            .expect("an answer");
-        let view: Value = reply.json().await.expect("json");
-        let mut seen: Vec<(u64, Option<u64>)> = view["partitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["topic"] == TOPIC)
-            .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64())))
-            .collect();
-        seen.sort_unstable();
-        if !seen.is_empty() && seen.iter().all(|(_, l)| l.is_some()) {
-            return seen.into_iter().filter_map(|(_, l)| l).collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "partitions without a leader: {view}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 /// A three-node cluster in `zones` holding [`TOPIC`] (three partitions, one replica each, so
 /// a paused leader is not replaced) with [`MESSAGES`] keyed messages and a subscription; the
@@ -95,7 +66,7 @@ impl Stalled {
         )
         .await;
         assert_eq!(status, 201, "create subscription: {body}");
-        stalled.leaders = leaders(&stalled.http, &stalled.url(3)).await;
+        stalled.leaders = leaders(&stalled.http, &stalled.url(3), TOPIC).await;
         let batch: Vec<Value> = (0..MESSAGES)
             .map(|i| json!({"key": format!("k{i}"), "value": format!("m{i}")}))
             .collect();
@@ -163,6 +134,7 @@ impl Stalled {
 /// partition node 3 (zone b) leads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receive_goes_on_to_far_leaders_when_a_near_leader_hangs() {
+    let _beside = CLUSTERS.read().await;
     let mut stalled = Stalled::start(["a", "a", "b"]).await;
     let led = stalled.leaders.clone();
     assert!(
@@ -184,6 +156,7 @@ async fn a_receive_goes_on_to_far_leaders_when_a_near_leader_hangs() {
 /// zone-b node lead: the far wave's calls have the same short deadline as the near wave's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receive_answers_when_a_far_leader_hangs() {
+    let _beside = CLUSTERS.read().await;
     let mut stalled = Stalled::start(["a", "b", "b"]).await;
     let led = stalled.leaders.clone();
     assert!(

@@ -9,22 +9,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
+use crate::api_calls::post_when_ready_within;
+use crate::serial::CLUSTERS;
+
 const TOPIC: &str = "curves";
 const MESSAGES: u64 = 30;
 /// The sampler samples every 10 s: a figure shows within two samples and the nodes' answers.
 const SHOW_WITHIN: Duration = Duration::from_secs(90);
 
+/// POSTs `body`, retrying 503 answers for up to 30 s.
 async fn post_when_ready(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let reply = http.post(&url).json(&body).send().await.expect("an answer");
-        let status = reply.status().as_u16();
-        let answer = reply.json().await.unwrap_or(Value::Null);
-        if status != 503 || Instant::now() >= deadline {
-            return (status, answer);
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    post_when_ready_within(http, url, body, Duration::from_secs(30)).await
 }
 
 async fn leaders(http: &reqwest::Client, url: &str) -> Vec<u64> {
@@ -68,6 +63,7 @@ fn sum(answer: &Value, field: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_answers_the_history_summed_over_the_nodes() {
+    let _beside = CLUSTERS.read().await;
     let cluster: Cluster = tokio::task::block_in_place(|| {
         Cluster::start(ClusterSpec::new(wharf_binary(), 3)).expect("three nodes start")
     });

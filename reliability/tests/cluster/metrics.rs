@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
-mod api_calls;
-use api_calls::{post, post_when_ready};
+use crate::api_calls::{leaders, post, post_when_ready};
+use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "gauged";
 const SUB: &str = "watched";
@@ -33,31 +33,6 @@ fn gauge(text: &str, name: &str, labels: &str) -> f64 {
         .map_or(0.0, |value| value.trim().parse().expect("a number"))
 }
 
-/// The leader of each partition of [`TOPIC`] as node `url` knows it, once all have one.
-async fn leaders(http: &reqwest::Client, url: &str) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let view: Value = serde_json::from_str(&get_text(http, &format!("{url}/v1/cluster")).await)
-            .expect("json");
-        let mut seen: Vec<(u64, Option<u64>)> = view["partitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["topic"] == TOPIC)
-            .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64())))
-            .collect();
-        seen.sort_unstable();
-        if !seen.is_empty() && seen.iter().all(|(_, l)| l.is_some()) {
-            return seen.into_iter().filter_map(|(_, l)| l).collect();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "partitions without a leader: {view}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// One node's figures of [`SUB`]: backlog, in flight, delayed.
 fn figures_of(text: &str) -> [f64; 3] {
     let sub = format!("topic=\"{TOPIC}\",subscription=\"{SUB}\"");
@@ -77,6 +52,7 @@ fn figures_of(text: &str) -> [f64; 3] {
 /// backlog, in-flight and delayed gauges summed over the nodes are the describe's figures.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gauges_summed_over_the_nodes_are_the_clusters_figures() {
+    let _beside = CLUSTERS.read().await;
     let cluster = tokio::task::block_in_place(|| {
         let mut spec = ClusterSpec::new(wharf_binary(), 3);
         spec.zones = ["a", "b", "c"].map(str::to_owned).to_vec();
@@ -96,7 +72,7 @@ async fn gauges_summed_over_the_nodes_are_the_clusters_figures() {
     assert_eq!(status, 201, "create topic: {body}");
     // Elections are independent: if one node leads all three, move partition 1 away, so
     // the sum really adds up figures of different nodes.
-    let led = leaders(&http, &urls[0]).await;
+    let led = leaders(&http, &urls[0], TOPIC).await;
     if led.iter().all(|l| *l == led[0]) {
         let other = if led[0] == 1 { 2 } else { 1 };
         let (status, body) = post_when_ready(
@@ -209,6 +185,7 @@ fn stage_counts(text: &str) -> Vec<(&'static str, f64)> {
 /// append, log append and apply; each as a histogram with the stage label.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replicated_produce_is_timed_stage_by_stage_on_the_leader_and_the_followers() {
+    let _beside = CLUSTERS.read().await;
     let cluster = tokio::task::block_in_place(|| {
         Cluster::start(ClusterSpec::new(wharf_binary(), 3)).expect("three nodes start")
     });

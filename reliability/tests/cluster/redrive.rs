@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
-mod api_calls;
-use api_calls::post_when_ready;
+use crate::api_calls::{leaders, post_when_ready};
+use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "orders";
 const SUB: &str = "billing";
@@ -25,27 +25,6 @@ const MAX_DELIVERIES: u32 = 2;
 async fn get(http: &reqwest::Client, url: &str) -> Value {
     let reply = http.get(url).send().await.expect("an answer");
     reply.json().await.unwrap_or(Value::Null)
-}
-
-/// The leader of each partition of `topic` as node `url` knows it, once all have one.
-async fn leaders(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let view = get(http, &format!("{url}/v1/cluster")).await;
-        let mut seen: Vec<(u64, Option<u64>)> = view["partitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["topic"] == topic)
-            .filter_map(|p| Some((p["partition"].as_u64()?, p["leader"].as_u64())))
-            .collect();
-        seen.sort_unstable();
-        if !seen.is_empty() && seen.iter().all(|(_, l)| l.is_some()) {
-            return seen.into_iter().filter_map(|(_, l)| l).collect();
-        }
-        assert!(Instant::now() < deadline, "{topic} lacks leaders: {view}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// Moves the leadership of `topic`'s partitions so partition `p` is led by `wanted[p]`, and
@@ -138,6 +117,7 @@ fn three_nodes() -> (Cluster, reqwest::Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redrive_on_a_node_leading_no_dead_letters_moves_each_back_once_even_after_a_kill() {
+    let _alone = CLUSTERS.write().await;
     let (mut cluster, http) = three_nodes();
     let urls: Vec<String> = cluster.endpoints().iter().map(|e| e.url.clone()).collect();
 

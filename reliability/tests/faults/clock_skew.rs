@@ -16,19 +16,18 @@
 //!
 //! One report line, `R10 clock-skew`, with those counts.
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cluster::{SETTLE_TIMEOUT, http_client, leader_in, serially, three_nodes_with, topic_view};
 use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::{NodeId, Partition};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
+
+use crate::cluster::{self, SETTLE_TIMEOUT, http_client, leader_in, three_nodes_with, topic_view};
+use crate::serial::serially;
 
 /// The testing hook a node reads its clock offset from (broker_core::clock::OFFSET_FILE_VAR).
 const OFFSET_FILE_VAR: &str = "WHARF_TEST_CLOCK_OFFSET_FILE";

@@ -13,21 +13,20 @@
 //! alone, default 4; R9: how long writes go on after the corruption, default 3).
 //! `WHARF_FAULT_KEEP=1` keeps every run's folder (history and node logs).
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::time::{Duration, Instant};
 
-use cluster::{
-    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, drain_and_check, end_offset_in,
-    env_number, flip_byte_in_log, leader_in, leader_of, newest_segment, producers_only, run_header,
-    serially, start_workload, three_nodes_with, topic_view, truncate_mid_log,
-};
 use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::{NodeId, Outcome, Phase};
 use wharf_reliability::harness::{Cluster, HarnessError};
 use wharf_reliability::reader::read_file;
 use wharf_reliability::workload::{Recorder, RunningWorkload, Workload};
+
+use crate::cluster::{
+    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, drain_and_check, end_offset_in,
+    env_number, flip_byte_in_log, leader_in, leader_of, newest_segment, producers_only, run_header,
+    start_workload, three_nodes_with, topic_view, truncate_mid_log,
+};
+use crate::serial::serially;
 
 const TOPIC: &str = "elections";
 /// One partition: every fault aims at its leader and followers.

@@ -13,18 +13,10 @@
 //! `WHARF_FAULT_SECONDS` lengthens R12's churn (default 15 s); `WHARF_FAULT_SEED` repeats its
 //! choices. `WHARF_FAULT_KEEP=1` keeps every run's folder (history and node logs).
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cluster::{
-    Leaders, assert_nothing_acknowledged_lost, drain_and_check, env_number, http_client, leader_of,
-    produce_one, producers_only, read_value, record_produce, run_header, seed_from_env, serially,
-    three_nodes_with,
-};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +24,13 @@ use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::{NodeId, Outcome, Phase};
 use wharf_reliability::harness::Cluster;
 use wharf_reliability::workload::{Recorder, Workload};
+
+use crate::cluster::{
+    Leaders, assert_nothing_acknowledged_lost, drain_and_check, env_number, http_client, leader_of,
+    produce_one, producers_only, read_value, record_produce, run_header, seed_from_env,
+    three_nodes_with,
+};
+use crate::serial::serially;
 
 /// The server's bound on a forwarded request (`gateway::fanout::forward::FORWARD_TIMEOUT`, 75 s: a
 /// receive long-polls up to 60 s, plus margin); a produce is answered sooner or it hangs.

@@ -1,6 +1,6 @@
 //! R13, idempotent retries across cuts, against a real three-process cluster (the `wharf`
 //! binary), each node in its own network namespace on a bridge (`Network::Namespaces`, as
-//! `cluster_partitions`; needs root: a machine where namespaces cannot be created fails this
+//! `partitions`; needs root: a machine where namespaces cannot be created fails this
 //! test, it does not skip it).
 //!
 //! A topic of three partitions, replication factor 3. Three producers send JSON batches of
@@ -29,12 +29,8 @@
 //! one report line each. A failing run keeps its folder (history, node logs, data), printed
 //! with its seed, and the test fails after the last run; `WHARF_FAULT_KEEP=1` keeps every run's.
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::time::{Duration, Instant};
 
-use cluster::{SETTLE_TIMEOUT, env_number, serially, three_nodes_with, topic_view};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -42,11 +38,15 @@ use wharf_reliability::History;
 use wharf_reliability::event::{NodeId, Outcome, Phase, Run};
 use wharf_reliability::harness::{Cluster, NetSplit, Network};
 use wharf_reliability::reader::read_file;
-use wharf_reliability::workload::api::{Api, Reply};
 use wharf_reliability::workload::{
     BatchRetry, LeaderWatch, Recorder, RunningWorkload, Workload, WorkloadSpec, WorkloadStats,
 };
 use wharf_reliability::{Report, Verdict, check};
+
+use crate::cluster::{
+    self, SETTLE_TIMEOUT, env_number, leader_and_term, three_nodes_with, topic_view,
+};
+use crate::serial::serially;
 
 const TOPIC: &str = "idempotent";
 const SUBSCRIPTION: &str = "idempotent-sub";
@@ -108,8 +108,6 @@ const IDLE_BOUND: Duration = Duration::from_secs(30);
 /// An acknowledged message not yet delivered when the producers stopped must be delivered
 /// within this of the idle start: past a lease and its redelivery, with a margin.
 const IDLE_DELIVERY_BOUND: Duration = Duration::from_secs(10);
-/// Bound on asking one node for its groups.
-const CLUSTER_CALL_TIMEOUT: Duration = Duration::from_secs(1);
 /// Pause between two looks at the cluster or the workload's counters while waiting.
 const POLL: Duration = Duration::from_millis(50);
 /// Most anomalies of each kind whose history is printed.
@@ -214,33 +212,11 @@ fn workload_spec(seed: u64) -> WorkloadSpec {
     spec
 }
 
-/// The leader of partition 0 in the highest term any node reports, if one names it.
-async fn leader_of_partition_0(cluster: &Cluster) -> Option<(NodeId, u64)> {
-    let api = Api::new(CLUSTER_CALL_TIMEOUT).expect("a client");
-    let mut best: Option<(NodeId, u64)> = None;
-    for node in cluster.node_ids() {
-        let url = cluster.url(node).expect("a node");
-        let Reply::Ok(groups) = api.cluster_groups(&url).await else {
-            continue;
-        };
-        let seen = groups
-            .into_iter()
-            .find(|g| g.topic == TOPIC && g.partition == 0)
-            .and_then(|g| Some((g.leader?, g.term?)));
-        if let Some(seen) = seen
-            && best.is_none_or(|(_, term)| seen.1 > term)
-        {
-            best = Some(seen);
-        }
-    }
-    best
-}
-
 /// Waits (at most [`SETTLE_TIMEOUT`]) for a leader of partition 0.
 async fn wait_leader(cluster: &Cluster) -> Option<(NodeId, u64)> {
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     while Instant::now() < deadline {
-        if let Some(found) = leader_of_partition_0(cluster).await {
+        if let Some(found) = leader_and_term(cluster, TOPIC, &cluster.node_ids()).await {
             return Some(found);
         }
         tokio::time::sleep(POLL).await;

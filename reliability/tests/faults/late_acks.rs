@@ -9,17 +9,17 @@
 //! ask for a one-minute redelivery delay and extends for a one-minute lease, so that one
 //! applied to the newer delivery shows.
 
-#[path = "support/holding_proxy.rs"]
-mod holding_proxy;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use holding_proxy::HoldingProxy;
 use serde_json::{Value, json};
 use wharf_reliability::case::CaseLine;
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
+
+use crate::cluster::http_client;
+use crate::holding_proxy::HoldingProxy;
+use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "late";
 const SUB: &str = "workers";
@@ -118,14 +118,6 @@ fn plan_requests() -> Vec<LateRequest> {
 /// extended message is checked by waiting.
 fn checked_by_coming_back(message: usize, kind: Kind) -> bool {
     kind == Kind::Extend || message % 2 == 1
-}
-
-fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(CALL_TIMEOUT)
-        .no_proxy()
-        .build()
-        .expect("an HTTP client")
 }
 
 /// POSTs `body` and returns the status and the JSON body (`Null` if it is not JSON).
@@ -293,6 +285,7 @@ fn node_addr(cluster: &Cluster) -> SocketAddr {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_ack_nack_or_extend_never_settles_the_newer_delivery() {
+    let _alone = CLUSTERS.write().await;
     let cluster = tokio::task::block_in_place(|| {
         Cluster::start(ClusterSpec::new(wharf_binary(), 1)).expect("a node starts")
     });
@@ -303,7 +296,7 @@ async fn a_late_ack_nack_or_extend_never_settles_the_newer_delivery() {
     let settles = HoldingProxy::start(node_addr(&cluster))
         .await
         .expect("proxy");
-    let http = http_client();
+    let http = http_client(CALL_TIMEOUT);
     let topic = json!({ "name": TOPIC, "partitions": PARTITIONS });
     post_ok(&http, &format!("{node}/v1/topics"), &topic).await;
     let subscription = json!({ "name": SUB, "start": "earliest",

@@ -14,18 +14,14 @@
 //!   leaders of one term, no two acknowledged values at one offset.
 //!
 //! Both print and record one report line: the checker's, plus the figures counted here. The
-//! tests run one at a time (`cluster::serially`). `WHARF_FAULT_RATE` (messages/s) and
+//! tests run one at a time (`serial::serially`). `WHARF_FAULT_RATE` (messages/s) and
 //! `WHARF_PARTITION_SECONDS` (how long each partition holds) lengthen a run;
 //! `WHARF_PARTITION_SEED` fixes R4's random choices; `WHARF_FAULT_KEEP=1` keeps every run's
 //! folder (history and node logs), not only a failed one's.
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use cluster::{env_number, serially, three_nodes_with};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -33,9 +29,13 @@ use wharf_reliability::History;
 use wharf_reliability::event::{NodeId, Outcome, Phase, Run};
 use wharf_reliability::harness::{Cluster, NetSplit, Network};
 use wharf_reliability::reader::read_file;
-use wharf_reliability::workload::api::{Api, Reply};
 use wharf_reliability::workload::{LeaderWatch, Recorder, RunningWorkload, Workload, WorkloadSpec};
 use wharf_reliability::{Report, Verdict, check};
+
+use crate::cluster::{
+    SETTLE_TIMEOUT, env_number, leader_and_term, three_nodes_with, wait_replicas_agree,
+};
+use crate::serial::serially;
 
 const TOPIC: &str = "netsplit";
 /// One partition, so the isolated node certainly leads what the producers write to.
@@ -43,9 +43,6 @@ const PARTITIONS: u32 = 1;
 /// Default total produce rate, messages/s: three nodes on 2 shared cores, with room left for
 /// elections during the partitions.
 const RATE: u64 = 100;
-/// Bound on every wait for the cluster to reach a state (a leader, a new leader, replicas
-/// agreeing, writes acknowledged again after healing).
-const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Writes acknowledged before the first partition, so the cluster is known to work.
 const WARM_UP_ACKS: u64 = 50;
 /// Writes acknowledged after a heal before the next partition: the cluster recovered.
@@ -120,32 +117,6 @@ async fn start_producing(cluster: &Cluster, producing: Duration, run: Run) -> Pr
     }
 }
 
-/// The leader of partition 0 and its term, as the node at `url` sees it.
-async fn leader_seen_by(api: &Api, url: &str) -> Option<(NodeId, u64)> {
-    let Reply::Ok(groups) = api.cluster_groups(url).await else {
-        return None;
-    };
-    let group = groups
-        .into_iter()
-        .find(|g| g.topic == TOPIC && g.partition == 0)?;
-    Some((group.leader?, group.term?))
-}
-
-/// The leader of partition 0 in the highest term any of `nodes` reports.
-async fn leader_among(cluster: &Cluster, nodes: &[NodeId]) -> Option<(NodeId, u64)> {
-    let api = Api::new(Duration::from_secs(1)).expect("a client");
-    let mut best: Option<(NodeId, u64)> = None;
-    for &node in nodes {
-        let url = cluster.url(node).expect("a node");
-        if let Some(seen) = leader_seen_by(&api, &url).await
-            && best.is_none_or(|(_, term)| seen.1 > term)
-        {
-            best = Some(seen);
-        }
-    }
-    best
-}
-
 /// Waits (at most [`SETTLE_TIMEOUT`]) until one of `nodes` reports a leader of partition 0
 /// that is not `not`, in a term above `above`.
 async fn new_leader_among(
@@ -156,7 +127,7 @@ async fn new_leader_among(
 ) -> Option<(NodeId, u64)> {
     let deadline = Instant::now() + SETTLE_TIMEOUT;
     while Instant::now() < deadline {
-        if let Some((leader, term)) = leader_among(cluster, nodes).await
+        if let Some((leader, term)) = leader_and_term(cluster, TOPIC, nodes).await
             && leader != not
             && term > above
         {
@@ -167,44 +138,6 @@ async fn new_leader_among(
     None
 }
 
-/// Each node's end offset of partition 0, or `None` while a node does not answer.
-async fn end_offsets(cluster: &Cluster) -> Option<Vec<u64>> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .no_proxy()
-        .build()
-        .ok()?;
-    let mut ends = Vec::new();
-    for id in cluster.node_ids() {
-        let url = format!("{}/v1/topics/{TOPIC}", cluster.url(id).ok()?);
-        let body: serde_json::Value = http.get(url).send().await.ok()?.json().await.ok()?;
-        ends.push(body["partition_stats"][0]["end_offset"].as_u64()?);
-    }
-    Some(ends)
-}
-
-/// After the producers stopped: waits (at most [`SETTLE_TIMEOUT`]) until every node reports
-/// the same end offset, so a node that was cut off is drained once it caught up. Not reaching
-/// it is printed and the drain goes on: per-node loss then shows what a node lacks.
-async fn wait_replicas_agree(cluster: &Cluster) {
-    let since = Instant::now();
-    let mut last = None;
-    while since.elapsed() < SETTLE_TIMEOUT {
-        last = end_offsets(cluster).await;
-        if let Some(ends) = &last
-            && ends.windows(2).all(|w| w[0] == w[1])
-        {
-            eprintln!(
-                "replicas agree after {:?}: end offsets {ends:?}",
-                since.elapsed()
-            );
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    eprintln!("replicas still disagree after {SETTLE_TIMEOUT:?}: end offsets {last:?}");
-}
-
 /// Lets the producers go on for [`TAIL`], stops them and the watch, waits for the replicas,
 /// drains every node and checks the history; returns the report and the history.
 async fn drain_and_check(cluster: &Cluster, producing: Producing) -> (Report, History) {
@@ -213,7 +146,7 @@ async fn drain_and_check(cluster: &Cluster, producing: Producing) -> (Report, Hi
     let stats = producing.running.finish().await.expect("workload ran");
     let watched = producing.watch.stop().await;
     eprintln!("{stats:?}; leader observations {watched}");
-    wait_replicas_agree(cluster).await;
+    wait_replicas_agree(cluster, (TOPIC, PARTITIONS), SETTLE_TIMEOUT).await;
     producing.workload.drain().await.expect("drain");
     let path = producing.recorder.finish().expect("history written");
     let history = read_file(&path).expect("history reads back");
@@ -319,7 +252,7 @@ fn an_isolated_leader_acknowledges_nothing_and_its_divergent_entries_are_never_s
         let producing = cut_for + PRODUCE_BOUND;
         let p = start_producing(&cluster, producing, run).await;
         let all = cluster.node_ids();
-        let (leader, term) = leader_among(&cluster, &all)
+        let (leader, term) = leader_and_term(&cluster, TOPIC, &all)
             .await
             .expect("partition 0 has a leader");
         p.recorder.record_leader(0, leader, term);
@@ -395,7 +328,7 @@ fn halves_a_bridge_and_a_one_way_cut_never_give_two_leaders_acknowledging_writes
         let mut windows = Vec::new();
         let mut shapes = Vec::new();
         for fault in faults {
-            let (leader, term) = leader_among(&cluster, &all)
+            let (leader, term) = leader_and_term(&cluster, TOPIC, &all)
                 .await
                 .expect("partition 0 has a leader");
             p.recorder.record_leader(0, leader, term);
@@ -416,7 +349,7 @@ fn halves_a_bridge_and_a_one_way_cut_never_give_two_leaders_acknowledging_writes
             let from_ms = install(&mut cluster, &p.recorder, fault, &split);
             tokio::time::sleep(cut_for).await;
             let acked_before_heal = p.running.stats().acked;
-            let during = leader_among(&cluster, &all).await;
+            let during = leader_and_term(&cluster, TOPIC, &all).await;
             let to_ms = heal(&mut cluster, &p.recorder, fault, None);
             windows.push(MinorityWindow {
                 nodes: split.minority(&all),

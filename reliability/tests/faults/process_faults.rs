@@ -7,25 +7,24 @@
 //! test prints the checker's report line.
 //!
 //! The tests run one at a time (each starts three processes on 2 shared cores): each runs
-//! through `cluster::serially`. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
+//! through `serial::serially`. `WHARF_FAULT_SECONDS` (how long producers produce; each test's default
 //! otherwise) and `WHARF_FAULT_RATE` (messages/s, default 150) lengthen a run; a longer run
 //! repeats its fault while time is left (`reliability/run-faults`). `WHARF_FAULT_KEEP=1` keeps
 //! every run's folder (history and node logs), not only a failed one's.
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::time::{Duration, Instant};
 
-use cluster::{
-    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, describe, drain_and_check,
-    env_number, leader_of, new_leader, serially, three_nodes_with, wait_caught_up,
-};
 use wharf_reliability::event::{NodeId, Phase, Run};
 use wharf_reliability::harness::{Cluster, HarnessError};
 use wharf_reliability::workload::{
     Recorder, RunningWorkload, Workload, WorkloadSpec, WorkloadStats,
 };
+
+use crate::cluster::{
+    Leaders, SETTLE_TIMEOUT, assert_nothing_acknowledged_lost, describe, drain_and_check,
+    env_number, leader_of, new_leader, three_nodes_with, wait_caught_up,
+};
+use crate::serial::serially;
 
 const TOPIC: &str = "faults";
 /// One partition: a receive is served by the partition's leader (any other node forwards it

@@ -11,19 +11,18 @@
 //! applies nothing before): against 07fa612 this test failed 3 of 6 runs (140 to 210 of 300
 //! acked messages delivered again), with the fix it passed 8 of 8.
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cluster::{http_client, leader_of, serially, three_nodes_with};
 use serde_json::{Value, json};
 use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::NodeId;
 use wharf_reliability::harness::{Cluster, HarnessError};
+
+use crate::cluster::{http_client, leader_of, three_nodes_with};
+use crate::serial::serially;
 
 const TOPIC: &str = "restored";
 const SUBSCRIPTION: &str = "work";

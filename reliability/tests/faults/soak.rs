@@ -1,5 +1,5 @@
 //! R11, the flapping soak, against a real three-process cluster (the `wharf` binary), each node
-//! in its own network namespace on a bridge (`Network::Namespaces`, as `cluster_partitions`;
+//! in its own network namespace on a bridge (`Network::Namespaces`, as `partitions`;
 //! needs root: a machine where namespaces cannot be created fails this test, it does not skip
 //! it). While producers (`ack=all`, unique values, to every node in turn) run, one fault after
 //! another for `WHARF_SOAK_SECONDS` (default 30; the full run uses 600): a random node killed
@@ -15,16 +15,8 @@
 //! The run is seeded: `WHARF_SOAK_SEED` repeats one (the seed is printed and in the report
 //! line). `WHARF_FAULT_KEEP=1` keeps the run's folder (history and node logs).
 
-#[path = "support/cluster.rs"]
-mod cluster;
-
 use std::time::{Duration, Instant};
 
-use cluster::{
-    Leaders, assert_nothing_acknowledged_lost, drain_and_check, env_number, http_client, leader_in,
-    produce_one, producers_only, read_value, record_produce, run_header, seed_from_env, serially,
-    start_workload, three_nodes_with, topic_view, wait_replicas_agree,
-};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -32,6 +24,13 @@ use wharf_reliability::case::CaseLine;
 use wharf_reliability::event::{NodeId, Outcome, Phase};
 use wharf_reliability::harness::{Cluster, NetSplit, Network};
 use wharf_reliability::workload::Recorder;
+
+use crate::cluster::{
+    Leaders, assert_nothing_acknowledged_lost, drain_and_check, env_number, http_client, leader_in,
+    produce_one, producers_only, read_value, record_produce, run_header, seed_from_env,
+    start_workload, three_nodes_with, topic_view, wait_replicas_agree,
+};
+use crate::serial::serially;
 
 const TOPIC: &str = "soak";
 /// Three partitions, so leaderships spread and move among the nodes.

@@ -1,21 +1,16 @@
-//! What the process-level cluster tests share: running one test at a time on its own runtime,
-//! starting three nodes, asking a node for a topic's leaders and end offsets, waiting for the
-//! replicas to agree, draining and checking, and the assertion every fault test makes. Each
-//! test file includes it with `#[path = "support/cluster.rs"] mod cluster;`.
-
-#![allow(
-    dead_code,
-    reason = "each test crate uses a different part of the support"
-)]
+//! What the fault tests against real processes share: starting three nodes, asking a node for
+//! a topic's leaders and end offsets, waiting for the replicas to agree, draining and checking,
+//! and the assertion every fault test makes. `tests/faults/main.rs` includes it once as
+//! `crate::cluster`; running one test at a time is `support/serial.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use wharf_reliability::event::{NodeId, Partition};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 use wharf_reliability::reader::read_file;
+use wharf_reliability::workload::api::{Api, Reply};
 use wharf_reliability::workload::{Recorder, Workload};
 use wharf_reliability::{Report, Verdict, check};
 
@@ -25,23 +20,6 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on one status call to a node: a node that takes longer is paused or overloaded, and
 /// the caller asks another or tries again.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Taken by every test of a file, so only one three-node cluster runs at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Runs `test` on its own two-thread runtime while holding [`SERIAL`] (a failed test poisons
-/// it; the next one goes on), and prints its wall time.
-pub fn serially(test: impl Future<Output = ()>) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let started = Instant::now();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(test);
-    eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
-}
 
 /// The seed of a randomized run: the environment variable `name`, else one drawn now; printed
 /// either way, with how to repeat it.
@@ -126,6 +104,33 @@ pub async fn leader_of(
         }
     }
     None
+}
+
+/// The leader of partition 0 of `topic` and its Raft term, in the highest term any of `nodes`
+/// reports in `GET /v1/cluster` (each call bounded by 1 s), if one names it.
+pub async fn leader_and_term(
+    cluster: &Cluster,
+    topic: &str,
+    nodes: &[NodeId],
+) -> Option<(NodeId, u64)> {
+    let api = Api::new(Duration::from_secs(1)).expect("a client");
+    let mut best: Option<(NodeId, u64)> = None;
+    for &node in nodes {
+        let url = cluster.url(node).expect("a node");
+        let Reply::Ok(groups) = api.cluster_groups(&url).await else {
+            continue;
+        };
+        let seen = groups
+            .into_iter()
+            .find(|g| g.topic == topic && g.partition == 0)
+            .and_then(|g| Some((g.leader?, g.term?)));
+        if let Some(seen) = seen
+            && best.is_none_or(|(_, term)| seen.1 > term)
+        {
+            best = Some(seen);
+        }
+    }
+    best
 }
 
 /// Waits (at most [`SETTLE_TIMEOUT`]) until a node other than `not` names itself the leader

@@ -10,11 +10,6 @@
 //! [`IDLE_TIMEOUT`], a chunk held [`HOLD_TIMEOUT`] (then its connection is closed).
 //! Dropping the proxy stops it and closes every connection.
 
-#![allow(
-    dead_code,
-    reason = "each test crate uses a different part of the support"
-)]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

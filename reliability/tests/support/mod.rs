@@ -1,10 +1,5 @@
 //! A small clean history and helpers to build and alter histories by hand.
 
-#![allow(
-    dead_code,
-    reason = "each test crate uses a different part of the support"
-)]
-
 use wharf_reliability::event::{
     Ack, Deliver, Drain, Drained, Event, Fault, Leader, NodeId, Offset, Outcome, Partition, Phase,
     Produce, Run,
