@@ -7,7 +7,7 @@
 //!   `header_read_timeout_ms`, a timer that also runs while a keep-alive connection waits for
 //!   its next request, so it is the idle timeout too; a head over `max_headers` headers or
 //!   `max_header_bytes` reaches the edge for its 431 problem, one over those plus
-//!   [`HEADER_COUNT_SLACK`] or [`HEAD_SLACK_BYTES`] gets hyper's bare 431 and a close;
+//!   [`head_size::hyper_max_headers`] or [`HEAD_SLACK_BYTES`] gets hyper's bare 431 and a close;
 //! - a write timeout ([`WriteTimeout`], `write_timeout_ms`): a client that reads nothing of
 //!   a response for that long is disconnected and its answer dropped;
 //! - the peer address as [`ConnectInfo`] for the edge.
@@ -33,7 +33,7 @@ use tower::ServiceExt;
 
 use crate::config::EdgeSettings;
 use crate::http::edge::Edge;
-use crate::http::head_size::{self, HEAD_SLACK_BYTES, HEADER_COUNT_SLACK, HeadLimits};
+use crate::http::head_size::{self, HEAD_SLACK_BYTES, HeadLimits};
 use crate::http::io_timeout::WriteTimeout;
 use crate::http::problem::ApiError;
 
@@ -140,7 +140,7 @@ fn http1_builder(edge: &EdgeSettings) -> http1::Builder {
         .timer(TokioTimer::new())
         .header_read_timeout(edge.header_read_timeout)
         .keep_alive(true)
-        .max_headers(edge.max_headers + HEADER_COUNT_SLACK)
+        .max_headers(head_size::hyper_max_headers(edge.max_headers))
         .max_header_size(edge.max_header_bytes + HEAD_SLACK_BYTES)
         .max_buf_size(connection_buffer_bytes(edge.max_header_bytes));
     builder
