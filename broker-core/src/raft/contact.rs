@@ -2,7 +2,7 @@
 //! leader told it then, so a follower can tell whether what it applied is fresh enough to
 //! serve an offset read (a follower read, as Kafka's KIP-392).
 //!
-//! Every append the leader sends (heartbeats included, every [`super::HEARTBEAT_MS`]) carries
+//! Every append the leader sends (heartbeats included, see [`super::HEARTBEAT_MS`]) carries
 //! the leader's commit. A follower that accepted one at time `t` carrying commit `c`, and has
 //! applied through `c`, holds every record the leader had committed at `t`: what it lacks was
 //! committed after `t`. So with `t` at most [`FOLLOWER_READ_MAX_LAG_MS`] ago, a read it
@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How far behind the leader's commit a follower read may be: the follower must have heard
-/// the leader within this many milliseconds. Five heartbeats ([`super::HEARTBEAT_MS`]), so a
-/// few late ones on a loaded machine do not send reads to the leader; and the shortest
+/// the leader within this many milliseconds. More than three heartbeats (an idle leader
+/// sends one every 75 ms, see [`super::HEARTBEAT_MS`]), so a late one on a loaded machine
+/// does not send reads to the leader; and the shortest
 /// election timeout ([`super::ELECTION_TIMEOUT_MS`]), past which a follower thinks its
 /// leader gone anyway.
 pub const FOLLOWER_READ_MAX_LAG_MS: u64 = 250;

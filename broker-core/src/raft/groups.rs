@@ -32,8 +32,11 @@ use crate::config::LogConfig;
 use crate::error::{BrokerError, Result};
 use crate::storage::{EntryBody, PartitionHandle};
 
-/// Leaders send a heartbeat this often: a fifth of the shortest election timeout, so a
-/// follower misses several before it gives up on a leader.
+/// openraft's heartbeat interval: a fifth of the shortest election timeout, so a follower
+/// misses several before it gives up on a leader. openraft checks its timers every 1.5 of
+/// these (75 ms) and a leader sends its heartbeat at that check, so an idle group's
+/// followers hear it every 75 ms. Every group of a node checks at the same instants
+/// (`vendor/README.md`): a node wakes once per check for all its groups.
 pub const HEARTBEAT_MS: u64 = 50;
 /// A follower that hears nothing for a random time in this range calls an election. openraft
 /// also makes a voter refuse candidates until the longest timeout passed since it last heard

@@ -4,6 +4,7 @@
 //! One test binary: each file below was a binary of its own.
 
 mod controller;
+mod heartbeats;
 mod replication;
 mod snapshot;
 mod storage_suite;

@@ -7,20 +7,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use broker_core::raft::{
-    RaftGroups, RpcCall, RpcHandler, Transport, TransportError, TransportFuture,
+    GroupId, RaftGroups, Rpc, RpcCall, RpcHandler, Transport, TransportError, TransportFuture,
 };
 
 /// Every node's RPC handler, which nodes are cut off from all others, and which nodes' answers
-/// are lost (they still handle what they are sent), and which nodes are paused.
+/// are lost (they still handle what they are sent), and which nodes are paused; and, when
+/// `appends` is `Some`, when each append was sent and for which group.
 #[derive(Default)]
 pub struct Net {
     pub nodes: Mutex<BTreeMap<u64, Arc<RaftGroups>>>,
     pub cut: Mutex<BTreeSet<u64>>,
     pub mute: Mutex<BTreeSet<u64>>,
     pub paused: Mutex<BTreeSet<u64>>,
+    pub appends: Mutex<Option<Vec<(GroupId, Instant)>>>,
 }
 
 /// How often an RPC held by a pause looks whether its nodes were resumed.
@@ -69,6 +71,11 @@ pub struct NodeTransport {
 
 impl Transport for NodeTransport {
     fn call(&self, target: u64, call: RpcCall) -> TransportFuture {
+        if call.rpc == Rpc::Append
+            && let Some(appends) = self.net.appends.lock().expect("lock").as_mut()
+        {
+            appends.push((call.group.clone(), Instant::now()));
+        }
         if self.net.involves_paused(self.me, target) {
             let timeout = call.timeout;
             let answer = self.net.deliver_after_pause(self.me, target, call);

@@ -21,3 +21,4 @@ pub(crate) use replication_state::replication_lag;
 pub use server_state::ServerState;
 pub(crate) use tick::Tick;
 pub(crate) use tick::TickHandle;
+pub(crate) use tick::tick_phase;

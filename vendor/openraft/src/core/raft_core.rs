@@ -1503,6 +1503,11 @@ where
         self.engine.reset_greater_log();
 
         tracing::info!("do trigger election");
+        // Wharf: a timeout drawn afresh for each election, as Raft randomizes: drawn once,
+        // two followers whose timeouts fell within one tick of each other, ticking together,
+        // would stand at the same check after every split vote.
+        self.engine.config.timer_config.election_timeout =
+            Duration::from_millis(self.config.new_rand_election_timeout::<C::AsyncRuntime>());
         self.engine.elect();
     }
 

@@ -24,6 +24,9 @@ where C: RaftTypeConfig
 {
     interval: Duration,
 
+    /// Wharf: where in the interval this node's ticks fall (see `until_aligned`).
+    phase: Duration,
+
     tx: mpsc::UnboundedSender<Notify<C>>,
 
     /// Emit event or not
@@ -53,10 +56,16 @@ where C: RaftTypeConfig
 impl<C> Tick<C>
 where C: RaftTypeConfig
 {
-    pub(crate) fn spawn(interval: Duration, tx: mpsc::UnboundedSender<Notify<C>>, enabled: bool) -> TickHandle<C> {
+    pub(crate) fn spawn(
+        interval: Duration,
+        phase: Duration,
+        tx: mpsc::UnboundedSender<Notify<C>>,
+        enabled: bool,
+    ) -> TickHandle<C> {
         let enabled = Arc::new(AtomicBool::from(enabled));
         let this = Self {
             interval,
+            phase,
             enabled: enabled.clone(),
             tx,
         };
@@ -84,7 +93,9 @@ where C: RaftTypeConfig
         let mut cancel = std::pin::pin!(cancel_rx);
 
         loop {
-            let at = C::now() + self.interval;
+            // Wharf: every group of a node ticks at the same instants, so a node's groups
+            // share one timer wake-up.
+            let at = C::now() + until_aligned(self.interval, self.phase);
             let sleep_fut = C::sleep_until(at);
             let sleep_fut = std::pin::pin!(sleep_fut);
             let cancel_fut = cancel.as_mut();
@@ -114,6 +125,31 @@ where C: RaftTypeConfig
             }
         }
     }
+}
+
+/// Wharf: how long until the next instant `phase` past a multiple of `interval`, counted from
+/// this process's first tick. Every group of a node has the same phase, so they tick
+/// together; nodes have different ones (derived from their ids, see `tick_phase`), so two
+/// followers of a group never check their election timers at the same instant: with the same
+/// instants and election timeouts within one interval of each other, both would stand for
+/// election at every check and split the vote every time (openraft draws a node's election
+/// timeout once).
+fn until_aligned(interval: Duration, phase: Duration) -> Duration {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let since = EPOCH.get_or_init(std::time::Instant::now).elapsed();
+    let interval_ns = interval.as_nanos().max(1);
+    let into = (since.as_nanos() + interval_ns - phase.as_nanos() % interval_ns) % interval_ns;
+    Duration::from_nanos((interval_ns - into) as u64)
+}
+
+/// Wharf: the phase of node `id`'s ticks within `interval`: a fixed hash of the id, so nodes
+/// in one process (tests) tick apart as nodes in different processes do.
+pub(crate) fn tick_phase<N: std::hash::Hash>(id: &N, interval: Duration) -> Duration {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut hasher);
+    let interval_ns = interval.as_nanos().max(1) as u64;
+    Duration::from_nanos(hasher.finish() % interval_ns)
 }
 
 impl<C> TickHandle<C>

@@ -246,8 +246,11 @@ where C: RaftTypeConfig
         let (tx_server_metrics, rx_server_metrics) = watch::channel(RaftServerMetrics::default());
         let (tx_shutdown, rx_shutdown) = C::AsyncRuntime::oneshot();
 
+        let tick_interval = Duration::from_millis(config.heartbeat_interval * 3 / 2);
         let tick_handle = Tick::spawn(
-            Duration::from_millis(config.heartbeat_interval * 3 / 2),
+            tick_interval,
+            // Wharf: the node's phase (`core/tick.rs`).
+            crate::core::tick_phase(&id, tick_interval),
             tx_notify.clone(),
             config.enable_tick,
         );
