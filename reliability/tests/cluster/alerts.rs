@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
-use crate::api_calls::post_when_ready_within;
+use crate::api_calls::{create_topic, post_when_ready_within};
 use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "alerted";
@@ -272,27 +272,18 @@ async fn one_node_evaluates_a_rule_every_node_lists_and_it_survives_a_restart() 
         .expect("a client");
     let endpoints = cluster.endpoints();
     let urls: Vec<String> = endpoints.iter().map(|e| e.url.clone()).collect();
-    let (status, body) = post_when_ready(
+    create_topic(
         &http,
-        format!("{}/v1/topics", urls[0]),
+        &urls[0],
         json!({"name": TOPIC, "partitions": 3}),
+        &urls[0],
+        &[
+            json!({"name": "workers", "start": "earliest"}),
+            json!({"name": "slow", "start": "earliest"}),
+        ],
+        LIVENESS,
     )
     .await;
-    assert_eq!(status, 201, "create topic: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{TOPIC}/subscriptions", urls[0]),
-        json!({"name": "workers", "start": "earliest"}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{TOPIC}/subscriptions", urls[0]),
-        json!({"name": "slow", "start": "earliest"}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
     let (evaluator, leader) = lead_elsewhere(&http, &urls[0]).await;
     let leader_url = endpoints
         .iter()

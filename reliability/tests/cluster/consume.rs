@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, Endpoint, wharf_binary};
 
-use crate::api_calls::{leaders_within, post, post_when_ready_within};
+use crate::api_calls::{create_topic, leaders_within, post, post_when_ready_within};
 use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "spread";
@@ -22,10 +22,13 @@ const MESSAGES: usize = 60;
 /// enough that a message whose ack did not settle it comes back while the test watches.
 const STREAM_LEASE_MS: u64 = 6_000;
 
-/// [`post`], again while the answer is 503 (the nodes are still registering, or a group is
-/// electing), for up to 15 s.
+/// How long a call is asked again while the answer is 503 (the nodes are still registering,
+/// or a group is electing).
+const READY_WAIT: Duration = Duration::from_secs(15);
+
+/// [`post`], again while the answer is 503, for up to [`READY_WAIT`].
 async fn post_when_ready(http: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    post_when_ready_within(http, url, body, Duration::from_secs(15)).await
+    post_when_ready_within(http, url, body, READY_WAIT).await
 }
 
 /// Produces `batch` at `url` (again while the answer is 503, as [`post_when_ready`]); the
@@ -73,20 +76,15 @@ impl Spread {
         let nodes = cluster.endpoints();
         let urls: Vec<String> = nodes.iter().map(|e| e.url.clone()).collect();
 
-        let (status, body) = post_when_ready(
+        create_topic(
             &http,
-            format!("{}/v1/topics", urls[0]),
+            &urls[0],
             json!({"name": TOPIC, "partitions": 3}),
+            &urls[1],
+            &[json!({"name": "all", "start": "earliest", "ack_timeout_ms": 30000})],
+            READY_WAIT,
         )
         .await;
-        assert_eq!(status, 201, "create topic: {body}");
-        let (status, body) = post_when_ready(
-            &http,
-            format!("{}/v1/topics/{TOPIC}/subscriptions", urls[1]),
-            json!({"name": "all", "start": "earliest", "ack_timeout_ms": 30000}),
-        )
-        .await;
-        assert_eq!(status, 201, "create subscription: {body}");
         let spread = Spread {
             cluster,
             nodes,
@@ -518,20 +516,15 @@ async fn unkeyed_messages_stay_in_the_producing_nodes_zone() {
     let _alone = CLUSTERS.write().await;
     let (cluster, http) = three_nodes(["a", "a", "b"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
-    let (status, body) = post_when_ready(
+    create_topic(
         &http,
-        format!("{}/v1/topics", urls[0]),
+        &urls[0],
         json!({"name": ZONED, "partitions": 2}),
+        &urls[0],
+        &[json!({"name": "near", "start": "earliest"})],
+        READY_WAIT,
     )
     .await;
-    assert_eq!(status, 201, "create topic: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{ZONED}/subscriptions", urls[0]),
-        json!({"name": "near", "start": "earliest"}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
     lead_partitions(&http, &urls, ZONED, &[3, 1]).await;
 
     let partitions_of = |reply: &Value| -> Vec<u64> {
@@ -705,20 +698,15 @@ async fn every_node_describes_a_subscription_with_its_leaders_figures() {
     let _alone = CLUSTERS.write().await;
     let spread = Spread::start().await;
     let (urls, http) = (spread.urls(), spread.http.clone());
-    let (status, body) = post_when_ready(
+    create_topic(
         &http,
-        format!("{}/v1/topics", urls[0]),
+        &urls[0],
         json!({"name": COUNTED, "partitions": 3, "replication_factor": 2}),
+        &urls[1],
+        &[json!({"name": COUNTED, "start": "earliest", "ack_timeout_ms": 60000})],
+        READY_WAIT,
     )
     .await;
-    assert_eq!(status, 201, "create topic: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{COUNTED}/subscriptions", urls[1]),
-        json!({"name": COUNTED, "start": "earliest", "ack_timeout_ms": 60000}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
     eprintln!(
         "leaders of {COUNTED}: {:?}",
         leaders_seen(&http, &urls[2], COUNTED).await
@@ -796,13 +784,15 @@ async fn an_offset_read_goes_to_a_replica_in_the_nodes_zone_before_a_far_leader(
     let _alone = CLUSTERS.write().await;
     let (cluster, http) = three_nodes(["a", "a", "b"]);
     let urls: Vec<String> = cluster.endpoints().into_iter().map(|e| e.url).collect();
-    let (status, body) = post_when_ready(
+    create_topic(
         &http,
-        format!("{}/v1/topics", urls[0]),
+        &urls[0],
         json!({"name": NEAR, "partitions": 1, "replication_factor": 2}),
+        &urls[0],
+        &[],
+        READY_WAIT,
     )
     .await;
-    assert_eq!(status, 201, "create topic: {body}");
     leaders_seen(&http, &urls[0], NEAR).await;
     let view: Value = http
         .get(format!("{}/v1/cluster", urls[0]))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wharf_reliability::harness::{Cluster, ClusterSpec, wharf_binary};
 
-use crate::api_calls::post_when_ready_within;
+use crate::api_calls::{create_topic, post_when_ready_within};
 use crate::serial::CLUSTERS;
 
 const TOPIC: &str = "curves";
@@ -72,20 +72,15 @@ async fn every_node_answers_the_history_summed_over_the_nodes() {
         .build()
         .expect("a client");
     let urls: Vec<String> = cluster.endpoints().iter().map(|e| e.url.clone()).collect();
-    let (status, body) = post_when_ready(
+    create_topic(
         &http,
-        format!("{}/v1/topics", urls[0]),
+        &urls[0],
         json!({"name": TOPIC, "partitions": 3}),
+        &urls[0],
+        &[json!({"name": "all", "start": "earliest"})],
+        Duration::from_secs(30),
     )
     .await;
-    assert_eq!(status, 201, "create topic: {body}");
-    let (status, body) = post_when_ready(
-        &http,
-        format!("{}/v1/topics/{TOPIC}/subscriptions", urls[0]),
-        json!({"name": "all", "start": "earliest"}),
-    )
-    .await;
-    assert_eq!(status, 201, "create subscription: {body}");
     let led = leaders(&http, &urls[0]).await;
     if led.iter().all(|l| *l == led[0]) {
         let other = if led[0] == 1 { 2 } else { 1 };

@@ -40,6 +40,32 @@ pub async fn post_when_ready_within(
     }
 }
 
+/// Creates a topic through the node at `url` (`topic` is the request's body), then each of
+/// `subscriptions` (request bodies) through the node at `subscribe_at`; each call asked again
+/// while answered 503, for up to `wait`, and each must be answered 201.
+pub async fn create_topic(
+    http: &reqwest::Client,
+    url: &str,
+    topic: Value,
+    subscribe_at: &str,
+    subscriptions: &[Value],
+    wait: Duration,
+) {
+    let name = topic["name"].as_str().expect("the topic's name").to_owned();
+    let (status, body) =
+        post_when_ready_within(http, format!("{url}/v1/topics"), topic, wait).await;
+    assert_eq!(status, 201, "create topic {name}: {body}");
+    let subscriptions_url = format!("{subscribe_at}/v1/topics/{name}/subscriptions");
+    for subscription in subscriptions {
+        let (status, body) =
+            post_when_ready_within(http, &subscriptions_url, subscription.clone(), wait).await;
+        assert_eq!(
+            status, 201,
+            "create subscription {subscription} of {name}: {body}"
+        );
+    }
+}
+
 /// The leader of each partition of `topic` (in partition order) as node `url` knows it, once
 /// all have one (up to [`LEADERS_WAIT`]).
 pub async fn leaders(http: &reqwest::Client, url: &str, topic: &str) -> Vec<u64> {
