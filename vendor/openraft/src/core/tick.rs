@@ -130,10 +130,10 @@ where C: RaftTypeConfig
 /// Wharf: how long until the next instant `phase` past a multiple of `interval`, counted from
 /// this process's first tick. Every group of a node has the same phase, so they tick
 /// together; nodes have different ones (derived from their ids, see `tick_phase`), so two
-/// followers of a group never check their election timers at the same instant: with the same
-/// instants and election timeouts within one interval of each other, both would stand for
-/// election at every check and split the vote every time (openraft draws a node's election
-/// timeout once).
+/// followers of a group do not check their election timers at the same instant: with the
+/// same instants and election timeouts within one interval of each other, both would stand
+/// for election at the same check and split the vote (and, with openraft's timeout drawn once
+/// per replica, every time after; `handle_tick_election` now draws one per election).
 fn until_aligned(interval: Duration, phase: Duration) -> Duration {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     let since = EPOCH.get_or_init(std::time::Instant::now).elapsed();
