@@ -7,14 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
-use broker_core::config::{FsyncPolicy, LogConfig};
-use broker_core::raft::{
-    ControllerReplica, GroupId, Metadata, NodeInfo, RaftGroups, ReplicaSpec, raft_config,
-};
+use broker_core::raft::{ControllerReplica, GroupId, Metadata, NodeInfo, RaftGroups, raft_config};
 use bytes::Bytes;
-use tokio::sync::Notify;
 
-use crate::support::{Net, NodeTransport};
+use crate::support::{Net, node_transport, replica_spec};
 
 /// Metadata that remembers every command; `refuse` is refused (changes nothing).
 #[derive(Default)]
@@ -55,22 +51,13 @@ async fn open_node(id: u64, root: &std::path::Path, net: &Arc<Net>, db: Option<s
             .open()
             .expect("sled")
     });
-    let spec = ReplicaSpec {
-        node_id: id,
-        group: GroupId::Controller,
-        dir: dir.join("controller"),
-        index: db.open_tree("controller").expect("tree"),
-        log_config: LogConfig {
-            segment_bytes: 64 * 1024,
-            fsync: FsyncPolicy::Always,
-            leader_epoch: 0,
-        },
-        on_commit: Arc::new(Notify::new()),
-    };
-    let transport = Arc::new(NodeTransport {
-        me: id,
-        net: Arc::clone(net),
-    });
+    let spec = replica_spec(
+        id,
+        GroupId::Controller,
+        dir.join("controller"),
+        db.open_tree("controller").expect("tree"),
+    );
+    let transport = node_transport(id, net);
     let replica = ControllerReplica::open(
         spec,
         transport,

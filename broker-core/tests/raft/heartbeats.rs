@@ -7,13 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::raft::{
-    GroupId, HEARTBEAT_MS, NodeInfo, PartitionReplica, RaftGroups, ReplicaSpec, raft_config,
+    GroupId, HEARTBEAT_MS, NodeInfo, PartitionReplica, RaftGroups, raft_config,
 };
-use tokio::sync::Notify;
 
-use crate::support::{Net, NodeTransport};
+use crate::support::{Net, node_transport, replica_spec};
 
 /// Started this long after the first group (openraft ticks every 1.5 heartbeat intervals,
 /// 75 ms): half a tick apart, as unaligned as two timers can be.
@@ -42,22 +40,13 @@ async fn form(group: GroupId, root: &std::path::Path, net: &Arc<Net>, groups: &[
             .path(dir.join(format!("meta-{}", group.to_path().replace(':', "-"))))
             .open()
             .expect("sled");
-        let spec = ReplicaSpec {
-            node_id: id,
-            group: group.clone(),
-            dir: dir.join(group.to_path().replace(':', "-")),
-            index: db.open_tree("p").expect("tree"),
-            log_config: LogConfig {
-                segment_bytes: 64 * 1024,
-                fsync: FsyncPolicy::Always,
-                leader_epoch: 0,
-            },
-            on_commit: Arc::new(Notify::new()),
-        };
-        let transport = Arc::new(NodeTransport {
-            me: id,
-            net: Arc::clone(net),
-        });
+        let spec = replica_spec(
+            id,
+            group.clone(),
+            dir.join(group.to_path().replace(':', "-")),
+            db.open_tree("p").expect("tree"),
+        );
+        let transport = node_transport(id, net);
         let replica = PartitionReplica::open(spec, transport, raft_config().expect("config"))
             .await
             .expect("opens");

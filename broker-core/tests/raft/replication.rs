@@ -7,16 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use broker_core::BrokerError;
-use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::message::Record;
-use broker_core::raft::{
-    GroupId, NodeInfo, PartitionReplica, RaftGroups, ReplicaSpec, raft_config,
-};
+use broker_core::raft::{GroupId, NodeInfo, PartitionReplica, RaftGroups, raft_config};
 use broker_core::storage::EntryBody;
 use bytes::Bytes;
-use tokio::sync::Notify;
 
-use crate::support::{Net, NodeTransport};
+use crate::support::{Net, node_transport, replica_spec};
 
 struct Node {
     id: u64,
@@ -39,22 +35,13 @@ async fn open_node(id: u64, root: &std::path::Path, net: &Arc<Net>, db: Option<s
             .open()
             .expect("sled")
     });
-    let spec = ReplicaSpec {
-        node_id: id,
-        group: group(),
-        dir: dir.join("p0"),
-        index: db.open_tree("p0").expect("tree"),
-        log_config: LogConfig {
-            segment_bytes: 64 * 1024,
-            fsync: FsyncPolicy::Always,
-            leader_epoch: 0,
-        },
-        on_commit: Arc::new(Notify::new()),
-    };
-    let transport = Arc::new(NodeTransport {
-        me: id,
-        net: Arc::clone(net),
-    });
+    let spec = replica_spec(
+        id,
+        group(),
+        dir.join("p0"),
+        db.open_tree("p0").expect("tree"),
+    );
+    let transport = node_transport(id, net);
     let replica = PartitionReplica::open(spec, transport, raft_config().expect("config"))
         .await
         .expect("opens");
