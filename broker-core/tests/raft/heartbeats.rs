@@ -33,17 +33,18 @@ fn partition(n: u32) -> GroupId {
 /// led by node 1.
 async fn form(group: GroupId, root: &std::path::Path, net: &Arc<Net>, groups: &[Arc<RaftGroups>]) {
     let mut first = None;
+    let name = group.to_path().replace(':', "-");
     for (i, node_groups) in groups.iter().enumerate() {
         let id = i as u64 + 1;
         let dir = root.join(format!("node-{id}"));
         let db = sled::Config::new()
-            .path(dir.join(format!("meta-{}", group.to_path().replace(':', "-"))))
+            .path(dir.join(format!("meta-{name}")))
             .open()
             .expect("sled");
         let spec = replica_spec(
             id,
             group.clone(),
-            dir.join(group.to_path().replace(':', "-")),
+            dir.join(&name),
             db.open_tree("p").expect("tree"),
         );
         let transport = node_transport(id, net);
