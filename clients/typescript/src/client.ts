@@ -55,7 +55,21 @@ export interface WharfClientOptions {
   fetch?: (request: Request) => Promise<Response>;
   /** Extra headers sent with every request. */
   headers?: Record<string, string>;
+  /**
+   * How long one attempt of a call may take, answer included, before it is abandoned and counts
+   * as a network error (retried, then `WharfNetworkError`). Default 70 000 ms: above the longest
+   * long-poll (`wait_ms` 60 000) with room for a slow answer. For `stream()` it bounds the
+   * opening only; its silence is bounded by `idleTimeoutMs`.
+   */
+  timeoutMs?: number;
 }
+
+/** Default `timeoutMs`: the longest long-poll (60 s) plus 10 s for the answer. */
+export const DEFAULT_TIMEOUT_MS = 70_000;
+/** The server's default `heartbeat_ms`, which a stream's default idle timeout is based on. */
+export const SERVER_HEARTBEAT_MS = 15_000;
+/** A stream that sent nothing (no event, no heartbeat) for this many heartbeats is dead. */
+export const IDLE_HEARTBEATS = 3;
 
 export interface CallOptions {
   signal?: AbortSignal | undefined;
@@ -142,6 +156,37 @@ export interface StreamOptions extends CallOptions {
   heartbeatMs?: number;
   /** A receipt still held from an earlier stream (`Last-Event-ID`). */
   lastEventId?: string;
+  /**
+   * A stream that sends nothing, not even a heartbeat, for this long is taken as dead and
+   * throws `WharfNetworkError` (a half-open connection, a stalled proxy). Default three
+   * heartbeats: `3 * (heartbeatMs ?? 15000)`.
+   */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * A signal for one attempt: aborts when `outer` does, or with a `TimeoutError` after `ms`.
+ * `settle()` stops the timer (the answer arrived) and detaches from `outer` only when
+ * `detach` is set, since a streamed body still needs `outer` to end it.
+ */
+function attemptSignal(outer: AbortSignal | undefined, ms: number) {
+  const controller = new AbortController();
+  const forward = () => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener("abort", forward, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError"));
+  }, ms);
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    settle(detach: boolean) {
+      clearTimeout(timer);
+      if (detach) outer?.removeEventListener("abort", forward);
+    },
+  };
 }
 
 /**
@@ -155,6 +200,7 @@ export class WharfClient {
   readonly api: Client<paths>;
   private readonly retry: Required<RetryOptions>;
   private readonly onRetry: ((e: RetryEvent) => void) | undefined;
+  private readonly timeoutMs: number;
 
   constructor(options: WharfClientOptions) {
     const clientOptions: Parameters<typeof createClient<paths>>[0] = {
@@ -179,6 +225,7 @@ export class WharfClient {
       maxBackoffMs: options.retry?.maxBackoffMs ?? 10_000,
     };
     this.onRetry = options.onRetry;
+    this.timeoutMs = Math.max(1, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
   /** Exponential backoff with jitter for attempt n (1-based): half fixed, half random. */
@@ -190,15 +237,24 @@ export class WharfClient {
   /**
    * Runs one generated call with the retry policy: a 429 or 503 waits its `Retry-After` (or the
    * backoff) and tries again; a thrown fetch (network) error backs off and tries again; any other
-   * non-2xx throws its typed `WharfError` at once. An abort of `signal` rethrows at once.
+   * non-2xx throws its typed `WharfError` at once. An abort of `signal` rethrows at once. Each
+   * attempt gets its own signal (`signal`, or `timeoutMs` passing) to hand to fetch; an attempt
+   * that times out is a network error. `streamed`: the answer's body is read after this returns,
+   * so the attempt's signal stays tied to `signal` to end it.
    */
-  async call<T>(op: () => Promise<Outcome<T>>, signal?: AbortSignal): Promise<{ data: T; response: Response }> {
+  async call<T>(
+    op: (signal: AbortSignal) => Promise<Outcome<T>>,
+    signal?: AbortSignal,
+    streamed = false,
+  ): Promise<{ data: T; response: Response }> {
     for (let attempt = 1; ; attempt++) {
       let outcome: Outcome<T>;
+      const bounded = attemptSignal(signal, this.timeoutMs);
       try {
-        outcome = await op();
+        outcome = await op(bounded.signal);
       } catch (e) {
-        if (isAbort(e, signal)) throw e;
+        bounded.settle(true);
+        if (!bounded.timedOut() && isAbort(e, signal)) throw e;
         if (attempt >= this.retry.maxAttempts) {
           throw new WharfNetworkError(`request failed after ${attempt} attempts: ${String(e)}`, { cause: e });
         }
@@ -207,6 +263,7 @@ export class WharfClient {
         await sleep(delayMs, signal);
         continue;
       }
+      bounded.settle(!streamed);
       const { response } = outcome;
       if (response.ok) return { data: outcome.data as T, response };
       const error = errorFromResponse(response, outcome.error);
@@ -223,21 +280,21 @@ export class WharfClient {
   // ---- topics and subscriptions -------------------------------------------------------------
 
   async createTopic(body: CreateTopicRequest, o: CallOptions = {}): Promise<Topic> {
-    return (await this.call(() => this.api.POST("/v1/topics", { body, signal: o.signal }), o.signal)).data;
+    return (await this.call((signal) => this.api.POST("/v1/topics", { body, signal }), o.signal)).data;
   }
 
   async describeTopic(topic: string, o: CallOptions = {}): Promise<Topic> {
-    return (await this.call(() => this.api.GET("/v1/topics/{topic}", { params: { path: { topic } }, signal: o.signal }), o.signal)).data;
+    return (await this.call((signal) => this.api.GET("/v1/topics/{topic}", { params: { path: { topic } }, signal }), o.signal)).data;
   }
 
   async deleteTopic(topic: string, o: CallOptions = {}): Promise<void> {
-    await this.call(() => this.api.DELETE("/v1/topics/{topic}", { params: { path: { topic } }, signal: o.signal }), o.signal);
+    await this.call((signal) => this.api.DELETE("/v1/topics/{topic}", { params: { path: { topic } }, signal }), o.signal);
   }
 
   async createSubscription(topic: string, body: CreateSubscriptionRequest, o: CallOptions = {}): Promise<Subscription> {
     return (
       await this.call(
-        () => this.api.POST("/v1/topics/{topic}/subscriptions", { params: { path: { topic } }, body, signal: o.signal }),
+        (signal) => this.api.POST("/v1/topics/{topic}/subscriptions", { params: { path: { topic } }, body, signal }),
         o.signal,
       )
     ).data;
@@ -246,7 +303,7 @@ export class WharfClient {
   async describeSubscription(topic: string, sub: string, o: CallOptions = {}): Promise<Subscription> {
     return (
       await this.call(
-        () => this.api.GET("/v1/topics/{topic}/subscriptions/{sub}", { params: { path: { topic, sub } }, signal: o.signal }),
+        (signal) => this.api.GET("/v1/topics/{topic}/subscriptions/{sub}", { params: { path: { topic, sub } }, signal }),
         o.signal,
       )
     ).data;
@@ -265,10 +322,10 @@ export class WharfClient {
     if (q.waitMs !== undefined) query.wait_ms = q.waitMs;
     return (
       await this.call(
-        () =>
+        (signal) =>
           this.api.GET("/v1/topics/{topic}/partitions/{partition}/messages", {
             params: { path: { topic, partition }, query },
-            signal: o.signal,
+            signal,
           }),
         o.signal,
       )
@@ -296,12 +353,12 @@ export class WharfClient {
   async produceWire(topic: string, messages: ProduceMessage[], o: CallOptions & { ack?: AckLevel } = {}): Promise<ProducedMessage[]> {
     const query = o.ack ? { ack: o.ack } : {};
     const { data } = await this.call(
-      () =>
+      (signal) =>
         this.api.POST("/v1/topics/{topic}/messages", {
           params: { path: { topic }, query },
           body: { messages },
           headers: { "Content-Type": "application/json" },
-          signal: o.signal,
+          signal,
         }),
       o.signal,
     );
@@ -326,7 +383,7 @@ export class WharfClient {
     };
     for (const [name, value] of Object.entries(o.headers ?? {})) headers[`X-Wharf-Header-${name}`] = value;
     const { data } = await this.call(
-      () =>
+      (signal) =>
         this.api.POST("/v1/topics/{topic}/messages", {
           params: { path: { topic }, query },
           // openapi-fetch types the body as the operation's JSON batch; this raw body (the
@@ -334,7 +391,7 @@ export class WharfClient {
           body: body as unknown as Schemas["ProduceRequest"],
           bodySerializer: (b: unknown) => b,
           headers,
-          signal: o.signal,
+          signal,
         }),
       o.signal,
     );
@@ -346,7 +403,7 @@ export class WharfClient {
   /** Cancels a delayed message that is not due yet (404 `NotFoundError` once due or unknown). */
   async cancelDelayed(topic: string, id: string, o: CallOptions = {}): Promise<void> {
     await this.call(
-      () => this.api.DELETE("/v1/topics/{topic}/messages/{id}", { params: { path: { topic, id } }, signal: o.signal }),
+      (signal) => this.api.DELETE("/v1/topics/{topic}/messages/{id}", { params: { path: { topic, id } }, signal }),
       o.signal,
     );
   }
@@ -356,11 +413,11 @@ export class WharfClient {
   /** One long-poll receive: returns at the first messages, or empty after `wait_ms`. */
   async receive(topic: string, sub: string, body: ReceiveBody = {}, o: CallOptions = {}): Promise<ReceivedMessage[]> {
     const { data } = await this.call(
-      () =>
+      (signal) =>
         this.api.POST("/v1/topics/{topic}/subscriptions/{sub}/receive", {
           params: { path: { topic, sub } },
           body,
-          signal: o.signal,
+          signal,
         }),
       o.signal,
     );
@@ -370,11 +427,11 @@ export class WharfClient {
   async ack(topic: string, sub: string, receipts: string[], o: CallOptions = {}): Promise<AckResponse> {
     return (
       await this.call(
-        () =>
+        (signal) =>
           this.api.POST("/v1/topics/{topic}/subscriptions/{sub}/ack", {
             params: { path: { topic, sub } },
             body: { receipts },
-            signal: o.signal,
+            signal,
           }),
         o.signal,
       )
@@ -392,7 +449,7 @@ export class WharfClient {
     if (o.error !== undefined) body.error = o.error.slice(0, 1024);
     return (
       await this.call(
-        () => this.api.POST("/v1/topics/{topic}/subscriptions/{sub}/nack", { params: { path: { topic, sub } }, body, signal: o.signal }),
+        (signal) => this.api.POST("/v1/topics/{topic}/subscriptions/{sub}/nack", { params: { path: { topic, sub } }, body, signal }),
         o.signal,
       )
     ).data;
@@ -402,11 +459,11 @@ export class WharfClient {
   async extend(topic: string, sub: string, receipts: string[], ackTimeoutMs: number, o: CallOptions = {}): Promise<ExtendResponse> {
     return (
       await this.call(
-        () =>
+        (signal) =>
           this.api.POST("/v1/topics/{topic}/subscriptions/{sub}/extend", {
             params: { path: { topic, sub } },
             body: { receipts, ack_timeout_ms: ackTimeoutMs },
-            signal: o.signal,
+            signal,
           }),
         o.signal,
       )
@@ -418,7 +475,8 @@ export class WharfClient {
    * is leased as by a receive: ack it with `ack()`. Ends when `signal` aborts (quietly), when the
    * caller breaks out of the loop, or when the server ends the stream; a final `event: error`
    * throws its problem as a `WharfError`. Opening the stream follows the retry policy; a dropped
-   * stream is not reopened (open a new one: delivery state lives in the subscription).
+   * stream is not reopened (open a new one: delivery state lives in the subscription). A stream
+   * silent for `idleTimeoutMs` (three heartbeats by default) throws `WharfNetworkError`.
    */
   async *stream(topic: string, sub: string, o: StreamOptions = {}): AsyncGenerator<ReceivedMessage, void, undefined> {
     const query: NonNullable<paths["/v1/topics/{topic}/subscriptions/{sub}/stream"]["get"]["parameters"]["query"]> = {};
@@ -427,41 +485,92 @@ export class WharfClient {
     if (o.heartbeatMs !== undefined) query.heartbeat_ms = o.heartbeatMs;
     const headers: Record<string, string> = { Accept: "text/event-stream" };
     if (o.lastEventId !== undefined) headers["Last-Event-ID"] = o.lastEventId;
-    let body: ReadableStream<Uint8Array> | null;
+    const idleMs = Math.max(1, o.idleTimeoutMs ?? IDLE_HEARTBEATS * (o.heartbeatMs ?? SERVER_HEARTBEAT_MS));
+    // The stream's own signal: the caller's abort, or the watchdog's on silence.
+    const watchdog = new IdleWatchdog(o.signal, idleMs);
     try {
-      ({ data: body } = await this.call(
-        () =>
-          this.api.GET("/v1/topics/{topic}/subscriptions/{sub}/stream", {
-            params: { path: { topic, sub }, query },
-            headers,
-            parseAs: "stream",
-            signal: o.signal,
-          }),
-        o.signal,
-      ));
-    } catch (e) {
-      if (isAbort(e, o.signal)) return;
-      throw e;
-    }
-    if (!body) return;
-    try {
-      for await (const ev of parseSse(body)) {
-        if (ev.event === "message") {
-          yield JSON.parse(ev.data) as ReceivedMessage;
-        } else if (ev.event === "error") {
-          let problem: unknown;
-          try {
-            problem = JSON.parse(ev.data);
-          } catch {
-            problem = { detail: ev.data };
-          }
-          const p = problem as { status?: number };
-          throw errorFromResponse(new Response(null, { status: p.status && p.status >= 400 && p.status < 600 ? p.status : 500 }), problem);
-        }
+      let body: ReadableStream<Uint8Array> | null;
+      try {
+        ({ data: body } = await this.call(
+          (signal) =>
+            this.api.GET("/v1/topics/{topic}/subscriptions/{sub}/stream", {
+              params: { path: { topic, sub }, query },
+              headers,
+              parseAs: "stream",
+              signal,
+            }),
+          watchdog.signal,
+          true,
+        ));
+      } catch (e) {
+        if (isAbort(e, o.signal)) return;
+        throw e;
       }
-    } catch (e) {
-      if (isAbort(e, o.signal)) return;
-      throw e;
+      if (!body) return;
+      watchdog.touch();
+      try {
+        for await (const ev of parseSse(body, () => watchdog.touch())) {
+          if (ev.event === "message") {
+            yield JSON.parse(ev.data) as ReceivedMessage;
+          } else if (ev.event === "error") {
+            let problem: unknown;
+            try {
+              problem = JSON.parse(ev.data);
+            } catch {
+              problem = { detail: ev.data };
+            }
+            const p = problem as { status?: number };
+            throw errorFromResponse(new Response(null, { status: p.status && p.status >= 400 && p.status < 600 ? p.status : 500 }), problem);
+          }
+        }
+      } catch (e) {
+        if (watchdog.fired) {
+          throw new WharfNetworkError(`the stream sent nothing, not even a heartbeat, for ${idleMs} ms`, { cause: e });
+        }
+        if (isAbort(e, o.signal)) return;
+        throw e;
+      }
+    } finally {
+      watchdog.stop();
     }
+  }
+}
+
+/**
+ * Ends a stream that went silent: `signal` aborts when the caller's does, or when `idleMs`
+ * pass without a chunk of the body after the first `touch()` (each restarts the count). Time a
+ * message spends with the caller between two reads counts too: the stream is not read then.
+ */
+class IdleWatchdog {
+  private readonly controller = new AbortController();
+  private readonly forward: () => void;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether silence, not the caller, aborted the stream. */
+  fired = false;
+
+  constructor(
+    private readonly outer: AbortSignal | undefined,
+    private readonly idleMs: number,
+  ) {
+    this.forward = () => this.controller.abort(outer?.reason);
+    if (outer?.aborted) this.forward();
+    else outer?.addEventListener("abort", this.forward, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  touch(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.fired = true;
+      this.controller.abort(new DOMException(`silent for ${this.idleMs} ms`, "TimeoutError"));
+    }, this.idleMs);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.outer?.removeEventListener("abort", this.forward);
   }
 }

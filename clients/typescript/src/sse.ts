@@ -14,8 +14,9 @@ export interface SseEvent {
  * `EventSource`, works with a request that carries an `Authorization` header. Lines may end in
  * CRLF, LF or CR, also split across chunks; comment lines (`: heartbeat`) are skipped; an event
  * with no data is not dispatched (per the spec). Cancelling the iteration cancels the body.
+ * `onChunk` hears of every chunk read, comments included (an idle watchdog's pulse).
  */
-export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent, void, undefined> {
+export async function* parseSse(body: ReadableStream<Uint8Array>, onChunk?: () => void): AsyncGenerator<SseEvent, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder("utf-8");
   let buffer = "";
@@ -86,6 +87,7 @@ export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerato
   try {
     for (;;) {
       const { done, value } = await reader.read();
+      if (!done) onChunk?.();
       let text = done ? decoder.decode() : decoder.decode(value, { stream: true });
       if (first && text.length > 0) {
         if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);

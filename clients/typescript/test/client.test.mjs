@@ -6,6 +6,10 @@ import { after, before, describe, test } from "node:test";
 import { Consumer, NotFoundError, Producer, WharfClient, WharfError, messageBytes, messageText } from "../dist/index.js";
 import { eventually, name, startWharf } from "./wharf.mjs";
 
+// Each test's own bound, well inside the file's 60 s (package.json): a test that hangs fails
+// by its name instead of taking the whole file down unnamed.
+const BOUNDED = { timeout: 20_000 };
+
 let wharf;
 let client;
 
@@ -25,7 +29,7 @@ async function topicWithSub(prefix, sub = {}, topic = {}) {
 }
 
 describe("produce", () => {
-  test("JSON batch with text and bytes, key, headers, tags; a repeated id is a duplicate", async () => {
+  test("JSON batch with text and bytes, key, headers, tags; a repeated id is a duplicate", BOUNDED, async () => {
     const t = await topicWithSub("json");
     const bytes = new Uint8Array([0, 1, 2, 250, 255]);
     const r = await client.produce(t, [
@@ -57,7 +61,7 @@ describe("produce", () => {
     assert.deepEqual(acked.failed, []);
   });
 
-  test("raw text and raw bytes with key, tags, headers and Idempotency-Key", async () => {
+  test("raw text and raw bytes with key, tags, headers and Idempotency-Key", BOUNDED, async () => {
     const t = await topicWithSub("raw");
     const r1 = await client.produceRaw(t, "plain text é", { key: "k", tags: ["a", "b"], headers: { trace: "t-1" }, idempotencyKey: "raw-1" });
     assert.equal(r1.id, "raw-1");
@@ -77,7 +81,7 @@ describe("produce", () => {
     assert.deepEqual(messageBytes(got[1]), bin);
   });
 
-  test("Producer batches by count and by linger, in order, one request per batch", async () => {
+  test("Producer batches by count and by linger, in order, one request per batch", BOUNDED, async () => {
     const t = await topicWithSub("batch");
     let posts = 0;
     const counting = new WharfClient({
@@ -99,7 +103,7 @@ describe("produce", () => {
     await assert.rejects(producer.send({ value: "late" }), /closed/);
   });
 
-  test("Producer splits batches by bytes", async () => {
+  test("Producer splits batches by bytes", BOUNDED, async () => {
     const t = await topicWithSub("bytes");
     const producer = new Producer(client, t, { maxBatchMessages: 1000, maxBatchBytes: 3000, lingerMs: 20 });
     const big = "x".repeat(1000);
@@ -113,7 +117,7 @@ describe("produce", () => {
     );
   });
 
-  test("a 429 is retried after its Retry-After", async () => {
+  test("a 429 is retried after its Retry-After", BOUNDED, async () => {
     const t = name("limited");
     await client.createTopic({ name: t, rate_limit: { messages_per_second: 1 } });
     const retries = [];
@@ -141,7 +145,7 @@ describe("produce", () => {
 });
 
 describe("consume", () => {
-  test("Consumer acks what its handler returned from", async () => {
+  test("Consumer acks what its handler returned from", BOUNDED, async () => {
     const t = await topicWithSub("ack");
     await client.produce(t, [{ value: "a" }, { value: "b" }, { value: "c" }]);
     const seen = [];
@@ -157,7 +161,7 @@ describe("consume", () => {
     assert.equal(s.stats.in_flight, 0);
   });
 
-  test("a handler exception nacks: the message is redelivered with delivery_attempt 2", async () => {
+  test("a handler exception nacks: the message is redelivered with delivery_attempt 2", BOUNDED, async () => {
     const t = await topicWithSub("nack");
     await client.produce(t, [{ value: "flaky" }]);
     const attempts = [];
@@ -174,7 +178,7 @@ describe("consume", () => {
     assert.equal(s.stats.redelivered, 1);
   });
 
-  test("the nack carries the handler's error message (seen on the dead letter)", async () => {
+  test("the nack carries the handler's error message (seen on the dead letter)", BOUNDED, async () => {
     const t = await topicWithSub("dlq", { max_deliveries: 1 });
     await client.produce(t, [{ value: "poison" }]);
     const consumer = new Consumer(client, t, "s", () => {
@@ -192,7 +196,7 @@ describe("consume", () => {
     assert.equal(page.messages[0].headers["wharf-dlq-error"], "card declined");
   });
 
-  test("a slow handler's lease is extended, so its late ack still succeeds", async () => {
+  test("a slow handler's lease is extended, so its late ack still succeeds", BOUNDED, async () => {
     const t = await topicWithSub("extend");
     await client.produce(t, [{ value: "slow" }]);
     const errors = [];
@@ -211,7 +215,7 @@ describe("consume", () => {
     assert.equal(s.stats.redelivered, 0);
   });
 
-  test("without extends the same slow ack fails (the lease is strict), so the test above can fail", async () => {
+  test("without extends the same slow ack fails (the lease is strict), so the test above can fail", BOUNDED, async () => {
     const t = await topicWithSub("noextend");
     await client.produce(t, [{ value: "slow" }]);
     const [m] = await client.receive(t, "s", { wait_ms: 2000, ack_timeout_ms: 1000 });
@@ -221,7 +225,7 @@ describe("consume", () => {
     assert.equal(r.failed[0].code, "receipt_invalid");
   });
 
-  test("stop() ends a pending long-poll at once and the consumer's done resolves", async () => {
+  test("stop() ends a pending long-poll at once and the consumer's done resolves", BOUNDED, async () => {
     const t = await topicWithSub("stop");
     const consumer = new Consumer(client, t, "s", () => {}, { waitMs: 20_000 });
     await new Promise((r) => setTimeout(r, 200));
@@ -232,7 +236,7 @@ describe("consume", () => {
     assert.equal(consumer.stopped, true);
   });
 
-  test("a receive on an unknown subscription stops the consumer with a typed NotFoundError", async () => {
+  test("a receive on an unknown subscription stops the consumer with a typed NotFoundError", BOUNDED, async () => {
     const t = await topicWithSub("nosub");
     const consumer = new Consumer(client, t, "missing", () => {}, { waitMs: 100 });
     const err = await consumer.done.catch((e) => e);
@@ -243,7 +247,7 @@ describe("consume", () => {
 });
 
 describe("SSE and delays", () => {
-  test("stream() yields messages from text/event-stream; acking their receipts settles them", async () => {
+  test("stream() yields messages from text/event-stream; acking their receipts settles them", BOUNDED, async () => {
     const t = await topicWithSub("sse");
     await client.produce(t, [{ value: "s1" }, { value: "s2", key: "k" }, { value: "s3" }]);
     const got = [];
@@ -274,7 +278,7 @@ describe("SSE and delays", () => {
     clearTimeout(guard);
   });
 
-  test("a delayed message is not delivered before its time, and can be cancelled before it", async () => {
+  test("a delayed message is not delivered before its time, and can be cancelled before it", BOUNDED, async () => {
     const t = await topicWithSub("delay");
     const producer = new Producer(client, t, { lingerMs: 0 });
     const started = Date.now();
