@@ -82,12 +82,21 @@ pub fn raft_config() -> Result<Arc<Config>> {
 /// once: a topic or subscription made through one node is used through another moments later.
 /// A partition's followers apply up to a heartbeat later; their reads already allow
 /// [`super::FOLLOWER_READ_MAX_LAG_MS`].
+///
+/// A partition's leader also sends its new entries to the followers while it fsyncs them
+/// (`async_leader_flush`, vendor/README.md change 4), so a produce waits for the slower of
+/// its own fsync and a follower's round trip instead of both in turn. The controller keeps
+/// openraft's order: applying its entries makes durable changes (metadata, topic directories),
+/// which must never get ahead of its own log on disk.
 fn group_config(group: &GroupId, config: Arc<Config>) -> Arc<Config> {
     match group {
-        GroupId::Partition { .. } if config.eager_commit_notice => Arc::new(Config {
-            eager_commit_notice: false,
-            ..(*config).clone()
-        }),
+        GroupId::Partition { .. } if config.eager_commit_notice || !config.async_leader_flush => {
+            Arc::new(Config {
+                eager_commit_notice: false,
+                async_leader_flush: true,
+                ..(*config).clone()
+            })
+        }
         _ => config,
     }
 }

@@ -37,11 +37,12 @@ pub struct LeaderView {
     /// entry of earlier terms is committed and applied here.
     pub applied_term: Option<u64>,
     /// Whether this node applied every entry its log held when its replica started
-    /// ([`OpenedLog::applied_by`]). A node
-    /// that led before a restart leads again at once in the same term (openraft restores a
-    /// leader whose vote is committed), with no entry of a new term whose apply would prove
-    /// its earlier entries applied: `applied_term` already equals `term` while entries it
-    /// held, committed before the restart, are still to be applied.
+    /// ([`OpenedLog::applied_by`]). openraft restores a node that led before a restart as
+    /// leader of the same term at once (its vote is committed), with no entry of a new term
+    /// whose apply would prove its earlier entries applied: `applied_term` already equals
+    /// `term` while entries it held, committed before the restart, are still to be applied.
+    /// (A partition's replica now stands for election in a new term instead, vendor/README.md
+    /// change 4; the check stays for any group openraft restores.)
     pub applied_opened_log: bool,
     /// Index of this node's last log entry, committed or not.
     pub last_index: Option<u64>,

@@ -8,6 +8,7 @@
 
 mod broker;
 mod cluster_replica_release;
+mod leader_flush;
 mod raft_log_read_race;
 mod slow_disk;
 mod storage;

@@ -242,6 +242,21 @@ pub struct Config {
            default_missing_value = "true"
     )]
     pub eager_commit_notice: bool,
+
+    /// Wharf: whether a leader sends its own new entries to the followers while it flushes
+    /// them (on), or only once they are flushed (openraft's behaviour, the default). Either way
+    /// the leader counts itself in a quorum only for flushed entries and a follower answers
+    /// only after its flush; with it on, a quorum of followers can commit an entry the leader
+    /// has not flushed yet, and the leader may apply it before its own flush completes.
+    // clap 4 requires `num_args = 0..=1`, or it complains about missing arg error
+    // https://github.com/clap-rs/clap/discussions/4374
+    #[clap(long,
+           default_value_t = false,
+           action = clap::ArgAction::Set,
+           num_args = 0..=1,
+           default_missing_value = "true"
+    )]
+    pub async_leader_flush: bool,
 }
 
 /// Updatable config for a raft runtime.

@@ -1,5 +1,6 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::fmt::Display;
 use std::fmt::Formatter;
@@ -89,6 +90,8 @@ use crate::storage::RaftLogReaderExt;
 use crate::storage::RaftLogStorage;
 use crate::storage::RaftStateMachine;
 use crate::type_config::alias::InstantOf;
+use crate::type_config::alias::OneshotReceiverErrorOf;
+use crate::type_config::alias::OneshotReceiverOf;
 use crate::type_config::alias::ResponderOf;
 use crate::type_config::TypeConfigExt;
 use crate::AsyncRuntime;
@@ -206,9 +209,36 @@ where
 
     pub(crate) command_state: CommandState,
 
+    /// Wharf: the leader's own appends submitted to the log store and not yet flushed, oldest
+    /// first, when `Config::async_leader_flush` is on (see `leader_flushed`).
+    pub(crate) leader_flushes: VecDeque<LeaderFlush<C>>,
+
     pub(crate) span: Span,
 
     pub(crate) _p: PhantomData<SM>,
+}
+
+/// Wharf: one append of the leader's own entries waiting for its flush: the flush callback's
+/// receiver and the last log id of the append.
+pub(crate) type LeaderFlush<C> = (
+    OneshotReceiverOf<C, Result<LogIOId<<C as RaftTypeConfig>::NodeId>, std::io::Error>>,
+    LogId<<C as RaftTypeConfig>::NodeId>,
+);
+
+/// Wharf: the oldest pending leader flush's outcome, once it has one; never while none is
+/// pending. Cancel-safe: the entry leaves the queue only in the poll that completes.
+async fn next_leader_flush<C: RaftTypeConfig>(
+    queue: &mut VecDeque<LeaderFlush<C>>,
+) -> (
+    LogId<C::NodeId>,
+    Result<Result<LogIOId<C::NodeId>, std::io::Error>, OneshotReceiverErrorOf<C>>,
+) {
+    let Some((rx, _)) = queue.front_mut() else {
+        return futures::future::pending().await;
+    };
+    let outcome = rx.await;
+    let (_, last_log_id) = queue.pop_front().expect("the front entry awaited above");
+    (last_log_id, outcome)
 }
 
 impl<C, N, LS, SM> RaftCore<C, N, LS, SM>
@@ -730,6 +760,34 @@ where
         Ok(())
     }
 
+    /// Wharf: the leader's own append up to `last_log_id` was flushed (or failed, which stops
+    /// the group as a failed blocking append does): the leader now counts itself as holding it.
+    fn leader_flushed(
+        &mut self,
+        (last_log_id, outcome): (
+            LogId<C::NodeId>,
+            Result<Result<LogIOId<C::NodeId>, std::io::Error>, OneshotReceiverErrorOf<C>>,
+        ),
+    ) -> Result<(), StorageError<C::NodeId>> {
+        outcome
+            .map_err(|e| StorageIOError::write_logs(AnyError::error(e)))?
+            .map_err(|e| StorageIOError::write_logs(AnyError::error(e)))?;
+        // The leader may have changed: reporting to a different leader is not a problem.
+        if let Ok(mut lh) = self.engine.leader_handler() {
+            lh.replication_handler().update_local_progress(Some(last_log_id));
+        }
+        Ok(())
+    }
+
+    /// Wharf: waits for every pending flush of the leader's own appends, in order.
+    async fn drain_leader_flushes(&mut self) -> Result<(), StorageError<C::NodeId>> {
+        while let Some((rx, last_log_id)) = self.leader_flushes.pop_front() {
+            let outcome = rx.await;
+            self.leader_flushed((last_log_id, outcome))?;
+        }
+        Ok(())
+    }
+
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn apply_to_state_machine(
         &mut self,
@@ -938,6 +996,10 @@ where
                 _ = &mut rx_shutdown => {
                     tracing::info!("recv from rx_shutdown");
                     return Err(Fatal::Stopped);
+                }
+
+                flushed = next_leader_flush::<C>(&mut self.leader_flushes) => {
+                    self.leader_flushed(flushed)?;
                 }
 
                 notify_res = self.rx_notify.recv() => {
@@ -1636,11 +1698,26 @@ where
                 self.leader_data = Some(LeaderData::new());
             }
             Command::QuitLeader => {
+                // Wharf: whatever this node says of its log from now on (as a voter, as a
+                // follower) must be on disk.
+                self.drain_leader_flushes().await?;
                 self.leader_data = None;
             }
             Command::AppendInputEntries { vote, entries } => {
                 let last_log_id = entries.last().unwrap().get_log_id().clone();
                 tracing::debug!("AppendInputEntries: {}", DisplaySlice::<_>(&entries),);
+
+                // Wharf: a leader's own entries are submitted without waiting for their flush,
+                // so they go to the followers while they are being flushed here; the leader
+                // counts itself as holding them once the flush is reported
+                // (`leader_flushed`). A follower still answers only after its flush.
+                if self.config.async_leader_flush && self.leader_data.is_some() {
+                    let (tx, rx) = C::AsyncRuntime::oneshot();
+                    let log_io_id = LogIOId::new(vote, Some(last_log_id.clone()));
+                    self.log_store.append(entries, LogFlushed::new(log_io_id, tx)).await?;
+                    self.leader_flushes.push_back((rx, last_log_id));
+                    return Ok(None);
+                }
 
                 self.append_to_log(entries, vote, last_log_id.clone()).await?;
 
@@ -1731,6 +1808,11 @@ where
                 }
             }
             Command::StateMachine { command } => {
+                // Wharf: a snapshot is kept on disk and outlives the log below it, so it may
+                // cover only flushed entries; the leader may have applied some not yet flushed.
+                if matches!(command.payload, sm::CommandPayload::BuildSnapshot) {
+                    self.drain_leader_flushes().await?;
+                }
                 // Just forward a state machine command to the worker.
                 self.sm_handle.send(command).map_err(|_e| {
                     StorageIOError::write_state_machine(AnyError::error("can not send to sm::Worker".to_string()))

@@ -26,6 +26,9 @@ pub(crate) struct EngineConfig<NID: NodeId> {
     pub(crate) max_payload_entries: u64,
 
     pub(crate) timer_config: time_state::Config,
+
+    /// Wharf: `Config::async_leader_flush`.
+    pub(crate) async_leader_flush: bool,
 }
 
 impl<NID: NodeId> Default for EngineConfig<NID> {
@@ -37,6 +40,7 @@ impl<NID: NodeId> Default for EngineConfig<NID> {
             purge_batch_size: 256,
             max_payload_entries: 300,
             timer_config: time_state::Config::default(),
+            async_leader_flush: false,
         }
     }
 }
@@ -55,6 +59,7 @@ impl<NID: NodeId> EngineConfig<NID> {
                 smaller_log_timeout: Duration::from_millis(config.election_timeout_max * 2),
                 leader_lease: Duration::from_millis(config.election_timeout_max),
             },
+            async_leader_flush: config.async_leader_flush,
         }
     }
 }

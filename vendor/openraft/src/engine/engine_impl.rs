@@ -154,6 +154,21 @@ where C: RaftTypeConfig
             self.state.membership_state.effective().is_voter(&self.config.id)
         );
 
+        // Wharf: not when a leader replicates while it flushes (`Config::async_leader_flush`):
+        // a power loss may have taken entries of its term that its followers hold, and leading
+        // the same term again it would write other entries under their log ids. It stands for
+        // election in a new term at once instead, which a log missing committed entries cannot
+        // win. (Left a follower, its committed vote for itself would make it a leader again at
+        // the next server-state update.)
+        if self.config.async_leader_flush
+            && self.state.is_leader(&self.config.id)
+            && self.state.membership_state.effective().is_voter(&self.config.id)
+        {
+            self.state.server_state = ServerState::Follower;
+            self.elect();
+            return;
+        }
+
         // Previously it is a leader. restore it as leader at once
         if self.state.is_leader(&self.config.id) {
             self.vote_handler().update_internal_server_state();

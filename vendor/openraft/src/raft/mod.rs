@@ -290,6 +290,7 @@ where C: RaftTypeConfig
 
             replications: Default::default(),
             leader_data: None,
+            leader_flushes: Default::default(),
 
             tx_api: tx_api.clone(),
             rx_api,
