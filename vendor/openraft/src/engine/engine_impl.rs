@@ -156,17 +156,17 @@ where C: RaftTypeConfig
 
         // Wharf: not when a leader replicates while it flushes (`Config::async_leader_flush`):
         // a power loss may have taken entries of its term that its followers hold, and leading
-        // the same term again it would write other entries under their log ids. It stands for
-        // election in a new term at once instead, which a log missing committed entries cannot
-        // win. (Left a follower, its committed vote for itself would make it a leader again at
-        // the next server-state update.)
-        if self.config.async_leader_flush
-            && self.state.is_leader(&self.config.id)
-            && self.state.membership_state.effective().is_voter(&self.config.id)
-        {
-            self.state.server_state = ServerState::Follower;
-            self.elect();
-            return;
+        // the same term again it would write other entries under their log ids. It starts as
+        // a node that stood for election in that term and did not win: its vote for itself is
+        // taken as not granted, so it follows whichever leader reaches it (a later term, which
+        // a log missing committed entries cannot win), or elects when its timeout passes.
+        // Left with the vote granted it would turn leader again at the next server-state
+        // update; standing for a new term at once would, with the followers answering that
+        // term, depose a leader the others elected meanwhile.
+        if self.config.async_leader_flush && self.state.is_leader(&self.config.id) {
+            let term = self.state.vote_ref().leader_id().term;
+            let not_granted = Vote::new(term, self.config.id.clone());
+            self.state.vote.update(C::now(), not_granted);
         }
 
         // Previously it is a leader. restore it as leader at once
