@@ -19,7 +19,7 @@ use broker_core::topic::TopicSpec;
 use bytes::Bytes;
 
 use crate::support::{
-    Net, controller_leader, default_subscription, node_record, read_own_replica,
+    Net, all_registered, controller_leader, default_subscription, node_record, read_own_replica,
     start_cluster_node, three_registered_nodes, until,
 };
 
@@ -55,16 +55,8 @@ async fn each_node_holds_only_its_partitions_and_forwards_the_others_to_their_le
     for id in 1..=NODES {
         nodes.push(start_node(id, root.path(), &net).await);
     }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
-    })
-    .await;
-    let leader = nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .expect("a controller leader");
+    until("every node registered and ready", || all_registered(&nodes)).await;
+    let leader = controller_leader(&nodes);
     let spec = TopicSpec {
         name: TOPIC.into(),
         partitions: Some(PARTITIONS),
@@ -214,12 +206,7 @@ async fn five_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
     for id in 1..=NODES {
         nodes.push(start_node(id, root, net).await);
     }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
-    })
-    .await;
+    until("every node registered and ready", || all_registered(&nodes)).await;
     nodes
 }
 

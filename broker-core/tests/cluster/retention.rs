@@ -16,7 +16,7 @@ use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
 use bytes::Bytes;
 
-use crate::support::{Net, node_record, receive, start_cluster_node};
+use crate::support::{Net, all_registered, node_record, receive, start_cluster_node};
 
 /// Segments roll at the smallest size the log takes, so a few hundred messages fill many.
 const SEGMENT_BYTES: u64 = 4 * 1024;
@@ -73,9 +73,7 @@ async fn jobs_on_three_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode
         nodes.push(start_node(id, root, net).await);
     }
     until("every node registered and ready", async || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == 3)
+        all_registered(&nodes)
     })
     .await;
     let controller = nodes[0].controller_leader().expect("a controller leader");

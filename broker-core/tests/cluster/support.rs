@@ -21,8 +21,8 @@ mod tmpfs;
 
 pub use net::Net;
 pub use nodes::{
-    node_record, open_cluster_broker, read_own_replica, start_cluster_node, text_message,
-    try_open_cluster_broker,
+    all_registered, controller_leader, node_record, open_cluster_broker, read_own_replica,
+    start_cluster_node, text_message, try_open_cluster_broker,
 };
 pub use tmpfs::temp_root;
 
@@ -45,12 +45,7 @@ pub async fn three_registered_nodes(root: &Path, net: &Arc<Net>) -> Vec<Arc<Clus
     for id in 1..=3 {
         nodes.push(start_node(id, root, net).await);
     }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == 3)
-    })
-    .await;
+    until("every node registered and ready", || all_registered(&nodes)).await;
     nodes
 }
 
@@ -160,13 +155,4 @@ pub fn default_subscription(name: &str) -> broker_core::subscription::Subscripti
         filter: None,
         ordering: None,
     }
-}
-
-/// The node of `nodes` leading the controller group.
-pub fn controller_leader(nodes: &[Arc<ClusterNode>]) -> Arc<ClusterNode> {
-    nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .cloned()
-        .expect("a controller leader")
 }

@@ -21,7 +21,10 @@ use broker_core::subscription::SubscriptionSpec;
 use broker_core::topic::TopicSpec;
 use fail::FailScenario;
 
-use crate::support::{Net, node_record, read_own_replica, start_cluster_node, text_message};
+use crate::support::{
+    Net, all_registered, controller_leader, node_record, read_own_replica, start_cluster_node,
+    text_message,
+};
 
 const NODES: u64 = 4;
 const TOPIC: &str = "moving";
@@ -102,16 +105,10 @@ impl Cluster {
             nodes.push(start_node(id, root.path(), &net).await);
         }
         until("every node registered and ready", async || {
-            nodes
-                .iter()
-                .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
+            all_registered(&nodes)
         })
         .await;
-        let controller = nodes
-            .iter()
-            .find(|n| n.controller_leader() == Some(n.node_id()))
-            .cloned()
-            .expect("a controller leader");
+        let controller = controller_leader(&nodes);
         let spec = TopicSpec {
             name: TOPIC.into(),
             partitions: Some(1),

@@ -16,7 +16,9 @@ use broker_core::cluster_node::ClusterNode;
 use broker_core::topic::TopicSpec;
 use fail::FailScenario;
 
-use crate::support::{Net, node_record, start_cluster_node, text_message};
+use crate::support::{
+    Net, all_registered, controller_leader, node_record, start_cluster_node, text_message,
+};
 
 const NODES: u64 = 3;
 const TOPIC: &str = "flushed";
@@ -41,12 +43,7 @@ async fn start_nodes(root: &std::path::Path, net: &Arc<Net>) -> Vec<Arc<ClusterN
         let me = node_record(id, format!("zone-{id}"), 7400);
         nodes.push(start_cluster_node(me, root, net, &peers, false, |_| {}).await);
     }
-    until("every node registered and ready", || {
-        nodes
-            .iter()
-            .all(|n| n.ready() && n.state().nodes().len() == NODES as usize)
-    })
-    .await;
+    until("every node registered and ready", || all_registered(&nodes)).await;
     nodes
 }
 
@@ -56,11 +53,7 @@ async fn the_leader_fsyncs_an_entry_while_its_followers_do() {
     let root = tempfile::tempdir().expect("dir");
     let net = Arc::new(Net::default());
     let nodes = start_nodes(root.path(), &net).await;
-    let controller = nodes
-        .iter()
-        .find(|n| n.controller_leader() == Some(n.node_id()))
-        .cloned()
-        .expect("a controller leader");
+    let controller = controller_leader(&nodes);
     let spec = TopicSpec {
         name: TOPIC.into(),
         partitions: Some(1),

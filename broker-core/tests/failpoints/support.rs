@@ -13,7 +13,10 @@ mod storage;
 mod topic;
 
 pub use net::Net;
-pub use nodes::{node_record, read_own_replica, start_cluster_node, text_message};
+pub use nodes::{
+    all_registered, controller_leader, node_record, read_own_replica, start_cluster_node,
+    text_message,
+};
 pub use storage::{
     TestLog, append_acknowledged, bare, file_len, read_all, records, small_segments,
 };

@@ -13,6 +13,22 @@ use broker_core::{Broker, BrokerConfig};
 
 use super::net::{Net, NodeTransport};
 
+/// Whether every node of `nodes` is ready and knows all of them (registered).
+pub fn all_registered(nodes: &[Arc<ClusterNode>]) -> bool {
+    nodes
+        .iter()
+        .all(|n| n.ready() && n.state().nodes().len() == nodes.len())
+}
+
+/// The node of `nodes` leading the controller group.
+pub fn controller_leader(nodes: &[Arc<ClusterNode>]) -> Arc<ClusterNode> {
+    nodes
+        .iter()
+        .find(|n| n.controller_leader() == Some(n.node_id()))
+        .cloned()
+        .expect("a controller leader")
+}
+
 /// Node `id`'s record: in `zone`, its addresses from `port_base` (never bound in process).
 pub fn node_record(id: u64, zone: String, port_base: u16) -> NodeRecord {
     NodeRecord {

@@ -233,11 +233,12 @@ async fn next_leader_flush<C: RaftTypeConfig>(
     LogId<C::NodeId>,
     Result<Result<LogIOId<C::NodeId>, std::io::Error>, OneshotReceiverErrorOf<C>>,
 ) {
-    let Some((rx, _)) = queue.front_mut() else {
+    let Some((rx, last_log_id)) = queue.front_mut() else {
         return futures::future::pending().await;
     };
+    let last_log_id = last_log_id.clone();
     let outcome = rx.await;
-    let (_, last_log_id) = queue.pop_front().expect("the front entry awaited above");
+    queue.pop_front();
     (last_log_id, outcome)
 }
 
