@@ -90,14 +90,12 @@ pub fn raft_config() -> Result<Arc<Config>> {
 /// which must never get ahead of its own log on disk.
 fn group_config(group: &GroupId, config: Arc<Config>) -> Arc<Config> {
     match group {
-        GroupId::Partition { .. } if config.eager_commit_notice || !config.async_leader_flush => {
-            Arc::new(Config {
-                eager_commit_notice: false,
-                async_leader_flush: true,
-                ..(*config).clone()
-            })
-        }
-        _ => config,
+        GroupId::Partition { .. } => Arc::new(Config {
+            eager_commit_notice: false,
+            async_leader_flush: true,
+            ..(*config).clone()
+        }),
+        GroupId::Controller => config,
     }
 }
 

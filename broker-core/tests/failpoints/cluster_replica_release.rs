@@ -23,7 +23,7 @@ use fail::FailScenario;
 
 use crate::support::{
     Net, all_registered, controller_leader, node_record, read_own_replica, start_cluster_node,
-    text_message,
+    text_message, until,
 };
 
 const NODES: u64 = 4;
@@ -37,16 +37,6 @@ const LEASE_MS: u64 = 3_000;
 /// The leases of the moved-back leader's deliveries, which the test acks after a further
 /// empty receive: they must not end before (a 1 s lease did in a CI run).
 const HELD_MS: u64 = 60_000;
-
-async fn until(what: &str, done: impl AsyncFn() -> bool) {
-    for _ in 0..150 {
-        if done().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 15 s");
-}
 
 /// Each file of `dir` (a partition's directory), with whether it holds any data (a byte
 /// other than zero: a new segment is zeroed ahead of its writes).

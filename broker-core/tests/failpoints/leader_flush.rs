@@ -17,7 +17,7 @@ use broker_core::topic::TopicSpec;
 use fail::FailScenario;
 
 use crate::support::{
-    Net, all_registered, controller_leader, node_record, start_cluster_node, text_message,
+    Net, all_registered, controller_leader, node_record, start_cluster_node, text_message, until,
 };
 
 const NODES: u64 = 3;
@@ -26,16 +26,6 @@ const TOPIC: &str = "flushed";
 /// process, so the followers' fsyncs start while the leader's is still under way.
 const FSYNC_MS: u64 = 500;
 
-async fn until(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..150 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 15 s");
-}
-
 async fn start_nodes(root: &std::path::Path, net: &Arc<Net>) -> Vec<Arc<ClusterNode>> {
     let peers: Vec<u64> = (1..=NODES).collect();
     let mut nodes = Vec::new();
@@ -43,7 +33,10 @@ async fn start_nodes(root: &std::path::Path, net: &Arc<Net>) -> Vec<Arc<ClusterN
         let me = node_record(id, format!("zone-{id}"), 7400);
         nodes.push(start_cluster_node(me, root, net, &peers, false, |_| {}).await);
     }
-    until("every node registered and ready", || all_registered(&nodes)).await;
+    until("every node registered and ready", async || {
+        all_registered(&nodes)
+    })
+    .await;
     nodes
 }
 
@@ -61,7 +54,7 @@ async fn the_leader_fsyncs_an_entry_while_its_followers_do() {
         ..TopicSpec::default()
     };
     controller.create_topic(spec).await.expect("created");
-    until("every replica knows the partition's leader", || {
+    until("every replica knows the partition's leader", async || {
         nodes
             .iter()
             .all(|n| n.broker().partition_leader(TOPIC, 0).is_some())

@@ -21,3 +21,14 @@ pub use storage::{
     TestLog, append_acknowledged, bare, file_len, read_all, records, small_segments,
 };
 pub use topic::{broker_with_topic, create_topic, text};
+
+/// Waits up to 15 s for `done`, asking every 100 ms; panics naming `what` if it never is.
+pub async fn until(what: &str, done: impl AsyncFn() -> bool) {
+    for _ in 0..150 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 15 s");
+}

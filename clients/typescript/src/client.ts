@@ -170,10 +170,7 @@ export interface StreamOptions extends CallOptions {
  * `detach` is set, since a streamed body still needs `outer` to end it.
  */
 function attemptSignal(outer: AbortSignal | undefined, ms: number) {
-  const controller = new AbortController();
-  const forward = () => controller.abort(outer?.reason);
-  if (outer?.aborted) forward();
-  else outer?.addEventListener("abort", forward, { once: true });
+  const { controller, detach: detachOuter } = following(outer);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -184,9 +181,18 @@ function attemptSignal(outer: AbortSignal | undefined, ms: number) {
     timedOut: () => timedOut,
     settle(detach: boolean) {
       clearTimeout(timer);
-      if (detach) outer?.removeEventListener("abort", forward);
+      if (detach) detachOuter();
     },
   };
+}
+
+/** A controller that aborts when `outer` does, with its reason; `detach()` stops following. */
+function following(outer: AbortSignal | undefined): { controller: AbortController; detach: () => void } {
+  const controller = new AbortController();
+  const forward = () => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener("abort", forward, { once: true });
+  return { controller, detach: () => outer?.removeEventListener("abort", forward) };
 }
 
 /**
@@ -542,19 +548,17 @@ export class WharfClient {
  * message spends with the caller between two reads counts too: the stream is not read then.
  */
 class IdleWatchdog {
-  private readonly controller = new AbortController();
-  private readonly forward: () => void;
+  private readonly controller: AbortController;
+  private readonly detach: () => void;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Whether silence, not the caller, aborted the stream. */
   fired = false;
 
   constructor(
-    private readonly outer: AbortSignal | undefined,
+    outer: AbortSignal | undefined,
     private readonly idleMs: number,
   ) {
-    this.forward = () => this.controller.abort(outer?.reason);
-    if (outer?.aborted) this.forward();
-    else outer?.addEventListener("abort", this.forward, { once: true });
+    ({ controller: this.controller, detach: this.detach } = following(outer));
   }
 
   get signal(): AbortSignal {
@@ -571,6 +575,6 @@ class IdleWatchdog {
 
   stop(): void {
     clearTimeout(this.timer);
-    this.outer?.removeEventListener("abort", this.forward);
+    this.detach();
   }
 }

@@ -225,14 +225,17 @@ pub(crate) type LeaderFlush<C> = (
     LogId<<C as RaftTypeConfig>::NodeId>,
 );
 
+/// Wharf: what a leader's flush callback reported: the flush's result, or the callback gone.
+pub(crate) type FlushOutcome<C> = Result<
+    Result<LogIOId<<C as RaftTypeConfig>::NodeId>, std::io::Error>,
+    OneshotReceiverErrorOf<C>,
+>;
+
 /// Wharf: the oldest pending leader flush's outcome, once it has one; never while none is
 /// pending. Cancel-safe: the entry leaves the queue only in the poll that completes.
 async fn next_leader_flush<C: RaftTypeConfig>(
     queue: &mut VecDeque<LeaderFlush<C>>,
-) -> (
-    LogId<C::NodeId>,
-    Result<Result<LogIOId<C::NodeId>, std::io::Error>, OneshotReceiverErrorOf<C>>,
-) {
+) -> (LogId<C::NodeId>, FlushOutcome<C>) {
     let Some((rx, last_log_id)) = queue.front_mut() else {
         return futures::future::pending().await;
     };
@@ -765,10 +768,7 @@ where
     /// the group as a failed blocking append does): the leader now counts itself as holding it.
     fn leader_flushed(
         &mut self,
-        (last_log_id, outcome): (
-            LogId<C::NodeId>,
-            Result<Result<LogIOId<C::NodeId>, std::io::Error>, OneshotReceiverErrorOf<C>>,
-        ),
+        (last_log_id, outcome): (LogId<C::NodeId>, FlushOutcome<C>),
     ) -> Result<(), StorageError<C::NodeId>> {
         outcome
             .map_err(|e| StorageIOError::write_logs(AnyError::error(e)))?
