@@ -13,7 +13,9 @@
 //! - the peer address as [`ConnectInfo`] for the edge.
 //!
 //! On shutdown the loop stops accepting, asks every connection to close once its current
-//! request is answered, and waits for them at most the drain timeout.
+//! request is answered, and waits for them at most the drain timeout. A connection a route
+//! upgrades (answering `101`, the cluster port's peer connections) leaves the loop then: the
+//! route serves and ends it.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,7 +28,6 @@ use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
@@ -75,7 +76,8 @@ pub async fn serve_connections(
 ) {
     let slots = &edge.connections;
     let edge = &edge.settings;
-    let graceful = GracefulShutdown::new();
+    // Every connection's task holds a receiver: the sender is closed once all have ended.
+    let (closing, connections) = tokio::sync::watch::channel(false);
     let builder = http1_builder(edge);
     tokio::pin!(shutdown);
     loop {
@@ -114,17 +116,30 @@ pub async fn serve_connections(
             }
         });
         let stream = WriteTimeout::new(stream, edge.write_timeout);
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let connection = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades();
+        let mut closing = connections.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = ended {
                 tracing::debug!(%error, %peer, "connection ended with an error");
             }
             drop(slot);
         });
     }
     drop(listener);
+    drop(connections);
+    closing.send_replace(true);
     tokio::select! {
-        () = graceful.shutdown() => {}
+        () = closing.closed() => {}
         () = tokio::time::sleep(drain_timeout) => {
             tracing::warn!(
                 "connections still open {} ms after shutdown began; closing anyway",
@@ -158,7 +173,8 @@ fn connection_buffer_bytes(max_header_bytes: usize) -> usize {
     max_header_bytes.max(MIN_CONNECTION_BUFFER_BYTES) + MIN_CONNECTION_BUFFER_BYTES
 }
 
-fn configure_socket(stream: &TcpStream, keepalive: Option<Duration>) {
+/// `TCP_NODELAY`, and TCP keepalive probes after `keepalive` idle (none for `None`).
+pub(crate) fn configure_socket(stream: &TcpStream, keepalive: Option<Duration>) {
     let _ = stream.set_nodelay(true);
     if let Some(idle) = keepalive {
         let settings = socket2::TcpKeepalive::new()

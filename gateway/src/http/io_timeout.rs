@@ -36,6 +36,11 @@ impl<T> WriteTimeout<T> {
         }
     }
 
+    /// The socket, unwrapped (an upgraded connection that times its writes itself).
+    pub(crate) fn into_inner(self) -> T {
+        self.inner
+    }
+
     /// Passes on what a write (or flush, or shutdown) of the socket gave: progress clears the
     /// timer, a wait arms it (or fails once it has fired).
     fn timed<R>(

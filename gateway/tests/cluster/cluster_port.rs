@@ -11,11 +11,12 @@ use broker_core::raft::{
 use bytes::Bytes;
 use gateway::cluster::{AlertsSlot, Liveness, PeerAuth, PeerClient, serve_cluster_port};
 
-const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+/// The secret of the port and its callers.
+pub(crate) const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
 
 /// Echoes the body for partition groups, refuses the controller, and takes its time when
 /// the body says `slow`.
-struct Echo;
+pub(crate) struct Echo;
 
 impl RpcHandler for Echo {
     fn handle(&self, group: GroupId, rpc: Rpc, body: Bytes) -> HandlerFuture {
@@ -34,7 +35,8 @@ impl RpcHandler for Echo {
     }
 }
 
-async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+/// A cluster port answering with [`Echo`], and what stops it.
+pub(crate) async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
@@ -53,11 +55,13 @@ async fn start_port() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>
     (address, stop)
 }
 
-fn client(secret: &[u8], peers: BTreeMap<u64, std::net::SocketAddr>) -> PeerClient {
+/// A peer client of node 1 with `secret`, knowing `peers`.
+pub(crate) fn client(secret: &[u8], peers: BTreeMap<u64, std::net::SocketAddr>) -> PeerClient {
     PeerClient::new(1, PeerAuth::new(secret), peers, Liveness::default()).expect("client")
 }
 
-fn call(group: GroupId, body: &'static [u8], timeout_ms: u64) -> RpcCall {
+/// An append of `body` to `group`.
+pub(crate) fn call(group: GroupId, body: &'static [u8], timeout_ms: u64) -> RpcCall {
     RpcCall {
         group,
         rpc: Rpc::Append,
@@ -66,7 +70,8 @@ fn call(group: GroupId, body: &'static [u8], timeout_ms: u64) -> RpcCall {
     }
 }
 
-fn partition() -> GroupId {
+/// Partition 2 of `orders`.
+pub(crate) fn partition() -> GroupId {
     GroupId::Partition {
         topic: "orders".into(),
         partition: 2,
