@@ -177,7 +177,7 @@ impl Connection {
         self.closed.send_if_modified(|closed| {
             let first = closed.is_none();
             if first {
-                tracing::debug!(node = self.target, %reason, "peer connection closed");
+                tracing::info!(node = self.target, %reason, "peer connection closed");
                 *closed = Some(reason);
             }
             first
