@@ -55,7 +55,8 @@ pub(crate) const ZERO_AHEAD_MAX_GROUP_BYTES: usize = 64 * 1024;
 pub(crate) struct PartitionLog {
     view: Arc<LogView>,
     active: Arc<Segment>,
-    /// Message batches appended since the last commit, for the sparse index.
+    /// Message batches appended since the last commit, for the sparse index (a single node's
+    /// log; a replicated one indexes each entry as it writes it).
     appended: Vec<BatchLocation>,
     next_offset: u64,
     /// Everything before this position is fsynced.

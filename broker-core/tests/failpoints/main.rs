@@ -10,6 +10,7 @@ mod broker;
 mod cluster_replica_release;
 mod leader_flush;
 mod raft_log_read_race;
+mod raft_written_reads;
 mod slow_disk;
 mod storage;
 mod support;

@@ -2,8 +2,9 @@
 //! frame per entry, and Raft decides what readers see.
 //!
 //! - `append_entry` writes an entry after the last, its messages taking the next offsets (the
-//!   same on every replica, as their logs are equal up to it). Readers see it only once Raft
-//!   applied it ([`LogView::publish_applied`]), never at the writer's commit.
+//!   same on every replica, as their logs are equal up to it), and indexes them at once.
+//!   Readers see it only once Raft applied it ([`LogView::publish_applied`]), which may come
+//!   before this replica's fsync of it; never at the writer's commit.
 //! - `truncate_entries` cuts a conflicting tail that Raft never committed: the frame of the
 //!   first doomed entry and everything after it, later segments included; the next message
 //!   offset goes back to that entry's. The cut is fsynced before it returns.
@@ -47,15 +48,19 @@ impl PartitionLog {
         self.roll_if_full()?;
         let position = self.active.append(&frame)?;
         let frame_len = frame.len() as u64;
+        // Indexed at once, not at the group's commit after its fsync: Raft may apply the
+        // entry (its followers hold it) while this replica's fsync is still under way, and a
+        // reader of a visible offset must find it (`tests/failpoints/raft_written_reads.rs`).
+        // Before the entry's location below, which is what replication reads it by.
         if header.kind == BatchKind::Messages {
-            self.appended.push(BatchLocation {
+            self.view.note_batches(&[BatchLocation {
                 base_offset: header.base_offset,
                 record_count: header.record_count,
                 segment_base: self.active.base_offset(),
                 position,
                 frame_len: u32::try_from(frame_len).unwrap_or(u32::MAX),
                 max_ts: header.max_ts,
-            });
+            }]);
         }
         self.next_offset = header.next_offset();
         self.unsynced = true;
