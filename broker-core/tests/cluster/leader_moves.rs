@@ -32,12 +32,22 @@ async fn orders_on_three_brokers(root: &Path) -> Vec<Arc<Broker>> {
     brokers
 }
 
+/// Every value `broker`'s replica serves, read a page at a time (a producer that keeps
+/// writing may commit more than one read's worth).
 async fn values(broker: &Broker) -> Vec<String> {
-    let read = read_own_replica(broker, "orders", 0, 0, 1000).await;
-    read.messages
-        .into_iter()
-        .map(|m| String::from_utf8_lossy(&m.record.value).into_owned())
-        .collect()
+    let (mut values, mut next) = (Vec::new(), 0);
+    loop {
+        let read = read_own_replica(broker, "orders", 0, next, 1000).await;
+        let Some(last) = read.messages.last() else {
+            return values;
+        };
+        next = last.offset + 1;
+        values.extend(
+            read.messages
+                .iter()
+                .map(|m| String::from_utf8_lossy(&m.record.value).into_owned()),
+        );
+    }
 }
 
 /// Every broker's values once all show `expected`.
