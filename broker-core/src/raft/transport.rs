@@ -91,6 +91,17 @@ pub enum Rpc {
 }
 
 impl Rpc {
+    /// Every RPC.
+    pub const ALL: [Rpc; 7] = [
+        Rpc::Append,
+        Rpc::Vote,
+        Rpc::Snapshot,
+        Rpc::Propose,
+        Rpc::Transfer,
+        Rpc::Membership,
+        Rpc::Write,
+    ];
+
     /// The RPC's name in a path.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -106,16 +117,7 @@ impl Rpc {
 
     /// Parses [`Rpc::as_str`]'s form.
     pub fn parse(text: &str) -> Option<Rpc> {
-        match text {
-            "append" => Some(Rpc::Append),
-            "vote" => Some(Rpc::Vote),
-            "snapshot" => Some(Rpc::Snapshot),
-            "propose" => Some(Rpc::Propose),
-            "transfer" => Some(Rpc::Transfer),
-            "membership" => Some(Rpc::Membership),
-            "write" => Some(Rpc::Write),
-            _ => None,
-        }
+        Rpc::ALL.into_iter().find(|rpc| rpc.as_str() == text)
     }
 }
 
@@ -259,15 +261,7 @@ mod tests {
         ] {
             assert_eq!(GroupId::from_path(bad), None, "{bad:?} parsed");
         }
-        for rpc in [
-            Rpc::Append,
-            Rpc::Vote,
-            Rpc::Snapshot,
-            Rpc::Propose,
-            Rpc::Transfer,
-            Rpc::Membership,
-            Rpc::Write,
-        ] {
+        for rpc in Rpc::ALL {
             assert_eq!(Rpc::parse(rpc.as_str()), Some(rpc));
         }
     }

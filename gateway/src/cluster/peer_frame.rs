@@ -187,15 +187,7 @@ mod tests {
     }
 
     fn rpcs() -> impl Strategy<Value = Rpc> {
-        prop::sample::select(vec![
-            Rpc::Append,
-            Rpc::Vote,
-            Rpc::Snapshot,
-            Rpc::Propose,
-            Rpc::Transfer,
-            Rpc::Membership,
-            Rpc::Write,
-        ])
+        prop::sample::select(Rpc::ALL.to_vec())
     }
 
     fn frames() -> impl Strategy<Value = Frame> {

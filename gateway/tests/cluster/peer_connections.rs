@@ -72,6 +72,12 @@ impl Proxy {
     }
 }
 
+/// A first call to node 2, answered: the connection is open.
+async fn first_call(peers: &impl Transport) {
+    let first = peers.call(2, call(partition(), b"first", 5_000)).await;
+    assert!(first.is_ok(), "the first call failed: {first:?}");
+}
+
 fn body_call(body: String, timeout: Duration) -> RpcCall {
     RpcCall {
         group: partition(),
@@ -107,12 +113,7 @@ async fn a_call_cut_off_after_it_went_out_is_lost_and_the_next_call_connects_aga
     let (port, _stop) = start_port().await;
     let proxy = Proxy::to(port).await;
     let peers = client(SECRET, BTreeMap::from([(2, proxy.address)]));
-    assert!(
-        peers
-            .call(2, call(partition(), b"first", 5_000))
-            .await
-            .is_ok()
-    );
+    first_call(&peers).await;
     let slow = {
         let peers = peers.clone();
         tokio::spawn(async move { peers.call(2, call(partition(), b"slow", 10_000)).await })
@@ -134,12 +135,7 @@ async fn a_peer_gone_silent_is_given_up_within_the_silence_limit() {
     let (port, _stop) = start_port().await;
     let proxy = Proxy::to(port).await;
     let peers = client(SECRET, BTreeMap::from([(2, proxy.address)]));
-    assert!(
-        peers
-            .call(2, call(partition(), b"first", 5_000))
-            .await
-            .is_ok()
-    );
+    first_call(&peers).await;
     proxy.frozen.send_replace(true);
     let started = Instant::now();
     // Longer than the silence limit (3 s) and its look (every 1 s): the connection ends
@@ -160,12 +156,7 @@ async fn a_peer_gone_silent_is_given_up_within_the_silence_limit() {
 async fn a_stopped_port_ends_its_peer_connections() {
     let (port, stop) = start_port().await;
     let peers = client(SECRET, BTreeMap::from([(2, port)]));
-    assert!(
-        peers
-            .call(2, call(partition(), b"first", 5_000))
-            .await
-            .is_ok()
-    );
+    first_call(&peers).await;
     stop.send(()).expect("the port is serving");
     // The open connection must not outlive the port: the node behind it is stopped.
     let deadline = Instant::now() + Duration::from_secs(5);
