@@ -78,14 +78,15 @@ async fn an_entry_applied_before_its_fsync_ends_is_read_not_reported_corrupt() {
     // Raft applied it (its followers hold it) while this replica's fsync is under way.
     log.publish_applied(1, &on_commit).expect("published");
     let read = log.read(0, 10, 1024 * 1024);
+    // Let go (whether the writer reached its fsync yet or not: it cannot pass it before this,
+    // so the read above came before the group's commit), and hold no later fsync.
+    release.send(()).expect("the failpoint holds the receiver");
+    drop(release);
+    let fsynced = flushed.await.expect("answered");
     fail::remove(FAILPOINT);
-    release.send(()).expect("the fsync is held");
 
     let records = read.expect("the applied entry reads while its fsync is under way");
     let values: Vec<&[u8]> = records.iter().map(|r| r.record.value.as_ref()).collect();
     assert_eq!(values, [b"first".as_slice()]);
-    flushed
-        .await
-        .expect("answered")
-        .expect("the held fsync succeeds once let go");
+    fsynced.expect("the held fsync succeeds once let go");
 }
