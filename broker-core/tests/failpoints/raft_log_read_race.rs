@@ -8,16 +8,15 @@
 //! leave out: the read must return the entries it could read, not an error.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
 
-use broker_core::config::{FsyncPolicy, LogConfig};
 use broker_core::raft::{LogStore, NodeInfo, TypeConfig};
-use broker_core::storage::PartitionHandle;
 use fail::FailScenario;
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Membership, RaftLogReader};
-use tokio::sync::Notify;
+
+use crate::support::replicated_log;
 
 const FAILPOINT: &str = "raft_view::read_entries::located";
 
@@ -56,21 +55,8 @@ async fn a_read_racing_a_truncation_returns_the_entries_it_could_read_not_an_err
     // The failpoint is global to the process: held, the scenario keeps this binary's other
     // tests (the cluster ones read Raft logs too) from running meanwhile.
     let _scenario = FailScenario::setup();
-    let root = tempfile::tempdir().expect("temp dir");
-    let db = sled::Config::new()
-        .path(root.path().join("meta"))
-        .open()
-        .expect("sled");
-    let dir = root.path().join("p0");
-    let config = LogConfig {
-        segment_bytes: 1024 * 1024,
-        fsync: FsyncPolicy::Always,
-        leader_epoch: 0,
-    };
-    let tree = db.open_tree("p0").expect("tree");
-    let on_commit = Arc::new(Notify::new());
-    let log = PartitionHandle::open_replicated(dir.clone(), tree, config, on_commit, None)
-        .expect("opens");
+    let (partition, log) = replicated_log();
+    let dir = partition.dir.clone();
     let mut store = LogStore::open(log.clone(), dir.clone()).expect("state");
     store
         .blocking_append((1..=12).map(|i| blank(1, i)))

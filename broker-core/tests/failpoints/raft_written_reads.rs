@@ -7,54 +7,22 @@
 //! (`broker-core/tests/cluster` met it 2 times in 6 runs, a cluster's probe topic once).
 //! Here one log alone, its writer's fsync held by the `segment::sync` failpoint.
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
-use broker_core::config::{FsyncPolicy, LogConfig};
-use broker_core::message::Record;
-use broker_core::storage::{EntryBody, PartitionHandle, RaftEntry};
-use bytes::Bytes;
+use broker_core::storage::{EntryBody, RaftEntry};
 use fail::FailScenario;
-use tokio::sync::Notify;
+
+use crate::support::{bare, record, replicated_log};
 
 const FAILPOINT: &str = "segment::sync";
 /// Longest a held fsync waits to be let go (the test lets it go far sooner).
 const HOLD_LIMIT: Duration = Duration::from_secs(10);
 
-fn record(value: &'static str) -> Record {
-    Record {
-        id: format!("id-{value}"),
-        timestamp_ms: 1_000,
-        key: None,
-        value: Bytes::from_static(value.as_bytes()),
-        binary: false,
-        scheduled: false,
-        client_id: false,
-        headers: Vec::new(),
-        tags: Vec::new(),
-        trace: None,
-        origin: None,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_applied_before_its_fsync_ends_is_read_not_reported_corrupt() {
     let _scenario = FailScenario::setup();
-    let root = tempfile::tempdir().expect("temp dir");
-    let db = sled::Config::new()
-        .path(root.path().join("meta"))
-        .open()
-        .expect("sled");
-    let dir = root.path().join("p0");
-    let config = LogConfig {
-        segment_bytes: 1024 * 1024,
-        fsync: FsyncPolicy::Always,
-        leader_epoch: 0,
-    };
-    let tree = db.open_tree("p0").expect("tree");
-    let on_commit = Arc::new(Notify::new());
-    let log = PartitionHandle::open_replicated(dir, tree, config, Arc::clone(&on_commit), None)
-        .expect("opens");
+    let (partition, log) = replicated_log();
 
     // The writer's fsyncs wait until let go.
     let (release, held) = mpsc::channel::<()>();
@@ -69,14 +37,16 @@ async fn an_entry_applied_before_its_fsync_ends_is_read_not_reported_corrupt() {
     })
     .expect("failpoint");
 
+    let written = record(0, 100);
     let entry = RaftEntry {
         term: 1,
         index: 1,
-        body: EntryBody::messages(&[record("first")]).expect("encodes"),
+        body: EntryBody::messages(std::slice::from_ref(&written)).expect("encodes"),
     };
     let flushed = log.append_entries(vec![entry]).await.expect("written");
     // Raft applied it (its followers hold it) while this replica's fsync is under way.
-    log.publish_applied(1, &on_commit).expect("published");
+    log.publish_applied(1, &partition.on_commit)
+        .expect("published");
     let read = log.read(0, 10, 1024 * 1024);
     // Let go (whether the writer reached its fsync yet or not: it cannot pass it before this,
     // so the read above came before the group's commit), and hold no later fsync.
@@ -86,7 +56,6 @@ async fn an_entry_applied_before_its_fsync_ends_is_read_not_reported_corrupt() {
     fail::remove(FAILPOINT);
 
     let records = read.expect("the applied entry reads while its fsync is under way");
-    let values: Vec<&[u8]> = records.iter().map(|r| r.record.value.as_ref()).collect();
-    assert_eq!(values, [b"first".as_slice()]);
+    assert_eq!(bare(&records), [written]);
     fsynced.expect("the held fsync succeeds once let go");
 }

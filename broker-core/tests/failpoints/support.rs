@@ -18,9 +18,28 @@ pub use nodes::{
     text_message,
 };
 pub use storage::{
-    TestLog, append_acknowledged, bare, file_len, read_all, records, small_segments,
+    TestLog, append_acknowledged, bare, file_len, read_all, record, records, small_segments,
 };
 pub use topic::{broker_with_topic, create_topic, text};
+
+/// An empty replicated partition (1 MiB segments, fsync always) whose Raft state machine has
+/// applied nothing, opened; the [`TestLog`] keeps its files.
+pub fn replicated_log() -> (TestLog, broker_core::storage::PartitionHandle) {
+    let partition = TestLog::new(broker_core::config::LogConfig {
+        segment_bytes: 1024 * 1024,
+        fsync: broker_core::config::FsyncPolicy::Always,
+        leader_epoch: 0,
+    });
+    let log = broker_core::storage::PartitionHandle::open_replicated(
+        partition.dir.clone(),
+        partition.tree(),
+        partition.config.clone(),
+        std::sync::Arc::clone(&partition.on_commit),
+        None,
+    )
+    .expect("open replicated partition");
+    (partition, log)
+}
 
 /// Waits up to 15 s for `done`, asking every 100 ms; panics naming `what` if it never is.
 pub async fn until(what: &str, done: impl AsyncFn() -> bool) {
